@@ -1,0 +1,57 @@
+// The C handles and the one place errors cross the ABI.
+#pragma once
+
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "c_api.h"
+#include "core/model.h"
+#include "core/session.h"
+#include "core/tensor.h"
+
+struct tern_tensor {
+  tern::Tensor t;
+};
+struct tern_model {
+  std::shared_ptr<const tern::Model> m;
+};
+struct tern_session {
+  std::unique_ptr<tern::Session> s;
+};
+struct tern_session_options {
+  std::vector<std::string> backends{"cpu"};
+  int num_threads = 0;
+  int num_interop_threads = 0;
+};
+struct tern_run_options {
+  int reserved = 0;
+};
+
+namespace tern::api {
+
+// Records the status as this thread's last error and returns its C code.
+tern_status fail(const Status& s);
+
+// Runs fn (returning Status) and converts whatever happens, exceptions included, to a tern_status.
+template <class Fn>
+tern_status guard(Fn&& fn) noexcept {
+  try {
+    Status s = fn();
+    return s.is_ok() ? TERN_OK : fail(s);
+  } catch (const std::bad_alloc&) {
+    return fail(out_of_memory("out of memory"));
+  } catch (const std::exception& e) {
+    return fail(internal_error("unexpected exception: ", e.what()));
+  } catch (...) {
+    return fail(internal_error("unexpected exception"));
+  }
+}
+
+#define TERN_API_REQUIRE(cond, ...) \
+  do {                              \
+    if (!(cond)) return ::tern::invalid_argument(__VA_ARGS__); \
+  } while (0)
+
+}  // namespace tern::api

@@ -1,0 +1,76 @@
+#include "api/api_internal.h"
+#include "serialization/model_io.h"
+
+using tern::Status;
+
+namespace {
+
+tern_status io_info(const tern_model* m, size_t i, bool input, tern_dtype* dtype, size_t* rank,
+                    const int64_t** shape) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(m, "model is NULL");
+    const auto& list = input ? m->m->inputs() : m->m->outputs();
+    TERN_API_REQUIRE(i < list.size(), input ? "input" : "output", " index ", i,
+                     " is out of range (the model has ", list.size(), ")");
+    const tern::IOInfo& info = list[i];
+    if (dtype) *dtype = static_cast<tern_dtype>(info.dtype);
+    if (rank) *rank = info.has_shape ? info.dims.size() : 0;
+    if (shape) *shape = info.has_shape && !info.dims.empty() ? info.dims.data() : nullptr;
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+tern_status tern_model_load_file(const char* path, tern_model** out) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(path, "path is NULL");
+    TERN_API_REQUIRE(out, "out is NULL");
+    TERN_ASSIGN_OR_RETURN(auto m, tern::serialization::load_model_file(path));
+    *out = new tern_model{std::move(m)};
+    return Status::ok();
+  });
+}
+
+tern_status tern_model_load_memory(const void* data, size_t size, tern_model** out) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(data || size == 0, "data is NULL");
+    TERN_API_REQUIRE(out, "out is NULL");
+    TERN_ASSIGN_OR_RETURN(auto m, tern::serialization::load_model_memory(data, size));
+    *out = new tern_model{std::move(m)};
+    return Status::ok();
+  });
+}
+
+tern_status tern_model_save(const tern_model* m, const char* path) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(m, "model is NULL");
+    TERN_API_REQUIRE(path, "path is NULL");
+    return tern::serialization::save_tern(m->m->graph(), path);
+  });
+}
+
+void tern_model_destroy(tern_model* m) { delete m; }
+
+size_t tern_model_input_count(const tern_model* m) { return m ? m->m->inputs().size() : 0; }
+size_t tern_model_output_count(const tern_model* m) { return m ? m->m->outputs().size() : 0; }
+
+const char* tern_model_input_name(const tern_model* m, size_t i) {
+  return m && i < m->m->inputs().size() ? m->m->inputs()[i].name.c_str() : nullptr;
+}
+const char* tern_model_output_name(const tern_model* m, size_t i) {
+  return m && i < m->m->outputs().size() ? m->m->outputs()[i].name.c_str() : nullptr;
+}
+
+tern_status tern_model_input_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank,
+                                  const int64_t** shape) {
+  return io_info(m, i, true, dtype, rank, shape);
+}
+tern_status tern_model_output_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank,
+                                   const int64_t** shape) {
+  return io_info(m, i, false, dtype, rank, shape);
+}
+
+}  // extern "C"

@@ -1,0 +1,88 @@
+// ConvTranspose on oneDNN's deconvolution: plain activations, weights packed once.
+#include "backends/cpu/onednn/onednn_common.h"
+#include "core/kernel_registry.h"
+#include "ops/conv_transpose.h"
+
+namespace tern {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+class OnednnConvTranspose final : public Kernel {
+ public:
+  const char* name() const override { return "onednn"; }
+
+  static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
+    const Tensor* wconst = ctx.inputs[1].value;
+    if (!wconst) return unsupported("oneDNN deconvolution needs constant weights");
+    const size_t s = p.win.spatial;
+    // oneDNN 2.6 has no 1-D "io" weight layout; the portable kernel covers that case.
+    if (s == 1) return unsupported("oneDNN has no 1-D transposed-weight layout");
+    dnnl::memory::dims pad_r;
+    for (size_t i = 0; i < s; ++i) {
+      // ONNX's output_padding extends the end; oneDNN expresses it as less end padding.
+      int64_t r = p.win.pads_end[i] - p.output_padding[i];
+      if (r < 0) return unsupported("output_padding larger than the end padding");
+      pad_r.push_back(r);
+    }
+    auto k = std::make_unique<OnednnConvTranspose>();
+    const int64_t G = p.group, Cg = p.w[0] / G, Mg = p.w[1];
+    dnnl::memory::dims wdims = G > 1 ? dnnl::memory::dims{G, Mg, Cg} : dnnl::memory::dims{Mg, Cg};
+    wdims.insert(wdims.end(), p.w.begin() + 2, p.w.end());
+    // ONNX stores [C_in, M/group, k...]: oneDNN's "io" order.
+    const tag wtag = G > 1 ? (s == 2 ? tag::giohw : tag::giodhw) : (s == 2 ? tag::iohw : tag::iodhw);
+    dnnl::memory::dims dil;
+    for (int64_t d : p.win.dilations) dil.push_back(d - 1);
+    try {
+      k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32, onednn::activation_tag(p.x.size()));
+      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32, onednn::activation_tag(p.y.size()));
+      dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
+      dnnl::memory::desc b_md;
+      if (p.has_bias) b_md = dnnl::memory::desc({p.y[1]}, dt::f32, tag::x);
+      auto desc = dnnl::deconvolution_forward::desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, k->src_md_,
+          dnnl::memory::desc(wdims, dt::f32, tag::any), b_md, k->dst_md_,
+          onednn::to_dims(p.win.strides), dil, onednn::to_dims(p.win.pads_begin), pad_r);
+      dnnl::deconvolution_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
+                                                     onednn::engine());
+      k->prim_ = dnnl::deconvolution_forward(pd);
+      k->scratch_md_ = pd.scratchpad_desc();
+      k->has_bias_ = p.has_bias;
+      k->bias_len_ = p.y[1];
+      TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
+    } catch (const dnnl::error& e) {
+      return unsupported("oneDNN declined this deconvolution: ", e.what());
+    }
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(const KernelArgs& a, const ExecContext&) const override {
+    auto& eng = onednn::engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, a.inputs[0]->raw()));
+    args.emplace(DNNL_ARG_WEIGHTS, packed_w_);
+    if (has_bias_) {
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({bias_len_}, dt::f32, tag::x),
+                                               eng, a.inputs[2]->raw()));
+    }
+    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, a.outputs[0]->raw()));
+    return onednn::execute(prim_, scratch_md_, args);
+  }
+
+ private:
+  dnnl::deconvolution_forward prim_;
+  dnnl::memory::desc src_md_, dst_md_, scratch_md_;
+  dnnl::memory packed_w_;
+  bool has_bias_ = false;
+  int64_t bias_len_ = 0;
+};
+
+}  // namespace
+
+void register_cpu_onednn_conv_transpose(KernelRegistry& r) {
+  r.add("ConvTranspose", "cpu", DType::kFloat32, OnednnConvTranspose::create);
+}
+
+}  // namespace tern

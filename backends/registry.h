@@ -1,0 +1,19 @@
+// The backends built into this library, by name. The one place that knows which are compiled in.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace tern::backends {
+
+// Every backend name Tern knows, built or not ("cpu", "cuda", "vulkan", "mps").
+const std::vector<std::string>& known_names();
+// The backend object; INVALID_ARGUMENT for an unknown name, BACKEND_UNAVAILABLE for one that is not
+// built or has no device here.
+Expected<Backend*> get(const std::string& name);
+bool is_built(const std::string& name);
+bool is_available(const std::string& name);
+
+}  // namespace tern::backends

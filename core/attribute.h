@@ -1,0 +1,52 @@
+// Typed node attributes. Kind values match ONNX's AttributeProto.AttributeType.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace tern {
+
+struct Attribute {
+  enum class Kind : uint8_t {
+    kFloat = 1, kInt = 2, kString = 3, kTensor = 4, kFloats = 6, kInts = 7, kStrings = 8
+  };
+  Kind kind = Kind::kInt;
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<std::string> strings;
+  Tensor t;
+};
+
+const char* attribute_kind_name(Attribute::Kind k);
+
+// Attribute lookup with typed accessors; a present attribute of the wrong kind is an error that
+// names the attribute.
+class Attributes {
+ public:
+  void set(std::string name, Attribute a) { map_[std::move(name)] = std::move(a); }
+  bool has(const std::string& name) const { return map_.count(name) != 0; }
+  const Attribute* find(const std::string& name) const;
+  const std::map<std::string, Attribute>& all() const { return map_; }
+
+  Expected<int64_t> get_int(const std::string& name, int64_t fallback) const;
+  Expected<float> get_float(const std::string& name, float fallback) const;
+  Expected<std::string> get_string(const std::string& name, const std::string& fallback) const;
+  Expected<std::vector<int64_t>> get_ints(const std::string& name,
+                                          std::vector<int64_t> fallback = {}) const;
+  Expected<std::vector<float>> get_floats(const std::string& name,
+                                          std::vector<float> fallback = {}) const;
+
+ private:
+  Status wrong_kind(const std::string& name, Attribute::Kind want) const;
+  std::map<std::string, Attribute> map_;
+};
+
+}  // namespace tern

@@ -1,0 +1,46 @@
+#include "core/backend.h"
+
+#include <cstring>
+
+#include "core/kernel_registry.h"
+
+namespace tern {
+
+static DType first_input_dtype(const OpContext& ctx) {
+  for (const auto& in : ctx.inputs) {
+    if (in.present) return in.dtype;
+  }
+  return DType::kUndefined;
+}
+
+bool Backend::supports_op(const std::string& op_type) const {
+  return KernelRegistry::global().has_op(op_type, name());
+}
+
+Expected<std::unique_ptr<Kernel>> Backend::prepare(const OpContext& ctx) const {
+  DType dt = first_input_dtype(ctx);
+  KernelFactory f = KernelRegistry::global().find(ctx.node->op_type, name(), dt);
+  if (!f) {
+    return unsupported("backend ", name(), " has no ", ctx.node->op_type, " kernel for ",
+                       dtype_name(dt));
+  }
+  return f(ctx);
+}
+
+Expected<std::shared_ptr<void>> Backend::allocate(size_t bytes) {
+  auto p = aligned_buffer(bytes);
+  if (!p) return out_of_memory("backend ", name(), ": cannot allocate ", bytes, " bytes");
+  return p;
+}
+
+Status Backend::copy_to_device(const Tensor& host, Tensor& device) {
+  if (host.byte_size() != device.byte_size()) return internal_error("copy size mismatch");
+  if (host.byte_size()) std::memcpy(device.raw(), host.raw(), host.byte_size());
+  return Status::ok();
+}
+
+Status Backend::copy_to_host(const Tensor& device, Tensor& host) {
+  return copy_to_device(device, host);
+}
+
+}  // namespace tern

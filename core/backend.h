@@ -1,0 +1,35 @@
+// The backend interface (DESIGN §2). Ops reach a backend only through the kernel registry, so a new
+// op never edits this interface. Device backends (CUDA, Vulkan, MPS) implement the memory methods
+// with device memory; the session inserts copies where a device partition meets the host.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/kernel.h"
+
+namespace tern {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual bool is_built() const = 0;
+  virtual bool is_available() const = 0;
+  // Host backends read and write tensors in host memory directly.
+  virtual bool is_host() const { return true; }
+  // True when some kernel exists for the op type (any dtype): decides early whether a model can
+  // run at all.
+  virtual bool supports_op(const std::string& op_type) const;
+  // The kernel for one node with concrete input types and shapes, or UNSUPPORTED.
+  virtual Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const;
+  // Intra-op threads for the next kernels run on the calling thread.
+  virtual void set_num_threads(int n) {}
+  virtual Status synchronize() { return Status::ok(); }
+  // Device memory (host backends never call these).
+  virtual Expected<std::shared_ptr<void>> allocate(size_t bytes);
+  virtual Status copy_to_device(const Tensor& host, Tensor& device);
+  virtual Status copy_to_host(const Tensor& device, Tensor& host);
+};
+
+}  // namespace tern

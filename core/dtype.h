@@ -1,0 +1,48 @@
+// Element types. Values are ONNX's TensorProto.DataType numbers, the same as tern_dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern {
+
+enum class DType : int32_t {
+  kUndefined = 0,
+  kFloat32 = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,
+  kBool = 9,
+  kFloat16 = 10,
+  kFloat64 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+  kBFloat16 = 16,
+};
+
+// True for the values listed above other than kUndefined.
+bool dtype_is_valid(int32_t value);
+// Bytes per element; 0 for kUndefined and kString (strings are not stored inline).
+size_t dtype_size(DType t);
+// "float32", "int64", ...; "undefined(N)" for values outside the enum.
+const char* dtype_name(DType t);
+bool dtype_is_float(DType t);
+
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::kInt8; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kUInt8; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kInt16; };
+template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kUInt16; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
+template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kUInt32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
+template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::kUInt64; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+
+}  // namespace tern

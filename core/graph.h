@@ -1,0 +1,64 @@
+// The graph IR every loader produces and every later stage reads: values (with symbolic shapes and
+// optional constant data), nodes in any order, graph inputs and outputs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/attribute.h"
+#include "core/tensor.h"
+
+namespace tern {
+
+// A dim is a known size (>= 0) or a symbol ("batch", or "" when anonymous) with value -1.
+struct Dim {
+  int64_t value = -1;
+  std::string symbol;
+  bool known() const { return value >= 0; }
+};
+
+struct ValueType {
+  DType dtype = DType::kUndefined;
+  bool has_shape = false;  // false: rank unknown
+  std::vector<Dim> dims;
+};
+
+struct Value {
+  std::string name;
+  ValueType type;
+  std::optional<Tensor> constant;  // initializer / folded constant data
+};
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;         // "" for ai.onnx
+  std::vector<int> inputs;    // value ids; -1 marks an omitted optional input
+  std::vector<int> outputs;   // value ids; -1 marks an omitted optional output
+  Attributes attrs;
+};
+
+struct Graph {
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;   // values fed by the caller
+  std::vector<int> outputs;
+  int64_t opset = 0;         // ai.onnx opset version the nodes follow
+  std::string producer;
+  std::vector<std::pair<std::string, std::string>> metadata;
+
+  int add_value(std::string name, ValueType type = {});
+  // "node 'conv1' (Conv)"; falls back to the node's index when it has no name.
+  std::string describe_node(size_t index) const;
+  const std::string& value_name(int id) const { return values[static_cast<size_t>(id)].name; }
+
+  // Structural checks: ids in range, each value produced once, graph inputs not produced by a
+  // node, every node input defined, outputs defined, no cycle. Returns INVALID_MODEL naming the
+  // offending node or value.
+  Status validate() const;
+  // Node indices in dependency order (validate() first).
+  Expected<std::vector<size_t>> topological_order() const;
+};
+
+}  // namespace tern

@@ -1,0 +1,89 @@
+// What shape inference and kernels see of one node, and the kernel interface.
+// Prepare, then execute: a KernelFactory runs once per input-shape signature (it may pack weights
+// and build primitives); Kernel::run only computes and must be safe to call from several threads.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace tern {
+
+struct TensorInfo {
+  bool present = false;           // false for an omitted optional input/output
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  const Tensor* value = nullptr;  // data, when known before the run (constants, shape math)
+};
+
+// One node with concrete input types and shapes. Shape inference fills `outputs` (dtype, shape)
+// and, when an output is computable from shapes alone (Shape, Size), `output_values`.
+struct OpContext {
+  const Node* node = nullptr;
+  std::string where;  // "node 'x' (Conv)", for messages
+  int64_t opset = 0;
+  std::vector<TensorInfo> inputs;
+  std::vector<std::string> input_names;  // graph value names, for messages
+  std::vector<TensorInfo> outputs;
+  std::vector<std::optional<Tensor>> output_values;
+
+  const Attributes& attrs() const { return node->attrs; }
+  size_t num_inputs() const { return inputs.size(); }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }
+  const TensorInfo& input(size_t i) const { return inputs[i]; }
+  void set_output(size_t i, DType dtype, Shape shape) {
+    outputs[i].dtype = dtype;
+    outputs[i].shape = std::move(shape);
+  }
+};
+
+// Execution-time settings passed to every kernel.
+struct ExecContext {
+  int num_threads = 1;
+};
+
+struct KernelArgs {
+  std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
+  std::vector<Tensor*> outputs;       // nullptr for an omitted optional output
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Which implementation this is ("onednn", "openblas", "reference", ...), for profiles and tests.
+  virtual const char* name() const = 0;
+  virtual Status run(const KernelArgs& args, const ExecContext& exec) const = 0;
+};
+
+using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);
+using InferFn = Status (*)(OpContext& ctx);
+
+// A kernel made of parsed params and a function; most kernels are this.
+template <class Params, class RunFn>
+class FunctionKernel final : public Kernel {
+ public:
+  FunctionKernel(const char* name, Params params, RunFn run)
+      : name_(name), params_(std::move(params)), run_(std::move(run)) {}
+  const char* name() const override { return name_; }
+  Status run(const KernelArgs& args, const ExecContext& exec) const override {
+    return run_(params_, args, exec);
+  }
+
+ private:
+  const char* name_;
+  Params params_;
+  RunFn run_;
+};
+
+template <class Params, class RunFn>
+std::unique_ptr<Kernel> make_kernel(const char* name, Params params, RunFn run) {
+  return std::make_unique<FunctionKernel<Params, RunFn>>(name, std::move(params), std::move(run));
+}
+
+}  // namespace tern

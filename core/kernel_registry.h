@@ -1,0 +1,31 @@
+// Kernels per (op type, backend, dtype). Each backend registers its kernels into the global
+// registry when it is first created; backends/<b>/ops/<op>.cpp ends with register_<b>_<op>().
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "core/kernel.h"
+
+namespace tern {
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& global();
+  // dtype kUndefined registers the kernel for every dtype (the factory then checks what it gets).
+  void add(const std::string& op_type, const std::string& backend, DType dtype,
+           KernelFactory factory);
+  // The kernel for the dtype of the op's first input, else the any-dtype kernel, else null.
+  KernelFactory find(const std::string& op_type, const std::string& backend, DType dtype) const;
+  bool has_op(const std::string& op_type, const std::string& backend) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, int>, KernelFactory> kernels_;
+};
+
+void register_cpu_kernels(KernelRegistry& r);  // generated from backends/cpu/ops/*.cpp
+
+}  // namespace tern

@@ -1,0 +1,41 @@
+#include "core/model.h"
+
+namespace tern {
+
+static IOInfo io_info(const Graph& g, int id) {
+  const Value& v = g.values[static_cast<size_t>(id)];
+  IOInfo info;
+  info.value = id;
+  info.name = v.name;
+  info.dtype = v.constant ? v.constant->dtype() : v.type.dtype;
+  if (v.constant) {
+    info.has_shape = true;
+    info.dims = v.constant->shape();
+  } else if (v.type.has_shape) {
+    info.has_shape = true;
+    for (const Dim& d : v.type.dims) info.dims.push_back(d.known() ? d.value : -1);
+  }
+  return info;
+}
+
+Expected<std::shared_ptr<const Model>> Model::create(Graph graph, std::shared_ptr<void> storage,
+                                                      std::string format) {
+  TERN_RETURN_IF_ERROR(graph.validate());
+  auto m = std::make_shared<Model>();
+  for (int id : graph.inputs) {
+    // ONNX before IR 4 lists initializers as inputs too; those are not fed by the caller.
+    if (graph.values[static_cast<size_t>(id)].constant) continue;
+    const Value& v = graph.values[static_cast<size_t>(id)];
+    if (!dtype_is_valid(static_cast<int32_t>(v.type.dtype))) {
+      return invalid_model("graph input '", v.name, "' has no valid element type");
+    }
+    m->inputs_.push_back(io_info(graph, id));
+  }
+  for (int id : graph.outputs) m->outputs_.push_back(io_info(graph, id));
+  m->graph_ = std::move(graph);
+  m->storage_ = std::move(storage);
+  m->format_ = std::move(format);
+  return std::shared_ptr<const Model>(std::move(m));
+}
+
+}  // namespace tern

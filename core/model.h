@@ -1,0 +1,38 @@
+// Model: an immutable, validated graph plus the storage its constants live in (a mapped .tern
+// file, or the buffers an importer filled). Shared by sessions and threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace tern {
+
+struct IOInfo {
+  int value = -1;
+  std::string name;
+  DType dtype = DType::kUndefined;
+  bool has_shape = false;
+  std::vector<int64_t> dims;  // -1 for a dynamic dim
+};
+
+class Model {
+ public:
+  // Validates the graph (structure, cycles) and derives the caller-facing inputs and outputs.
+  static Expected<std::shared_ptr<const Model>> create(Graph graph, std::shared_ptr<void> storage,
+                                                       std::string format);
+  const Graph& graph() const { return graph_; }
+  const std::vector<IOInfo>& inputs() const { return inputs_; }
+  const std::vector<IOInfo>& outputs() const { return outputs_; }
+  const std::string& format() const { return format_; }  // "tern" or "onnx"
+
+ private:
+  Graph graph_;
+  std::shared_ptr<void> storage_;
+  std::string format_;
+  std::vector<IOInfo> inputs_, outputs_;
+};
+
+}  // namespace tern

@@ -1,0 +1,115 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/half.h"
+
+namespace tern {
+
+Expected<int64_t> checked_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i];
+    if (d < 0) return invalid_argument("dim ", i, " is negative (", d, ")");
+    if (d != 0 && n > (int64_t{1} << 62) / d) {
+      return invalid_argument("shape ", shape_str(shape), " has more than 2^62 elements");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::shared_ptr<void> aligned_buffer(size_t bytes) {
+  size_t rounded = (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
+  if (rounded == 0) rounded = Tensor::kAlignment;
+  void* p = std::aligned_alloc(Tensor::kAlignment, rounded);
+  if (!p) return nullptr;
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
+  if (dtype_size(dtype) == 0) {
+    return unsupported("tensors of dtype ", dtype_name(dtype), " are not supported");
+  }
+  TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape));
+  size_t elem = dtype_size(dtype);
+  if (static_cast<uint64_t>(n) > (uint64_t{1} << 62) / elem) {
+    return invalid_argument("tensor of shape ", shape_str(shape), " is too large");
+  }
+  size_t bytes = static_cast<size_t>(n) * elem;
+  auto buf = aligned_buffer(bytes);
+  if (!buf) return out_of_memory("cannot allocate ", bytes, " bytes for a tensor of shape ",
+                                 shape_str(shape));
+  std::memset(buf.get(), 0, bytes);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = buf.get();
+  t.keepalive_ = std::move(buf);
+  return t;
+}
+
+Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = data;
+  t.keepalive_ = std::move(keepalive);
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Expected<Tensor> Tensor::clone() const {
+  TERN_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, shape_));
+  if (byte_size()) std::memcpy(t.raw(), data_, byte_size());
+  return t;
+}
+
+int64_t Tensor::int_at(int64_t i) const {
+  switch (dtype_) {
+    case DType::kInt64: return data<int64_t>()[i];
+    case DType::kInt32: return data<int32_t>()[i];
+    case DType::kInt16: return data<int16_t>()[i];
+    case DType::kInt8: return data<int8_t>()[i];
+    case DType::kUInt8: return data<uint8_t>()[i];
+    case DType::kUInt16: return data<uint16_t>()[i];
+    case DType::kUInt32: return data<uint32_t>()[i];
+    case DType::kUInt64: return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DType::kBool: return data<uint8_t>()[i] != 0;
+    default: return static_cast<int64_t>(float_at(i));
+  }
+}
+
+double Tensor::float_at(int64_t i) const {
+  switch (dtype_) {
+    case DType::kFloat32: return data<float>()[i];
+    case DType::kFloat64: return data<double>()[i];
+    case DType::kFloat16: return half_to_float(data<uint16_t>()[i]);
+    case DType::kBFloat16: return bfloat16_to_float(data<uint16_t>()[i]);
+    default: return static_cast<double>(int_at(i));
+  }
+}
+
+}  // namespace tern

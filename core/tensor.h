@@ -1,0 +1,60 @@
+// Tensor: a dtype, a concrete shape and a pointer to element data whose lifetime is shared
+// (owned storage, a caller's borrowed buffer, or a slice of a mapped model file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace tern {
+
+using Shape = std::vector<int64_t>;
+
+// Element count of a shape, or an error naming the problem (negative dim, overflow past 2^62).
+Expected<int64_t> checked_numel(const Shape& shape);
+int64_t numel(const Shape& shape);  // for shapes already validated
+std::string shape_str(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Owned, zero-initialised storage, aligned to kAlignment.
+  static Expected<Tensor> allocate(DType dtype, Shape shape);
+  // Wraps existing data; `keepalive` owns whatever must outlive the tensor (may be null).
+  static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  size_t rank() const { return shape_.size(); }
+  int64_t numel() const { return tern::numel(shape_); }
+  size_t byte_size() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  bool defined() const { return dtype_ != DType::kUndefined; }
+
+  void* raw() const { return data_; }
+  template <class T> T* data() const { return static_cast<T*>(data_); }
+
+  // Same storage, new shape of equal element count.
+  Tensor reshaped(Shape shape) const;
+  // Deep copy into owned storage.
+  Expected<Tensor> clone() const;
+  // Reads element i converted to int64 (integer and bool tensors) or double (floats).
+  int64_t int_at(int64_t i) const;
+  double float_at(int64_t i) const;
+
+  static constexpr size_t kAlignment = 64;
+
+ private:
+  DType dtype_ = DType::kUndefined;
+  Shape shape_;
+  void* data_ = nullptr;
+  std::shared_ptr<void> keepalive_;
+};
+
+// 64-byte aligned allocation; returns null on failure.
+std::shared_ptr<void> aligned_buffer(size_t bytes);
+
+}  // namespace tern

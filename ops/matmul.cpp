@@ -1,0 +1,168 @@
+#include "ops/matmul.h"
+
+#include "ops/common/op_utils.h"
+
+namespace tern {
+namespace ops {
+
+Expected<MatMulParams> parse_matmul(const OpContext& ctx) {
+  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
+  Shape a = ctx.inputs[0].shape, b = ctx.inputs[1].shape;
+  if (a.empty() || b.empty()) return invalid_argument("MatMul inputs must have rank >= 1");
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  MatMulParams p;
+  p.M = a[a.size() - 2];
+  p.K = a.back();
+  p.N = b.back();
+  if (b[b.size() - 2] != p.K) {
+    return invalid_argument("inner dims differ: '", ctx.input_names[0], "' ",
+                            shape_str(ctx.inputs[0].shape), " and '", ctx.input_names[1], "' ",
+                            shape_str(ctx.inputs[1].shape));
+  }
+  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  auto batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch) {
+    return invalid_argument("batch dims of '", ctx.input_names[0], "' and '",
+                            ctx.input_names[1], "': ", batch.status().message());
+  }
+  const int64_t nb = numel(*batch);
+  if (nb > 0) {
+    BroadcastRows br = plan_broadcast(*batch, {a_batch, b_batch});
+    // Walk every batch index; BroadcastRows gives each input's element offset per position.
+    for (int64_t r = 0; r < br.rows; ++r) {
+      int64_t off[2];
+      br.row_offsets(r, off);
+      for (int64_t i = 0; i < br.inner; ++i) {
+        p.a_offsets.push_back((off[0] + i * br.in_strides[0].back()) * p.M * p.K);
+        p.b_offsets.push_back((off[1] + i * br.in_strides[1].back()) * p.K * p.N);
+      }
+    }
+  }
+  p.out = *batch;
+  if (!a_vec) p.out.push_back(p.M);
+  if (!b_vec) p.out.push_back(p.N);
+  return p;
+}
+
+void matmul_reference(const MatMulParams& p, const float* a, const float* b, float* y) {
+  for (size_t m = 0; m < p.a_offsets.size(); ++m) {
+    const float* A = a + p.a_offsets[m];
+    const float* B = b + p.b_offsets[m];
+    float* Y = y + static_cast<int64_t>(m) * p.M * p.N;
+    for (int64_t i = 0; i < p.M; ++i)
+      for (int64_t j = 0; j < p.N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < p.K; ++k) acc += static_cast<double>(A[i * p.K + k]) * B[k * p.N + j];
+        Y[i * p.N + j] = static_cast<float>(acc);
+      }
+  }
+}
+
+Expected<GemmParams> parse_gemm(const OpContext& ctx) {
+  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
+  const Shape &a = ctx.inputs[0].shape, &b = ctx.inputs[1].shape;
+  if (a.size() != 2 || b.size() != 2) {
+    return invalid_argument("Gemm inputs must be matrices, got ", shape_str(a), " and ",
+                            shape_str(b));
+  }
+  GemmParams p;
+  TERN_ASSIGN_OR_RETURN(int64_t ta, ctx.attrs().get_int("transA", 0));
+  TERN_ASSIGN_OR_RETURN(int64_t tb, ctx.attrs().get_int("transB", 0));
+  TERN_ASSIGN_OR_RETURN(p.alpha, ctx.attrs().get_float("alpha", 1.0f));
+  TERN_ASSIGN_OR_RETURN(p.beta, ctx.attrs().get_float("beta", 1.0f));
+  p.trans_a = ta != 0;
+  p.trans_b = tb != 0;
+  p.M = p.trans_a ? a[1] : a[0];
+  p.K = p.trans_a ? a[0] : a[1];
+  p.N = p.trans_b ? b[0] : b[1];
+  if ((p.trans_b ? b[1] : b[0]) != p.K) {
+    return invalid_argument("inner dims differ: '", ctx.input_names[0], "' ", shape_str(a),
+                            " and '", ctx.input_names[1], "' ", shape_str(b));
+  }
+  if (ctx.has_input(2)) {
+    TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 2));
+    p.c_shape = ctx.inputs[2].shape;
+    auto bc = broadcast_shapes(p.c_shape, {p.M, p.N});
+    if (!bc || *bc != Shape{p.M, p.N} || p.c_shape.size() > 2) {
+      return invalid_argument("C '", ctx.input_names[2], "' ", shape_str(p.c_shape),
+                              " does not broadcast to [", p.M, ",", p.N, "]");
+    }
+  }
+  return p;
+}
+
+void gemm_fill_bias(const GemmParams& p, const float* c, float* y) {
+  const size_t r = p.c_shape.size();
+  const int64_t cm = r == 2 ? p.c_shape[0] : 1;
+  const int64_t cn = r >= 1 ? p.c_shape[r - 1] : 1;
+  for (int64_t i = 0; i < p.M; ++i)
+    for (int64_t j = 0; j < p.N; ++j) {
+      y[i * p.N + j] = c ? p.beta * c[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0.0f;
+    }
+}
+
+void gemm_reference(const GemmParams& p, const float* a, const float* b, const float* c,
+                    float* y) {
+  gemm_fill_bias(p, c, y);
+  for (int64_t i = 0; i < p.M; ++i)
+    for (int64_t j = 0; j < p.N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < p.K; ++k) {
+        const float av = p.trans_a ? a[k * p.M + i] : a[i * p.K + k];
+        const float bv = p.trans_b ? b[j * p.K + k] : b[k * p.N + j];
+        acc += static_cast<double>(av) * bv;
+      }
+      y[i * p.N + j] += static_cast<float>(p.alpha * acc);
+    }
+}
+
+}  // namespace ops
+
+namespace {
+
+Status infer_matmul(OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
+  ctx.set_output(0, DType::kFloat32, p.out);
+  return Status::ok();
+}
+
+Status infer_gemm(OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ops::GemmParams p, ops::parse_gemm(ctx));
+  ctx.set_output(0, DType::kFloat32, {p.M, p.N});
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
+  return make_kernel("reference", std::move(p),
+                     [](const ops::MatMulParams& q, const KernelArgs& a, const ExecContext&) {
+                       ops::matmul_reference(q, a.inputs[0]->data<float>(),
+                                             a.inputs[1]->data<float>(),
+                                             a.outputs[0]->data<float>());
+                       return Status::ok();
+                     });
+}
+
+Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ops::GemmParams p, ops::parse_gemm(ctx));
+  return make_kernel("reference", std::move(p),
+                     [](const ops::GemmParams& q, const KernelArgs& a, const ExecContext&) {
+                       const float* c = a.inputs.size() > 2 && a.inputs[2] ? a.inputs[2]->data<float>() : nullptr;
+                       ops::gemm_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(),
+                                           c, a.outputs[0]->data<float>());
+                       return Status::ok();
+                     });
+}
+
+}  // namespace
+
+void register_op_matmul(OpRegistry& r) {
+  r.add({"MatMul", 2, 2, 1, 1, infer_matmul, make_matmul, {}});
+  r.add({"Gemm", 2, 3, 1, 1, infer_gemm, make_gemm, {}});
+}
+
+}  // namespace tern

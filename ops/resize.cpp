@@ -1,0 +1,224 @@
+// Resize (opset 10-19): nearest (all rounding modes) on any rank, linear on the last two dims;
+// coordinate modes half_pixel, pytorch_half_pixel, align_corners, asymmetric and
+// tf_half_pixel_for_nearest. Cubic and tf_crop_and_resize are declined by name.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/parallel.h"
+#include "ops/common/op_utils.h"
+
+namespace tern {
+namespace {
+
+enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelNearest };
+enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+
+struct ResizeParams {
+  bool linear = false;
+  Coord coord = Coord::kHalfPixel;
+  Nearest nearest = Nearest::kRoundPreferFloor;
+  Shape in, out;
+  std::vector<double> scales;
+  DType dtype;
+};
+
+Expected<ResizeParams> parse_resize(const OpContext& ctx) {
+  ResizeParams p;
+  p.in = ctx.inputs[0].shape;
+  p.dtype = ctx.inputs[0].dtype;
+  const size_t r = p.in.size();
+  TERN_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "nearest"));
+  std::string coord_default = ctx.opset >= 11 ? "half_pixel" : "asymmetric";
+  TERN_ASSIGN_OR_RETURN(std::string coord, ctx.attrs().get_string("coordinate_transformation_mode", coord_default));
+  TERN_ASSIGN_OR_RETURN(std::string nearest, ctx.attrs().get_string("nearest_mode", "round_prefer_floor"));
+  TERN_ASSIGN_OR_RETURN(auto axes, ctx.attrs().get_ints("axes"));
+  TERN_ASSIGN_OR_RETURN(std::string keep_ratio, ctx.attrs().get_string("keep_aspect_ratio_policy", "stretch"));
+  if (!axes.empty()) return unsupported("Resize with the 'axes' attribute");
+  if (keep_ratio != "stretch") return unsupported("keep_aspect_ratio_policy '", keep_ratio, "'");
+  if (mode == "linear" || mode == "bilinear") {
+    p.linear = true;
+  } else if (mode != "nearest") {
+    return unsupported("Resize mode '", mode, "' (supported: nearest, linear)");
+  }
+  if (coord == "half_pixel") p.coord = Coord::kHalfPixel;
+  else if (coord == "pytorch_half_pixel") p.coord = Coord::kPytorchHalfPixel;
+  else if (coord == "align_corners") p.coord = Coord::kAlignCorners;
+  else if (coord == "asymmetric") p.coord = Coord::kAsymmetric;
+  else if (coord == "tf_half_pixel_for_nearest") p.coord = Coord::kTfHalfPixelNearest;
+  else return unsupported("coordinate_transformation_mode '", coord, "'");
+  if (nearest == "round_prefer_floor") p.nearest = Nearest::kRoundPreferFloor;
+  else if (nearest == "round_prefer_ceil") p.nearest = Nearest::kRoundPreferCeil;
+  else if (nearest == "floor") p.nearest = Nearest::kFloor;
+  else if (nearest == "ceil") p.nearest = Nearest::kCeil;
+  else return invalid_model("nearest_mode '", nearest, "' is not valid");
+
+  // Opset 10: (X, scales). Opset 11+: (X, roi, scales, sizes).
+  const size_t scales_at = ctx.opset >= 11 ? 2 : 1, sizes_at = 3;
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  if (ctx.has_input(scales_at) && ctx.inputs[scales_at].value && ctx.inputs[scales_at].value->numel() > 0) {
+    const Tensor& t = *ctx.inputs[scales_at].value;
+    for (int64_t i = 0; i < t.numel(); ++i) scales.push_back(t.float_at(i));
+  }
+  if (ctx.has_input(sizes_at) && ctx.inputs[sizes_at].value && ctx.inputs[sizes_at].value->numel() > 0) {
+    sizes = ops::read_ints(*ctx.inputs[sizes_at].value);
+  }
+  if (scales.empty() == sizes.empty()) {
+    return invalid_model("exactly one of 'scales' and 'sizes' must be given");
+  }
+  p.out.resize(r);
+  p.scales.resize(r);
+  if (!scales.empty()) {
+    if (scales.size() != r) return invalid_model("scales has ", scales.size(), " entries for rank ", r);
+    for (size_t i = 0; i < r; ++i) {
+      if (!(scales[i] > 0)) return invalid_model("scales must be positive");
+      p.scales[i] = scales[i];
+      p.out[i] = static_cast<int64_t>(std::floor(static_cast<double>(p.in[i]) * scales[i]));
+    }
+  } else {
+    if (sizes.size() != r) return invalid_model("sizes has ", sizes.size(), " entries for rank ", r);
+    for (size_t i = 0; i < r; ++i) {
+      if (sizes[i] < 0) return invalid_model("sizes must be >= 0");
+      p.out[i] = sizes[i];
+      p.scales[i] = p.in[i] ? static_cast<double>(sizes[i]) / static_cast<double>(p.in[i]) : 1.0;
+    }
+  }
+  if (p.linear) {
+    for (size_t i = 0; i + 2 < r; ++i) {
+      if (p.out[i] != p.in[i]) return unsupported("linear Resize of a dim other than the last two");
+    }
+    if (p.dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32 (linear)");
+  } else if (dtype_size(p.dtype) == 0) {
+    return ops::dtype_error(ctx, 0, "non-string types");
+  }
+  return p;
+}
+
+double source_coord(const ResizeParams& p, size_t d, int64_t x) {
+  const double s = p.scales[d];
+  const double xo = static_cast<double>(x);
+  switch (p.coord) {
+    case Coord::kHalfPixel: return (xo + 0.5) / s - 0.5;
+    case Coord::kPytorchHalfPixel: return p.out[d] > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
+    case Coord::kAlignCorners:
+      return p.out[d] == 1 ? 0.0 : xo * static_cast<double>(p.in[d] - 1) / static_cast<double>(p.out[d] - 1);
+    case Coord::kAsymmetric: return xo / s;
+    case Coord::kTfHalfPixelNearest: return (xo + 0.5) / s;
+  }
+  return 0;
+}
+
+int64_t nearest_index(const ResizeParams& p, size_t d, int64_t x) {
+  const double c = source_coord(p, d, x);
+  double r;
+  switch (p.nearest) {
+    case Nearest::kRoundPreferFloor: r = c == std::floor(c) + 0.5 ? std::floor(c) : std::round(c); break;
+    case Nearest::kRoundPreferCeil: r = std::round(c); break;
+    case Nearest::kFloor: r = std::floor(c); break;
+    case Nearest::kCeil: r = std::ceil(c); break;
+    default: r = c;
+  }
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, p.in[d] - 1);
+}
+
+Status infer_resize(OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  ctx.set_output(0, ctx.inputs[0].dtype, p.out);
+  return Status::ok();
+}
+
+void run_nearest(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
+  const size_t r = p.in.size(), es = dtype_size(p.dtype);
+  std::vector<std::vector<int64_t>> index(r);
+  for (size_t d = 0; d < r; ++d) {
+    for (int64_t i = 0; i < p.out[d]; ++i) index[d].push_back(nearest_index(p, d, i));
+  }
+  std::vector<int64_t> in_stride(r, 1);
+  for (size_t d = r; d-- > 1;) in_stride[d - 1] = in_stride[d] * p.in[d];
+  const int64_t inner = r ? p.out[r - 1] : 1;
+  const int64_t rows = inner ? numel(p.out) / inner : 0;
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(y.raw());
+  parallel_for(rows, 64, threads, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      int64_t off = 0, rem = row;
+      for (size_t d = r - 1; d-- > 0;) {
+        off += index[d][static_cast<size_t>(rem % p.out[d])] * in_stride[d];
+        rem /= p.out[d];
+      }
+      uint8_t* out = dst + static_cast<size_t>(row * inner) * es;
+      for (int64_t i = 0; i < inner; ++i) {
+        std::memcpy(out + static_cast<size_t>(i) * es,
+                    src + static_cast<size_t>(off + index[r - 1][static_cast<size_t>(i)]) * es, es);
+      }
+    }
+  });
+}
+
+struct LinearTap {
+  int64_t i0, i1;
+  float w1;
+};
+
+std::vector<LinearTap> linear_taps(const ResizeParams& p, size_t d) {
+  std::vector<LinearTap> taps;
+  for (int64_t i = 0; i < p.out[d]; ++i) {
+    double c = std::clamp(source_coord(p, d, i), 0.0, static_cast<double>(p.in[d] - 1));
+    int64_t i0 = static_cast<int64_t>(std::floor(c));
+    int64_t i1 = std::min(i0 + 1, p.in[d] - 1);
+    taps.push_back({i0, i1, static_cast<float>(c - static_cast<double>(i0))});
+  }
+  return taps;
+}
+
+void run_linear(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
+  const size_t r = p.in.size();
+  const size_t dh = r >= 2 ? r - 2 : 0, dw = r - 1;
+  const int64_t IH = r >= 2 ? p.in[dh] : 1, IW = p.in[dw];
+  const int64_t OH = r >= 2 ? p.out[dh] : 1, OW = p.out[dw];
+  auto th = r >= 2 ? linear_taps(p, dh) : std::vector<LinearTap>{{0, 0, 0.f}};
+  auto tw = linear_taps(p, dw);
+  const int64_t planes = numel(p.in) / (IH * IW);
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  parallel_for(planes, 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) {
+      const float* xp = src + pl * IH * IW;
+      float* yp = dst + pl * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const LinearTap& h = th[static_cast<size_t>(oh)];
+        const float* r0 = xp + h.i0 * IW;
+        const float* r1 = xp + h.i1 * IW;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const LinearTap& w = tw[static_cast<size_t>(ow)];
+          const float top = r0[w.i0] + (r0[w.i1] - r0[w.i0]) * w.w1;
+          const float bot = r1[w.i0] + (r1[w.i1] - r1[w.i0]) * w.w1;
+          yp[oh * OW + ow] = top + (bot - top) * h.w1;
+        }
+      }
+    }
+  });
+}
+
+Expected<std::unique_ptr<Kernel>> make_resize(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  return make_kernel("reference", std::move(p),
+                     [](const ResizeParams& q, const KernelArgs& a, const ExecContext& exec) {
+                       if (numel(q.out) == 0) return Status::ok();
+                       if (q.linear) {
+                         run_linear(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
+                       } else {
+                         run_nearest(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
+                       }
+                       return Status::ok();
+                     });
+}
+
+}  // namespace
+
+void register_op_resize(OpRegistry& r) {
+  r.add({"Resize", 1, 4, 1, 1, infer_resize, make_resize, {1, 2, 3}});
+}
+
+}  // namespace tern

@@ -1,0 +1,80 @@
+// Softmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1) and normalised over
+// the flattened trailing dims; from opset 13 it is normalised over one axis (default -1).
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/common/op_utils.h"
+
+namespace tern {
+namespace {
+
+struct SoftmaxParams {
+  int64_t outer, axis_len, inner;  // normalise over axis_len with stride inner
+  DType dtype;
+};
+
+Expected<SoftmaxParams> parse_softmax(const OpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  const int64_t r = static_cast<int64_t>(x.size());
+  if (!ops::visit_float(ctx.inputs[0].dtype, [](auto) {})) return ops::dtype_error(ctx, 0, "float32, float64");
+  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
+  TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
+  TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, r));
+  SoftmaxParams p{1, 1, 1, ctx.inputs[0].dtype};
+  for (int64_t i = 0; i < axis; ++i) p.outer *= x[static_cast<size_t>(i)];
+  if (legacy) {
+    for (int64_t i = axis; i < r; ++i) p.axis_len *= x[static_cast<size_t>(i)];
+  } else {
+    p.axis_len = r ? x[static_cast<size_t>(axis)] : 1;
+    for (int64_t i = axis + 1; i < r; ++i) p.inner *= x[static_cast<size_t>(i)];
+  }
+  return p;
+}
+
+Status infer_softmax(OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(parse_softmax(ctx).status());
+  ctx.set_output(0, ctx.inputs[0].dtype, ctx.inputs[0].shape);
+  return Status::ok();
+}
+
+template <class T>
+void softmax_rows(const SoftmaxParams& p, const T* x, T* y, int threads) {
+  parallel_for(p.outer * p.inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.axis_len, 1)),
+               threads, [&](int64_t b, int64_t e) {
+                 for (int64_t row = b; row < e; ++row) {
+                   const int64_t o = row / p.inner, in = row % p.inner;
+                   const T* xr = x + o * p.axis_len * p.inner + in;
+                   T* yr = y + o * p.axis_len * p.inner + in;
+                   T mx = xr[0];
+                   for (int64_t i = 1; i < p.axis_len; ++i) mx = std::max(mx, xr[i * p.inner]);
+                   double sum = 0;
+                   for (int64_t i = 0; i < p.axis_len; ++i) {
+                     T e1 = std::exp(xr[i * p.inner] - mx);
+                     yr[i * p.inner] = e1;
+                     sum += e1;
+                   }
+                   const T inv = static_cast<T>(1.0 / sum);
+                   for (int64_t i = 0; i < p.axis_len; ++i) yr[i * p.inner] *= inv;
+                 }
+               });
+}
+
+Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(SoftmaxParams p, parse_softmax(ctx));
+  return make_kernel("reference", p, [](const SoftmaxParams& q, const KernelArgs& a, const ExecContext& exec) {
+    if (q.axis_len == 0) return Status::ok();
+    ops::visit_float(q.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
+    });
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void register_op_softmax(OpRegistry& r) {
+  r.add({"Softmax", 1, 1, 1, 1, infer_softmax, make_softmax, {}});
+}
+
+}  // namespace tern

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tern's build and tests need. Idempotent: installs only what is
+# missing, so a second run does nothing. Needs root (or sudo) when something is missing.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libdnnl-dev libopenblas-dev
+  libflatbuffers-dev flatbuffers-compiler
+  doctest-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  npm
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,214 @@
+// ONNX ModelProto -> core::Graph. Constant nodes become constant values; everything else keeps
+// ONNX's op types and attributes, so op semantics stay ONNX's.
+#include <onnx/onnx_pb.h>
+
+#include <climits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "serialization/model_io.h"
+#include "serialization/onnx_tensor.h"
+
+namespace tern::serialization {
+
+namespace {
+
+class Importer {
+ public:
+  explicit Importer(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+
+  Expected<Graph> run(const onnx::ModelProto& mp) {
+    if (!mp.has_graph()) return invalid_model("the ONNX model has no graph");
+    for (const auto& op : mp.opset_import()) {
+      if (op.domain().empty() || op.domain() == "ai.onnx") g_.opset = op.version();
+    }
+    if (g_.opset == 0) {
+      if (mp.opset_import_size() > 0) {
+        return unsupported("the ONNX model imports no ai.onnx opset (only '",
+                           mp.opset_import(0).domain(), "')");
+      }
+      g_.opset = 1;  // IR < 3 models carry no opset_import; opset 1 is what they meant
+    }
+    g_.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
+    for (const auto& kv : mp.metadata_props()) g_.metadata.emplace_back(kv.key(), kv.value());
+    const onnx::GraphProto& gp = mp.graph();
+    if (gp.sparse_initializer_size() > 0) return unsupported("sparse initializers");
+    for (const auto& init : gp.initializer()) {
+      if (init.name().empty()) return invalid_model("an initializer has no name");
+      auto t = tensor_from_onnx(init, base_dir_);
+      if (!t) return t.status().with_prefix(str_cat("initializer '", init.name(), "'"));
+      int id = value(init.name());
+      g_.values[static_cast<size_t>(id)].constant = std::move(*t);
+      g_.values[static_cast<size_t>(id)].type.dtype = g_.values[static_cast<size_t>(id)].constant->dtype();
+    }
+    for (const auto& vi : gp.input()) {
+      int id = value(vi.name());
+      if (g_.values[static_cast<size_t>(id)].constant) continue;  // IR < 4: initializers listed
+      TERN_RETURN_IF_ERROR(read_type(vi, id).with_prefix(str_cat("graph input '", vi.name(), "'")));
+      g_.inputs.push_back(id);
+    }
+    for (int i = 0; i < gp.node_size(); ++i) TERN_RETURN_IF_ERROR(add_node(gp.node(i), i));
+    for (const auto& vi : gp.value_info()) {
+      auto it = ids_.find(vi.name());
+      if (it != ids_.end() && !g_.values[static_cast<size_t>(it->second)].constant) {
+        (void)read_type(vi, it->second);  // hints only: a type we cannot read is ignored
+      }
+    }
+    for (const auto& vi : gp.output()) {
+      auto it = ids_.find(vi.name());
+      if (it == ids_.end()) return invalid_model("graph output '", vi.name(), "' is never produced");
+      if (!g_.values[static_cast<size_t>(it->second)].constant) {
+        TERN_RETURN_IF_ERROR(read_type(vi, it->second).with_prefix(str_cat("graph output '", vi.name(), "'")));
+      }
+      g_.outputs.push_back(it->second);
+    }
+    return std::move(g_);
+  }
+
+ private:
+  int value(const std::string& name) {
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
+    int id = g_.add_value(name);
+    ids_[name] = id;
+    return id;
+  }
+
+  Status read_type(const onnx::ValueInfoProto& vi, int id) {
+    if (!vi.has_type()) return Status::ok();
+    if (!vi.type().has_tensor_type()) {
+      return unsupported("only tensor types are supported (sequences, maps and optionals are not)");
+    }
+    const auto& tt = vi.type().tensor_type();
+    ValueType& type = g_.values[static_cast<size_t>(id)].type;
+    if (tt.elem_type() != 0) {
+      if (!dtype_is_valid(tt.elem_type())) {
+        return unsupported("element type ", tt.elem_type(), " is not supported");
+      }
+      type.dtype = static_cast<DType>(tt.elem_type());
+    }
+    if (tt.has_shape()) {
+      type.has_shape = true;
+      type.dims.clear();
+      for (const auto& d : tt.shape().dim()) {
+        Dim dim;
+        if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();
+        if (d.has_dim_param()) dim.symbol = d.dim_param();
+        type.dims.push_back(dim);
+      }
+    }
+    return Status::ok();
+  }
+
+  Expected<Attribute> read_attribute(const onnx::AttributeProto& a) {
+    Attribute out;
+    if (!a.ref_attr_name().empty()) return unsupported("attribute references (functions)");
+    switch (a.type()) {
+      case onnx::AttributeProto::FLOAT: out.kind = Attribute::Kind::kFloat; out.f = a.f(); break;
+      case onnx::AttributeProto::INT: out.kind = Attribute::Kind::kInt; out.i = a.i(); break;
+      case onnx::AttributeProto::STRING: out.kind = Attribute::Kind::kString; out.s = a.s(); break;
+      case onnx::AttributeProto::FLOATS:
+        out.kind = Attribute::Kind::kFloats;
+        out.floats.assign(a.floats().begin(), a.floats().end());
+        break;
+      case onnx::AttributeProto::INTS:
+        out.kind = Attribute::Kind::kInts;
+        out.ints.assign(a.ints().begin(), a.ints().end());
+        break;
+      case onnx::AttributeProto::STRINGS:
+        out.kind = Attribute::Kind::kStrings;
+        out.strings.assign(a.strings().begin(), a.strings().end());
+        break;
+      case onnx::AttributeProto::TENSOR: {
+        out.kind = Attribute::Kind::kTensor;
+        TERN_ASSIGN_OR_RETURN(out.t, tensor_from_onnx(a.t(), base_dir_));
+        break;
+      }
+      case onnx::AttributeProto::GRAPH:
+      case onnx::AttributeProto::GRAPHS:
+        return unsupported("subgraph attributes (control flow) are not supported yet");
+      default:
+        return unsupported("attribute type ", onnx::AttributeProto::AttributeType_Name(a.type()));
+    }
+    return out;
+  }
+
+  std::string describe(const onnx::NodeProto& n, int index) const {
+    return str_cat("node '", n.name().empty() ? str_cat("#", index) : n.name(), "' (",
+                   n.op_type(), ")");
+  }
+
+  // Constant nodes become constant values directly (ONNX's value, value_float(s), value_int(s)).
+  Status add_constant(const onnx::NodeProto& n, const std::string& where) {
+    if (n.output_size() != 1 || n.output(0).empty() || n.attribute_size() != 1) {
+      return invalid_model(where, ": a Constant has one output and one value attribute");
+    }
+    const onnx::AttributeProto& a = n.attribute(0);
+    Tensor t;
+    if (a.name() == "value") {
+      TERN_ASSIGN_OR_RETURN(t, tensor_from_onnx(a.t(), base_dir_));
+    } else if (a.name() == "value_float") {
+      TERN_ASSIGN_OR_RETURN(t, Tensor::allocate(DType::kFloat32, {}));
+      *t.data<float>() = a.f();
+    } else if (a.name() == "value_int") {
+      TERN_ASSIGN_OR_RETURN(t, Tensor::allocate(DType::kInt64, {}));
+      *t.data<int64_t>() = a.i();
+    } else if (a.name() == "value_floats") {
+      TERN_ASSIGN_OR_RETURN(t, Tensor::allocate(DType::kFloat32, {a.floats_size()}));
+      std::copy(a.floats().begin(), a.floats().end(), t.data<float>());
+    } else if (a.name() == "value_ints") {
+      TERN_ASSIGN_OR_RETURN(t, Tensor::allocate(DType::kInt64, {a.ints_size()}));
+      std::copy(a.ints().begin(), a.ints().end(), t.data<int64_t>());
+    } else {
+      return unsupported(where, ": Constant attribute '", a.name(), "'");
+    }
+    int id = value(n.output(0));
+    Value& v = g_.values[static_cast<size_t>(id)];
+    if (v.constant) return invalid_model(where, ": output '", n.output(0), "' is already defined");
+    v.type.dtype = t.dtype();
+    v.constant = std::move(t);
+    constant_outputs_.insert(n.output(0));
+    return Status::ok();
+  }
+
+  Status add_node(const onnx::NodeProto& n, int index) {
+    const std::string where = describe(n, index);
+    if ((n.domain().empty() || n.domain() == "ai.onnx") && n.op_type() == "Constant") {
+      return add_constant(n, where);
+    }
+    Node node;
+    node.name = n.name();
+    node.op_type = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    for (const auto& in : n.input()) node.inputs.push_back(in.empty() ? -1 : value(in));
+    for (const auto& out : n.output()) node.outputs.push_back(out.empty() ? -1 : value(out));
+    for (const auto& a : n.attribute()) {
+      auto attr = read_attribute(a);
+      if (!attr) return attr.status().with_prefix(str_cat(where, ": attribute '", a.name(), "'"));
+      node.attrs.set(a.name(), std::move(*attr));
+    }
+    g_.nodes.push_back(std::move(node));
+    return Status::ok();
+  }
+
+  std::string base_dir_;
+  Graph g_;
+  std::unordered_map<std::string, int> ids_;
+  std::unordered_set<std::string> constant_outputs_;
+};
+
+}  // namespace
+
+Expected<Graph> import_onnx(const uint8_t* data, size_t size, const std::string& base_dir) {
+  if (size > static_cast<size_t>(INT_MAX)) {
+    return unsupported("ONNX files over 2 GB must keep their weights as external data");
+  }
+  onnx::ModelProto mp;
+  if (!mp.ParseFromArray(data, static_cast<int>(size))) {
+    return invalid_model("not a .tern file and not a valid ONNX ModelProto (protobuf parsing "
+                         "failed: truncated or corrupted)");
+  }
+  return Importer(base_dir).run(mp);
+}
+
+}  // namespace tern::serialization

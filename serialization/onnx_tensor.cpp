@@ -1,0 +1,124 @@
+#include "serialization/onnx_tensor.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tern::serialization {
+
+namespace {
+
+// Reads external data (location relative to the model's folder, offset, length).
+Status read_external(const onnx::TensorProto& t, const std::string& base_dir, size_t bytes,
+                     void* dst) {
+  std::string location;
+  uint64_t offset = 0;
+  int64_t length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoull(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if (base_dir.empty()) {
+    return unsupported("tensor '", t.name(), "' keeps its data in an external file, which needs "
+                       "the model loaded from a file path");
+  }
+  if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos) {
+    return invalid_model("tensor '", t.name(), "': external data location '", location,
+                         "' must be a relative path inside the model's folder");
+  }
+  if (length >= 0 && static_cast<size_t>(length) != bytes) {
+    return invalid_model("tensor '", t.name(), "': external data length ", length, " but shape needs ",
+                         bytes, " bytes");
+  }
+  std::ifstream f(base_dir + "/" + location, std::ios::binary);
+  if (!f) return io_error("tensor '", t.name(), "': cannot open external data '", location, "'");
+  f.seekg(static_cast<std::streamoff>(offset));
+  f.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
+  if (static_cast<size_t>(f.gcount()) != bytes) {
+    return invalid_model("tensor '", t.name(), "': external data file '", location, "' is too short");
+  }
+  return Status::ok();
+}
+
+template <class Field>
+Status check_count(const onnx::TensorProto& t, const Field& field, int64_t n) {
+  if (field.size() != n) {
+    return invalid_model("tensor '", t.name(), "' has ", field.size(), " values, its shape needs ", n);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir) {
+  if (!dtype_is_valid(t.data_type())) {
+    return unsupported("tensor '", t.name(), "' has data type ", t.data_type(),
+                       ", which Tern does not support");
+  }
+  const DType dt = static_cast<DType>(t.data_type());
+  if (dt == DType::kString) return unsupported("tensor '", t.name(), "': string tensors");
+  Shape shape(t.dims().begin(), t.dims().end());
+  auto n = checked_numel(shape);
+  if (!n) return invalid_model("tensor '", t.name(), "': ", n.status().message());
+  TERN_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(dt, shape));
+  const size_t bytes = out.byte_size();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    TERN_RETURN_IF_ERROR(read_external(t, base_dir, bytes, out.raw()));
+    return out;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes) {
+      return invalid_model("tensor '", t.name(), "' has ", t.raw_data().size(),
+                           " bytes of raw data, its shape ", shape_str(shape), " needs ", bytes);
+    }
+    if (bytes) std::memcpy(out.raw(), t.raw_data().data(), bytes);
+    return out;
+  }
+  if (*n == 0) return out;
+  switch (dt) {
+    case DType::kFloat32:
+      TERN_RETURN_IF_ERROR(check_count(t, t.float_data(), *n));
+      std::memcpy(out.raw(), t.float_data().data(), bytes);
+      break;
+    case DType::kFloat64:
+      TERN_RETURN_IF_ERROR(check_count(t, t.double_data(), *n));
+      std::memcpy(out.raw(), t.double_data().data(), bytes);
+      break;
+    case DType::kInt64:
+      TERN_RETURN_IF_ERROR(check_count(t, t.int64_data(), *n));
+      std::memcpy(out.raw(), t.int64_data().data(), bytes);
+      break;
+    case DType::kUInt32: case DType::kUInt64:
+      TERN_RETURN_IF_ERROR(check_count(t, t.uint64_data(), *n));
+      for (int64_t i = 0; i < *n; ++i) {
+        if (dt == DType::kUInt32) out.data<uint32_t>()[i] = static_cast<uint32_t>(t.uint64_data(static_cast<int>(i)));
+        else out.data<uint64_t>()[i] = t.uint64_data(static_cast<int>(i));
+      }
+      break;
+    default: {  // int32 and every narrower type travel in int32_data
+      TERN_RETURN_IF_ERROR(check_count(t, t.int32_data(), *n));
+      const size_t es = dtype_size(dt);
+      for (int64_t i = 0; i < *n; ++i) {
+        int32_t v = t.int32_data(static_cast<int>(i));
+        std::memcpy(static_cast<uint8_t*>(out.raw()) + static_cast<size_t>(i) * es, &v, es);
+      }
+    }
+  }
+  return out;
+}
+
+Expected<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error("cannot open '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  onnx::TensorProto t;
+  if (!t.ParseFromString(ss.str())) return invalid_model("'", path, "' is not a TensorProto");
+  if (name) *name = t.name();
+  return tensor_from_onnx(t, "");
+}
+
+}  // namespace tern::serialization

@@ -1,0 +1,19 @@
+// ONNX TensorProto -> Tensor. Used by the importer and by tests that read reference data.
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+
+namespace onnx {
+class TensorProto;
+}
+
+namespace tern::serialization {
+
+// base_dir resolves external data; "" refuses it.
+Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir);
+// Reads a serialized TensorProto file (the .pb files of ONNX test cases).
+Expected<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
+
+}  // namespace tern::serialization

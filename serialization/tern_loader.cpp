@@ -1,0 +1,195 @@
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "serialization/model_io.h"
+#include "serialization/tern_generated.h"
+
+namespace tern::serialization {
+
+namespace {
+
+constexpr uint64_t kAlign = 64;
+
+Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& where) {
+  Attribute out;
+  out.kind = static_cast<Attribute::Kind>(a.kind());
+  switch (a.kind()) {
+    case fb::AttributeKind::Float: out.f = a.f(); break;
+    case fb::AttributeKind::Int: out.i = a.i(); break;
+    case fb::AttributeKind::String: out.s = a.s() ? a.s()->str() : ""; break;
+    case fb::AttributeKind::Ints:
+      if (a.ints()) out.ints.assign(a.ints()->begin(), a.ints()->end());
+      break;
+    case fb::AttributeKind::Floats:
+      if (a.floats()) out.floats.assign(a.floats()->begin(), a.floats()->end());
+      break;
+    case fb::AttributeKind::Strings:
+      if (a.strings()) {
+        for (const auto* s : *a.strings()) out.strings.push_back(s ? s->str() : "");
+      }
+      break;
+    case fb::AttributeKind::Tensor: {
+      const fb::InlineTensor* t = a.t();
+      if (!t || !dtype_is_valid(t->dtype()) || dtype_size(static_cast<DType>(t->dtype())) == 0) {
+        return invalid_model(where, ": tensor has no valid dtype");
+      }
+      Shape shape;
+      if (t->shape()) shape.assign(t->shape()->begin(), t->shape()->end());
+      auto n = checked_numel(shape);
+      if (!n) return invalid_model(where, ": ", n.status().message());
+      size_t bytes = static_cast<size_t>(*n) * dtype_size(static_cast<DType>(t->dtype()));
+      size_t have = t->data() ? t->data()->size() : 0;
+      if (have != bytes) {
+        return invalid_model(where, ": tensor holds ", have, " bytes, its shape needs ", bytes);
+      }
+      TERN_ASSIGN_OR_RETURN(out.t, Tensor::allocate(static_cast<DType>(t->dtype()), shape));
+      if (bytes) std::memcpy(out.t.raw(), t->data()->data(), bytes);
+      break;
+    }
+    default:
+      return invalid_model(where, ": unknown attribute kind ", static_cast<int>(a.kind()));
+  }
+  return out;
+}
+
+Status check_index(int id, size_t count, bool allow_missing, const std::string& where) {
+  if ((allow_missing && id == -1) || (id >= 0 && static_cast<size_t>(id) < count)) {
+    return Status::ok();
+  }
+  return invalid_model(where, " refers to value ", id, ", but the graph has ", count, " values");
+}
+
+}  // namespace
+
+Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_t size) {
+  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier())) {
+    return invalid_model("not a .tern file (no \"TERN\" identifier at byte 4)");
+  }
+  // The FlatBuffer itself is small; verify it within what FlatBuffers can address.
+  size_t fb_size = std::min<size_t>(size, FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+  flatbuffers::Verifier verifier(data, fb_size);
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return invalid_model("the .tern FlatBuffer failed verification (truncated or corrupted)");
+  }
+  const fb::Model* m = fb::GetModel(data);
+  if (m->format_version() == 0 || m->format_version() > kFormatVersion) {
+    return invalid_model(".tern format version ", m->format_version(),
+                         " is not supported (this library reads 1 to ", kFormatVersion, ")");
+  }
+  const uint64_t data_offset = m->data_offset();
+  if (data_offset % kAlign != 0 || data_offset > size) {
+    return invalid_model("data_offset ", data_offset, " is not 64-aligned or lies past the end "
+                         "of the ", size, "-byte file");
+  }
+  const uint64_t area = size - data_offset;
+  const auto* segments = m->segments();
+  const size_t nseg = segments ? segments->size() : 0;
+  for (size_t i = 0; i < nseg; ++i) {
+    const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (s->offset() % kAlign != 0 || s->offset() > area || s->length() > area - s->offset()) {
+      return invalid_model("segment ", i, " (offset ", s->offset(), ", length ", s->length(),
+                           ") is unaligned or lies outside the file's ", area,
+                           "-byte data area");
+    }
+  }
+  const fb::Graph* fg = m->graph();
+  if (!fg || !fg->values()) return invalid_model("the .tern file has no graph");
+  Graph g;
+  g.opset = m->opset();
+  if (m->producer()) g.producer = m->producer()->str();
+  if (m->metadata()) {
+    for (const auto* e : *m->metadata()) {
+      g.metadata.emplace_back(e->key() ? e->key()->str() : "", e->value() ? e->value()->str() : "");
+    }
+  }
+  const size_t nv = fg->values()->size();
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < nv; ++i) {
+    const fb::Value* v = fg->values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    Value val;
+    val.name = v->name() ? v->name()->str() : "";
+    const std::string where = str_cat("value ", i, " '", val.name, "'");
+    if (val.name.empty() || !names.insert(val.name).second) {
+      return invalid_model(where, ": names must be non-empty and unique");
+    }
+    if (v->dtype() != 0 && !dtype_is_valid(v->dtype())) {
+      return invalid_model(where, ": dtype ", v->dtype(), " is not valid");
+    }
+    val.type.dtype = static_cast<DType>(v->dtype());
+    val.type.has_shape = v->has_shape();
+    if (v->shape()) {
+      for (const fb::Dim* d : *v->shape()) {
+        val.type.dims.push_back(Dim{d->value() < 0 ? -1 : d->value(),
+                                    d->symbol() ? d->symbol()->str() : ""});
+      }
+    }
+    if (v->segment() != -1) {
+      if (v->segment() < 0 || static_cast<size_t>(v->segment()) >= nseg) {
+        return invalid_model(where, ": segment ", v->segment(), " out of range (", nseg, ")");
+      }
+      if (dtype_size(val.type.dtype) == 0) return invalid_model(where, ": constant without dtype");
+      Shape shape;
+      if (v->const_shape()) shape.assign(v->const_shape()->begin(), v->const_shape()->end());
+      auto n = checked_numel(shape);
+      if (!n) return invalid_model(where, ": ", n.status().message());
+      const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v->segment()));
+      const uint64_t bytes = static_cast<uint64_t>(*n) * dtype_size(val.type.dtype);
+      if (bytes != s->length()) {
+        return invalid_model(where, ": shape ", shape_str(shape), " needs ", bytes,
+                             " bytes, its segment holds ", s->length());
+      }
+      void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
+      val.constant = Tensor::wrap(val.type.dtype, shape, ptr, keep);
+    }
+    g.values.push_back(std::move(val));
+  }
+  if (fg->nodes()) {
+    for (size_t i = 0; i < fg->nodes()->size(); ++i) {
+      const fb::Node* n = fg->nodes()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      Node node;
+      node.name = n->name() ? n->name()->str() : "";
+      node.op_type = n->op_type() ? n->op_type()->str() : "";
+      node.domain = n->domain() ? n->domain()->str() : "";
+      const std::string where = str_cat("node ", i, " '", node.name, "' (", node.op_type, ")");
+      if (node.op_type.empty()) return invalid_model(where, ": no op type");
+      if (n->inputs()) {
+        for (int id : *n->inputs()) {
+          TERN_RETURN_IF_ERROR(check_index(id, nv, true, where + ": an input"));
+          node.inputs.push_back(id);
+        }
+      }
+      if (n->outputs()) {
+        for (int id : *n->outputs()) {
+          TERN_RETURN_IF_ERROR(check_index(id, nv, true, where + ": an output"));
+          node.outputs.push_back(id);
+        }
+      }
+      if (n->attributes()) {
+        for (const fb::Attribute* a : *n->attributes()) {
+          std::string name = a->name() ? a->name()->str() : "";
+          if (name.empty()) return invalid_model(where, ": an attribute has no name");
+          TERN_ASSIGN_OR_RETURN(Attribute attr,
+                                read_attribute(*a, str_cat(where, ": attribute '", name, "'")));
+          node.attrs.set(name, std::move(attr));
+        }
+      }
+      g.nodes.push_back(std::move(node));
+    }
+  }
+  if (fg->inputs()) {
+    for (int id : *fg->inputs()) {
+      TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph input"));
+      g.inputs.push_back(id);
+    }
+  }
+  if (fg->outputs()) {
+    for (int id : *fg->outputs()) {
+      TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph output"));
+      g.outputs.push_back(id);
+    }
+  }
+  return g;
+}
+
+}  // namespace tern::serialization

@@ -1,0 +1,130 @@
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "serialization/model_io.h"
+#include "serialization/tern_generated.h"
+
+namespace tern::serialization {
+
+namespace {
+
+constexpr uint64_t kAlign = 64;
+uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+flatbuffers::Offset<fb::Attribute> write_attribute(flatbuffers::FlatBufferBuilder& b,
+                                                   const std::string& name, const Attribute& a) {
+  flatbuffers::Offset<fb::InlineTensor> t;
+  if (a.kind == Attribute::Kind::kTensor) {
+    std::vector<int64_t> shape(a.t.shape().begin(), a.t.shape().end());
+    t = fb::CreateInlineTensor(b, static_cast<int32_t>(a.t.dtype()), b.CreateVector(shape),
+                               b.CreateVector(static_cast<const uint8_t*>(a.t.raw()), a.t.byte_size()));
+  }
+  auto n = b.CreateString(name);
+  auto s = a.kind == Attribute::Kind::kString ? b.CreateString(a.s) : 0;
+  auto ints = a.kind == Attribute::Kind::kInts ? b.CreateVector(a.ints) : 0;
+  auto floats = a.kind == Attribute::Kind::kFloats ? b.CreateVector(a.floats) : 0;
+  auto strings = a.kind == Attribute::Kind::kStrings ? b.CreateVectorOfStrings(a.strings) : 0;
+  return fb::CreateAttribute(b, n, static_cast<fb::AttributeKind>(a.kind), a.i, a.f, s, ints,
+                             floats, strings, t);
+}
+
+// Builds the FlatBuffer with the given data_offset; segment offsets are relative to it.
+void build(flatbuffers::FlatBufferBuilder& b, const Graph& g,
+           const std::vector<uint64_t>& seg_offset, const std::vector<int>& seg_of_value,
+           uint64_t data_offset) {
+  std::vector<flatbuffers::Offset<fb::Value>> values;
+  std::vector<flatbuffers::Offset<fb::Segment>> segments;
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const Value& v = g.values[i];
+    std::vector<flatbuffers::Offset<fb::Dim>> dims;
+    for (const Dim& d : v.type.dims) {
+      dims.push_back(fb::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
+    }
+    flatbuffers::Offset<flatbuffers::Vector<int64_t>> const_shape;
+    DType dtype = v.type.dtype;
+    if (v.constant) {
+      const_shape = b.CreateVector(std::vector<int64_t>(v.constant->shape()));
+      dtype = v.constant->dtype();
+    }
+    values.push_back(fb::CreateValue(b, b.CreateString(v.name), static_cast<int32_t>(dtype),
+                                     v.type.has_shape, b.CreateVector(dims), seg_of_value[i],
+                                     const_shape));
+  }
+  for (size_t s = 0; s < seg_offset.size(); ++s) {
+    size_t vi = 0;
+    while (seg_of_value[vi] != static_cast<int>(s)) ++vi;
+    segments.push_back(fb::CreateSegment(b, seg_offset[s], g.values[vi].constant->byte_size()));
+  }
+  std::vector<flatbuffers::Offset<fb::Node>> nodes;
+  for (const Node& n : g.nodes) {
+    std::vector<flatbuffers::Offset<fb::Attribute>> attrs;
+    for (const auto& kv : n.attrs.all()) attrs.push_back(write_attribute(b, kv.first, kv.second));
+    nodes.push_back(fb::CreateNode(b, b.CreateString(n.name), b.CreateString(n.op_type),
+                                   b.CreateString(n.domain), b.CreateVector(n.inputs),
+                                   b.CreateVector(n.outputs), b.CreateVector(attrs)));
+  }
+  auto graph = fb::CreateGraph(b, b.CreateVector(values), b.CreateVector(nodes),
+                               b.CreateVector(g.inputs), b.CreateVector(g.outputs));
+  std::vector<flatbuffers::Offset<fb::MetadataEntry>> meta;
+  for (const auto& kv : g.metadata) {
+    meta.push_back(fb::CreateMetadataEntry(b, b.CreateString(kv.first), b.CreateString(kv.second)));
+  }
+  auto model = fb::CreateModel(b, kFormatVersion, b.CreateString(g.producer), g.opset, graph,
+                               b.CreateVector(segments), data_offset, b.CreateVector(meta));
+  fb::FinishModelBuffer(b, model);
+}
+
+}  // namespace
+
+Status save_tern(const Graph& g, const std::string& path) {
+  std::vector<int> seg_of_value(g.values.size(), -1);
+  std::vector<uint64_t> seg_offset;
+  uint64_t cursor = 0;
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    if (!g.values[i].constant) continue;
+    seg_of_value[i] = static_cast<int>(seg_offset.size());
+    seg_offset.push_back(cursor);
+    cursor = align_up(cursor + g.values[i].constant->byte_size());
+  }
+  // The buffer's size does not depend on data_offset's value (a fixed-width field that is always
+  // written), so build once to learn the size, then again with the real offset.
+  flatbuffers::FlatBufferBuilder probe;
+  probe.ForceDefaults(true);
+  build(probe, g, seg_offset, seg_of_value, 0);
+  const uint64_t data_offset = align_up(probe.GetSize());
+  flatbuffers::FlatBufferBuilder b;
+  b.ForceDefaults(true);
+  build(b, g, seg_offset, seg_of_value, data_offset);
+  if (b.GetSize() != probe.GetSize()) return internal_error(".tern writer: unstable buffer size");
+
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return io_error("cannot open '", tmp, "' for writing");
+    static const char zeros[kAlign] = {};
+    f.write(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+    f.write(zeros, static_cast<std::streamsize>(data_offset - b.GetSize()));
+    uint64_t written = 0;
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      if (seg_of_value[i] < 0) continue;
+      const Tensor& t = *g.values[i].constant;
+      const uint64_t at = seg_offset[static_cast<size_t>(seg_of_value[i])];
+      f.write(zeros, static_cast<std::streamsize>(at - written));
+      f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.byte_size()));
+      written = at + t.byte_size();
+    }
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return io_error("writing '", tmp, "' failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return io_error("cannot rename '", tmp, "' to '", path, "'");
+  }
+  return Status::ok();
+}
+
+}  // namespace tern::serialization

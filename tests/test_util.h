@@ -1,0 +1,57 @@
+// Helpers shared by the unit tests: paths to ../shared, reference-case loading, comparison.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "c_api.h"
+#include "core/tensor.h"
+
+namespace tern_test {
+
+inline std::string shared_dir() { return TERN_SHARED_DIR; }
+inline std::string model_dir(const std::string& name) { return shared_dir() + "/models/" + name; }
+inline bool have_shared_models() {
+  return std::filesystem::exists(shared_dir() + "/models/ppocr_cls/model.onnx");
+}
+
+struct Comparison {
+  bool shapes_match = false;
+  size_t mismatches = 0;
+  double max_abs = 0, max_rel = 0;
+};
+
+// |a - b| <= atol + rtol * |b| elementwise (b is the reference); NaN matches NaN.
+inline Comparison compare(const float* a, const float* b, size_t n, double rtol, double atol) {
+  Comparison c;
+  c.shapes_match = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    c.max_abs = std::max(c.max_abs, d);
+    if (b[i] != 0) c.max_rel = std::max(c.max_rel, d / std::fabs(static_cast<double>(b[i])));
+    if (!(d <= atol + rtol * std::fabs(static_cast<double>(b[i])))) ++c.mismatches;
+  }
+  return c;
+}
+
+// A reference case (../shared layout): inputs and expected outputs, as tern tensors.
+struct ReferenceCase {
+  std::vector<std::string> input_names, output_names;
+  std::vector<tern::Tensor> inputs, outputs;
+};
+ReferenceCase load_reference_case(const std::string& dir, const tern_model* model);
+
+// Owns C handles in tests.
+struct Handles {
+  std::vector<tern_tensor*> tensors;
+  ~Handles() {
+    for (auto* t : tensors) tern_tensor_destroy(t);
+  }
+};
+
+}  // namespace tern_test

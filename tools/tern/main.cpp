@@ -1,0 +1,39 @@
+// tern: run, inspect and convert models from the command line.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/tern/commands.h"
+
+static void usage(FILE* to) {
+  std::fprintf(to,
+               "usage:\n"
+               "  tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x48x192 ...]\n"
+               "                 [--backends LIST] [--threads N] [--runs N] [--zeros] [--seed N]\n"
+               "                 [--output-dir DIR]\n"
+               "      Runs MODEL (.tern or .onnx). Inputs not given are random (or zero with\n"
+               "      --zeros) of the --shape given, else of the declared shape with dynamic\n"
+               "      dims set to 1. Prints each output, then the latency of --runs runs\n"
+               "      after one warm-up run. --output-dir writes DIR/<output>.npy.\n"
+               "  tern info [MODEL]\n"
+               "      Version, build configuration, backends, CPU capability; with MODEL its\n"
+               "      inputs and outputs.\n"
+               "  tern convert IN OUT.tern\n"
+               "      Converts a model (ONNX or .tern) to .tern.\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "run") return tern_cli::cmd_run(args);
+  if (cmd == "info") return tern_cli::cmd_info(args);
+  if (cmd == "convert") return tern_cli::cmd_convert(args);
+  std::fprintf(stderr, "tern: unknown command '%s'\n", cmd.c_str());
+  usage(stderr);
+  return 2;
+}
