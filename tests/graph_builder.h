@@ -1,0 +1,109 @@
+// Builds small graphs in code for op and session tests.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/registry.h"
+#include "core/session.h"
+
+namespace tern_test {
+
+inline tern::Tensor make_f32(tern::Shape shape, std::vector<float> v) {
+  tern::Tensor t = tern::Tensor::allocate(tern::DType::kFloat32, std::move(shape)).value();
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+inline tern::Tensor make_i64(tern::Shape shape, std::vector<int64_t> v) {
+  tern::Tensor t = tern::Tensor::allocate(tern::DType::kInt64, std::move(shape)).value();
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+inline std::vector<float> values_f32(const tern::Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+// One node: `runtime` inputs are graph inputs fed at run time, `constants` follow as initializers
+// (nullopt entries give omitted optional inputs).
+struct SingleOp {
+  std::string op;
+  tern::Attributes attrs;
+  std::vector<tern::Tensor> runtime;
+  std::vector<std::optional<tern::Tensor>> constants;
+  int64_t opset = 13;
+  int outputs = 1;
+
+  tern::Expected<std::vector<tern::Tensor>> run() const {
+    tern::Graph g;
+    g.opset = opset;
+    tern::Node n;
+    n.op_type = op;
+    n.name = "n0";
+    n.attrs = attrs;
+    for (size_t i = 0; i < runtime.size(); ++i) {
+      tern::ValueType type{runtime[i].dtype(), true, {}};
+      for (int64_t d : runtime[i].shape()) type.dims.push_back(tern::Dim{d, ""});
+      int id = g.add_value("in" + std::to_string(i), type);
+      g.inputs.push_back(id);
+      n.inputs.push_back(id);
+    }
+    for (size_t i = 0; i < constants.size(); ++i) {
+      if (!constants[i]) {
+        n.inputs.push_back(-1);
+        continue;
+      }
+      int id = g.add_value("c" + std::to_string(i));
+      g.values[static_cast<size_t>(id)].constant = *constants[i];
+      n.inputs.push_back(id);
+    }
+    for (int o = 0; o < outputs; ++o) {
+      int id = g.add_value("out" + std::to_string(o));
+      n.outputs.push_back(id);
+      g.outputs.push_back(id);
+    }
+    g.nodes.push_back(n);
+    TERN_ASSIGN_OR_RETURN(auto model, tern::Model::create(std::move(g), nullptr, "test"));
+    tern::SessionConfig cfg;
+    cfg.backends.push_back(tern::backends::get("cpu").value());
+    cfg.num_threads = 2;
+    TERN_ASSIGN_OR_RETURN(auto session, tern::Session::create(model, cfg));
+    std::vector<std::string> names, outs;
+    std::vector<const tern::Tensor*> ins;
+    for (size_t i = 0; i < runtime.size(); ++i) {
+      names.push_back("in" + std::to_string(i));
+      ins.push_back(&runtime[i]);
+    }
+    for (int o = 0; o < outputs; ++o) outs.push_back("out" + std::to_string(o));
+    std::vector<tern::Tensor> result;
+    TERN_RETURN_IF_ERROR(session->run(names, ins, outs, &result));
+    return result;
+  }
+};
+
+inline tern::Attribute attr_int(int64_t v) {
+  tern::Attribute a;
+  a.kind = tern::Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+inline tern::Attribute attr_float(float v) {
+  tern::Attribute a;
+  a.kind = tern::Attribute::Kind::kFloat;
+  a.f = v;
+  return a;
+}
+inline tern::Attribute attr_ints(std::vector<int64_t> v) {
+  tern::Attribute a;
+  a.kind = tern::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+inline tern::Attribute attr_string(std::string v) {
+  tern::Attribute a;
+  a.kind = tern::Attribute::Kind::kString;
+  a.s = std::move(v);
+  return a;
+}
+
+}  // namespace tern_test

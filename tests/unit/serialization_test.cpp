@@ -1,0 +1,199 @@
+// serialization/: the .tern writer and loader (round trip, verification), the ONNX importer.
+#include <doctest/doctest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "graph_builder.h"
+#include "serialization/model_io.h"
+#include "serialization/tern_generated.h"
+
+using namespace tern;
+using namespace tern_test;
+
+namespace {
+
+Graph sample_graph() {
+  Graph g;
+  g.opset = 13;
+  g.producer = "test";
+  g.metadata.push_back({"author", "tern"});
+  int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{-1, "batch"}, Dim{3, ""}}});
+  int w = g.add_value("w");
+  g.values[static_cast<size_t>(w)].constant = make_f32({3}, {1, 2, 3});
+  int y = g.add_value("y");
+  int z = g.add_value("z");
+  Attributes a;
+  a.set("i", attr_int(-7));
+  a.set("f", attr_float(0.5f));
+  a.set("s", attr_string("text"));
+  a.set("ints", attr_ints({1, 2, 3}));
+  Attribute floats;
+  floats.kind = Attribute::Kind::kFloats;
+  floats.floats = {1.5f, -2};
+  a.set("floats", floats);
+  Attribute strings;
+  strings.kind = Attribute::Kind::kStrings;
+  strings.strings = {"a", "bc"};
+  a.set("strings", strings);
+  Attribute t;
+  t.kind = Attribute::Kind::kTensor;
+  t.t = make_i64({2}, {5, 6});
+  a.set("t", t);
+  g.nodes.push_back(Node{"add", "Add", "", {x, w}, {y}, a});
+  g.nodes.push_back(Node{"relu", "Relu", "", {y}, {z}, {}});
+  g.inputs = {x};
+  g.outputs = {z};
+  return g;
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// Rebuilds a .tern image after `edit` changes the unpacked model (FlatBuffers object API-free:
+// we patch the written file's scalar fields in place through the generated accessors).
+Status load_bytes(std::vector<uint8_t> bytes) {
+  auto keep = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  auto g = serialization::load_tern(keep, keep->data(), keep->size());
+  if (!g) return g.status();
+  return Model::create(std::move(*g), keep, "tern").status();
+}
+
+}  // namespace
+
+TEST_SUITE("serialization") {
+
+TEST_CASE(".tern round trip keeps values, symbolic dims, attributes and metadata; weights aligned") {
+  Graph g = sample_graph();
+  REQUIRE(serialization::save_tern(g, "rt.tern").is_ok());
+  auto m = serialization::load_model_file("rt.tern");
+  REQUIRE_MESSAGE(m.has_value(), m.status().message());
+  const Graph& h = (*m)->graph();
+  CHECK(h.opset == 13);
+  CHECK(h.producer == "test");
+  CHECK(h.metadata == g.metadata);
+  REQUIRE(h.values.size() == g.values.size());
+  CHECK(h.values[0].type.dims[0].symbol == "batch");
+  CHECK(h.values[0].type.dims[0].value == -1);
+  CHECK(h.values[0].type.dims[1].value == 3);
+  const Tensor& w = *h.values[1].constant;
+  CHECK(reinterpret_cast<uintptr_t>(w.raw()) % 64 == 0);  // used in place from the mapping
+  CHECK(values_f32(w) == std::vector<float>{1, 2, 3});
+  const Attributes& a = h.nodes[0].attrs;
+  CHECK(a.get_int("i", 0).value() == -7);
+  CHECK(a.get_float("f", 0).value() == 0.5f);
+  CHECK(a.get_string("s", "").value() == "text");
+  CHECK(a.get_ints("ints").value() == std::vector<int64_t>{1, 2, 3});
+  CHECK(a.get_floats("floats").value() == std::vector<float>{1.5f, -2});
+  CHECK(a.find("strings")->strings == std::vector<std::string>{"a", "bc"});
+  CHECK(a.find("t")->t.data<int64_t>()[1] == 6);
+  CHECK((*m)->inputs()[0].dims == std::vector<int64_t>{-1, 3});
+  std::remove("rt.tern");
+}
+
+TEST_CASE("the loader rejects a newer format version, bad segments and bad indices by name") {
+  REQUIRE(serialization::save_tern(sample_graph(), "v.tern").is_ok());
+  const std::vector<uint8_t> good = read_bytes("v.tern");
+  std::remove("v.tern");
+  CHECK(load_bytes(good).is_ok());
+
+  auto patched = [&](auto mutate) {
+    std::vector<uint8_t> b = good;
+    auto* model = fb::GetMutableModel(b.data());
+    mutate(model);
+    return load_bytes(b);
+  };
+  Status s = patched([](fb::Model* m) { m->mutate_format_version(serialization::kFormatVersion + 1); });
+  CHECK(s.code() == Code::kInvalidModel);
+  CHECK(s.message().find("format version 2") != std::string::npos);
+
+  s = patched([](fb::Model* m) { m->mutable_segments()->GetMutableObject(0)->mutate_length(1 << 30); });
+  CHECK(s.code() == Code::kInvalidModel);
+  CHECK(s.message().find("segment 0") != std::string::npos);
+
+  s = patched([](fb::Model* m) { m->mutable_segments()->GetMutableObject(0)->mutate_offset(8); });
+  CHECK(s.message().find("unaligned") != std::string::npos);
+
+  s = patched([](fb::Model* m) { m->mutable_graph()->mutable_nodes()->GetMutableObject(1)->mutable_inputs()->Mutate(0, 99); });
+  CHECK(s.code() == Code::kInvalidModel);
+  CHECK(s.message().find("refers to value 99") != std::string::npos);
+
+  // relu reads its own output: a cycle
+  s = patched([](fb::Model* m) { m->mutable_graph()->mutable_nodes()->GetMutableObject(0)->mutable_inputs()->Mutate(0, 3); });
+  CHECK(s.code() == Code::kInvalidModel);
+  CHECK(s.message().find("cycle") != std::string::npos);
+
+  s = patched([](fb::Model* m) { m->mutable_graph()->mutable_values()->GetMutableObject(1)->mutate_dtype(99); });
+  CHECK(s.message().find("dtype 99") != std::string::npos);
+}
+
+TEST_CASE("ONNX import: Constant nodes become constants, unknown ops are named, opset read") {
+  onnx::ModelProto mp;
+  mp.set_ir_version(8);
+  auto* opset = mp.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  auto* g = mp.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(1);
+  tt->mutable_shape()->add_dim()->set_dim_param("n");
+  auto* c = g->add_node();
+  c->set_op_type("Constant");
+  c->add_output("two");
+  auto* ca = c->add_attribute();
+  ca->set_name("value_float");
+  ca->set_type(onnx::AttributeProto::FLOAT);
+  ca->set_f(2.0f);
+  auto* mul = g->add_node();
+  mul->set_op_type("Mul");
+  mul->set_name("times_two");
+  mul->add_input("x");
+  mul->add_input("two");
+  mul->add_output("y");
+  g->add_output()->set_name("y");
+  std::string bytes = mp.SerializeAsString();
+  auto model = serialization::load_model_memory(bytes.data(), bytes.size());
+  REQUIRE_MESSAGE(model.has_value(), model.status().message());
+  CHECK((*model)->graph().opset == 13);
+  CHECK((*model)->graph().nodes.size() == 1);  // the Constant became a value
+  CHECK((*model)->inputs()[0].dims == std::vector<int64_t>{-1});
+
+  mul->set_op_type("NoSuchOp");
+  bytes = mp.SerializeAsString();
+  auto bad = serialization::load_model_memory(bytes.data(), bytes.size());
+  CHECK(bad.status().code() == Code::kUnsupported);
+  CHECK(bad.status().message().find("node 'times_two' (NoSuchOp)") != std::string::npos);
+
+  mul->set_op_type("Mul");
+  auto* sub = mul->add_attribute();
+  sub->set_name("body");
+  sub->set_type(onnx::AttributeProto::GRAPH);
+  bytes = mp.SerializeAsString();
+  bad = serialization::load_model_memory(bytes.data(), bytes.size());
+  CHECK(bad.status().code() == Code::kUnsupported);
+  CHECK(bad.status().message().find("attribute 'body'") != std::string::npos);
+}
+
+TEST_CASE("ONNX tensors: raw data of the wrong size is INVALID_MODEL naming the tensor") {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(1);
+  t.add_dims(4);
+  t.set_raw_data(std::string(12, '\0'));
+  onnx::ModelProto mp;
+  mp.add_opset_import()->set_version(13);
+  *mp.mutable_graph()->add_initializer() = t;
+  mp.mutable_graph()->add_output()->set_name("w");
+  std::string bytes = mp.SerializeAsString();
+  auto m = serialization::load_model_memory(bytes.data(), bytes.size());
+  CHECK(m.status().code() == Code::kInvalidModel);
+  CHECK(m.status().message().find("initializer 'w'") != std::string::npos);
+}
+
+}
