@@ -49,8 +49,8 @@ tern_status guard(Fn&& fn) noexcept {
   }
 }
 
-#define TERN_API_REQUIRE(cond, ...) \
-  do {                              \
+#define TERN_API_REQUIRE(cond, ...)                            \
+  do {                                                         \
     if (!(cond)) return ::tern::invalid_argument(__VA_ARGS__); \
   } while (0)
 

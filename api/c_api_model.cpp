@@ -52,10 +52,16 @@ tern_status tern_model_save(const tern_model* m, const char* path) {
   });
 }
 
-void tern_model_destroy(tern_model* m) { delete m; }
+void tern_model_destroy(tern_model* m) {
+  delete m;
+}
 
-size_t tern_model_input_count(const tern_model* m) { return m ? m->m->inputs().size() : 0; }
-size_t tern_model_output_count(const tern_model* m) { return m ? m->m->outputs().size() : 0; }
+size_t tern_model_input_count(const tern_model* m) {
+  return m ? m->m->inputs().size() : 0;
+}
+size_t tern_model_output_count(const tern_model* m) {
+  return m ? m->m->outputs().size() : 0;
+}
 
 const char* tern_model_input_name(const tern_model* m, size_t i) {
   return m && i < m->m->inputs().size() ? m->m->inputs()[i].name.c_str() : nullptr;

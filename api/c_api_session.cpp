@@ -13,7 +13,8 @@ tern::Expected<int> parse_int(const char* name, const char* value) {
   char* end = nullptr;
   long v = std::strtol(value, &end, 10);
   if (!*value || *end != '\0' || v < 0 || v > 4096) {
-    return tern::invalid_argument("option '", name, "' needs an integer 0..4096, got '", value, "'");
+    return tern::invalid_argument("option '", name, "' needs an integer 0..4096, got '", value,
+                                  "'");
   }
   return static_cast<int>(v);
 }
@@ -30,7 +31,9 @@ tern_status tern_session_options_create(tern_session_options** out) {
   });
 }
 
-void tern_session_options_destroy(tern_session_options* o) { delete o; }
+void tern_session_options_destroy(tern_session_options* o) {
+  delete o;
+}
 
 tern_status tern_session_options_set_backends(tern_session_options* o, const char* list) {
   return tern::api::guard([&]() -> Status {
@@ -41,12 +44,14 @@ tern_status tern_session_options_set_backends(tern_session_options* o, const cha
     size_t start = 0;
     while (start <= s.size()) {
       size_t comma = s.find(',', start);
-      std::string name = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string name =
+          s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       name.erase(0, name.find_first_not_of(" \t"));
       name.erase(name.find_last_not_of(" \t") + 1);
       const auto& known = tern::backends::known_names();
       TERN_API_REQUIRE(std::find(known.begin(), known.end(), name) != known.end(),
-                       "unknown backend '", name, "' in \"", s, "\" (known: cpu, cuda, vulkan, mps)");
+                       "unknown backend '", name, "' in \"", s,
+                       "\" (known: cpu, cuda, vulkan, mps)");
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -101,7 +106,9 @@ tern_status tern_run_options_create(tern_run_options** out) {
   });
 }
 
-void tern_run_options_destroy(tern_run_options* r) { delete r; }
+void tern_run_options_destroy(tern_run_options* r) {
+  delete r;
+}
 
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o,
                                 tern_session** out) {
@@ -112,7 +119,7 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
     const tern_session_options& opts = o ? *o : defaults;
     tern::SessionConfig cfg;
     for (const std::string& name : opts.backends) {
-      TERN_ASSIGN_OR_RETURN(tern::Backend* b, tern::backends::get(name));
+      TERN_ASSIGN_OR_RETURN(tern::Backend * b, tern::backends::get(name));
       cfg.backends.push_back(b);
     }
     cfg.num_threads = opts.num_threads > 0 ? opts.num_threads : tern::default_num_threads();
@@ -147,12 +154,15 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
     std::vector<tern::Tensor> results;
     TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results));
     std::vector<std::unique_ptr<tern_tensor>> handles;
-    for (auto& t : results) handles.push_back(std::make_unique<tern_tensor>(tern_tensor{std::move(t)}));
+    for (auto& t : results)
+      handles.push_back(std::make_unique<tern_tensor>(tern_tensor{std::move(t)}));
     for (size_t j = 0; j < n_outputs; ++j) outputs[j] = handles[j].release();
     return Status::ok();
   });
 }
 
-void tern_session_destroy(tern_session* s) { delete s; }
+void tern_session_destroy(tern_session* s) {
+  delete s;
+}
 
 }  // extern "C"

@@ -30,7 +30,8 @@ tern_status tern_tensor_create(tern_dtype dtype, const int64_t* shape, size_t ra
     TERN_API_REQUIRE(out, "out is NULL");
     tern::Shape s;
     TERN_RETURN_IF_ERROR(check_shape(dtype, shape, rank, &s));
-    TERN_ASSIGN_OR_RETURN(tern::Tensor t, tern::Tensor::allocate(static_cast<tern::DType>(dtype), s));
+    TERN_ASSIGN_OR_RETURN(tern::Tensor t,
+                          tern::Tensor::allocate(static_cast<tern::DType>(dtype), s));
     *out = new tern_tensor{std::move(t)};
     return Status::ok();
   });
@@ -44,8 +45,8 @@ tern_status tern_tensor_create_from_data(tern_dtype dtype, const int64_t* shape,
     TERN_API_REQUIRE(out, "out is NULL");
     tern::Shape s;
     TERN_RETURN_IF_ERROR(check_shape(dtype, shape, rank, &s));
-    const size_t need = static_cast<size_t>(tern::numel(s)) *
-                        tern::dtype_size(static_cast<tern::DType>(dtype));
+    const size_t need =
+        static_cast<size_t>(tern::numel(s)) * tern::dtype_size(static_cast<tern::DType>(dtype));
     TERN_API_REQUIRE(byte_size >= need, "byte_size ", byte_size, " is smaller than the ", need,
                      " bytes shape ", tern::shape_str(s), " needs");
     TERN_API_REQUIRE(data || need == 0, "data is NULL for a non-empty tensor");
@@ -56,18 +57,24 @@ tern_status tern_tensor_create_from_data(tern_dtype dtype, const int64_t* shape,
   });
 }
 
-void tern_tensor_destroy(tern_tensor* t) { delete t; }
+void tern_tensor_destroy(tern_tensor* t) {
+  delete t;
+}
 
 tern_dtype tern_tensor_dtype(const tern_tensor* t) {
   return t ? static_cast<tern_dtype>(t->t.dtype()) : static_cast<tern_dtype>(0);
 }
-size_t tern_tensor_rank(const tern_tensor* t) { return t ? t->t.rank() : 0; }
+size_t tern_tensor_rank(const tern_tensor* t) {
+  return t ? t->t.rank() : 0;
+}
 const int64_t* tern_tensor_shape(const tern_tensor* t) {
   return t ? t->t.shape().data() : nullptr;
 }
 void* tern_tensor_data(tern_tensor* t) {
   return t && t->t.byte_size() ? t->t.raw() : nullptr;
 }
-size_t tern_tensor_byte_size(const tern_tensor* t) { return t ? t->t.byte_size() : 0; }
+size_t tern_tensor_byte_size(const tern_tensor* t) {
+  return t ? t->t.byte_size() : 0;
+}
 
 }  // extern "C"

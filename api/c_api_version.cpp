@@ -25,9 +25,15 @@ tern_status fail(const Status& s) {
 
 extern "C" {
 
-const char* tern_version(void) { return TERN_VERSION_STRING; }
-uint32_t tern_abi_version(void) { return 1; }
-uint32_t tern_format_version(void) { return tern::serialization::kFormatVersion; }
+const char* tern_version(void) {
+  return TERN_VERSION_STRING;
+}
+uint32_t tern_abi_version(void) {
+  return 1;
+}
+uint32_t tern_format_version(void) {
+  return tern::serialization::kFormatVersion;
+}
 
 const char* tern_status_name(tern_status s) {
   if (static_cast<int>(s) < 0 || static_cast<int>(s) > static_cast<int>(TERN_ERR_INTERNAL)) {
@@ -36,15 +42,17 @@ const char* tern_status_name(tern_status s) {
   return tern::code_name(static_cast<tern::Code>(s));
 }
 
-const char* tern_last_error(void) { return tern::api::g_last_error.c_str(); }
+const char* tern_last_error(void) {
+  return tern::api::g_last_error.c_str();
+}
 
 const char* tern_config_show(void) {
   static const std::string text = [] {
     std::string s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(),
                                   ", .tern format ", tern_format_version(), ")\n");
     s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
-    s += tern::str_cat("  CPU capability: ", tern::cpu_capability(), "; physical cores: ",
-                       tern::physical_core_count(), "\n");
+    s += tern::str_cat("  CPU capability: ", tern::cpu_capability(),
+                       "; physical cores: ", tern::physical_core_count(), "\n");
     s += tern::cpu_library_report();
     s += "  backends:";
     for (const auto& name : tern::backends::known_names()) {
@@ -56,16 +64,38 @@ const char* tern_config_show(void) {
   return text.c_str();
 }
 
-const char* tern_cpu_get_capability(void) { return tern::cpu_capability(); }
-int tern_onednn_is_available(void) { return tern::onednn_available(); }
-int tern_openblas_is_available(void) { return tern::openblas_available(); }
-int tern_openmp_is_available(void) { return tern::openmp_available(); }
-int tern_cuda_is_built(void) { return tern::backends::is_built("cuda"); }
-int tern_cuda_is_available(void) { return tern::backends::is_available("cuda"); }
-int tern_cuda_device_count(void) { return 0; }
-int tern_vulkan_is_built(void) { return tern::backends::is_built("vulkan"); }
-int tern_vulkan_is_available(void) { return tern::backends::is_available("vulkan"); }
-int tern_mps_is_built(void) { return tern::backends::is_built("mps"); }
-int tern_mps_is_available(void) { return tern::backends::is_available("mps"); }
+const char* tern_cpu_get_capability(void) {
+  return tern::cpu_capability();
+}
+int tern_onednn_is_available(void) {
+  return tern::onednn_available();
+}
+int tern_openblas_is_available(void) {
+  return tern::openblas_available();
+}
+int tern_openmp_is_available(void) {
+  return tern::openmp_available();
+}
+int tern_cuda_is_built(void) {
+  return tern::backends::is_built("cuda");
+}
+int tern_cuda_is_available(void) {
+  return tern::backends::is_available("cuda");
+}
+int tern_cuda_device_count(void) {
+  return 0;
+}
+int tern_vulkan_is_built(void) {
+  return tern::backends::is_built("vulkan");
+}
+int tern_vulkan_is_available(void) {
+  return tern::backends::is_available("vulkan");
+}
+int tern_mps_is_built(void) {
+  return tern::backends::is_built("mps");
+}
+int tern_mps_is_available(void) {
+  return tern::backends::is_available("mps");
+}
 
 }  // extern "C"

@@ -9,8 +9,12 @@ const std::vector<std::string>& known_names() {
   return names;
 }
 
-bool is_built(const std::string& name) { return name == "cpu"; }
-bool is_available(const std::string& name) { return name == "cpu"; }
+bool is_built(const std::string& name) {
+  return name == "cpu";
+}
+bool is_available(const std::string& name) {
+  return name == "cpu";
+}
 
 Expected<Backend*> get(const std::string& name) {
   if (name == "cpu") {

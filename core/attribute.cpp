@@ -4,13 +4,20 @@ namespace tern {
 
 const char* attribute_kind_name(Attribute::Kind k) {
   switch (k) {
-    case Attribute::Kind::kFloat: return "float";
-    case Attribute::Kind::kInt: return "int";
-    case Attribute::Kind::kString: return "string";
-    case Attribute::Kind::kTensor: return "tensor";
-    case Attribute::Kind::kFloats: return "floats";
-    case Attribute::Kind::kInts: return "ints";
-    case Attribute::Kind::kStrings: return "strings";
+    case Attribute::Kind::kFloat:
+      return "float";
+    case Attribute::Kind::kInt:
+      return "int";
+    case Attribute::Kind::kString:
+      return "string";
+    case Attribute::Kind::kTensor:
+      return "tensor";
+    case Attribute::Kind::kFloats:
+      return "floats";
+    case Attribute::Kind::kInts:
+      return "ints";
+    case Attribute::Kind::kStrings:
+      return "strings";
   }
   return "unknown";
 }

@@ -13,7 +13,13 @@ namespace tern {
 
 struct Attribute {
   enum class Kind : uint8_t {
-    kFloat = 1, kInt = 2, kString = 3, kTensor = 4, kFloats = 6, kInts = 7, kStrings = 8
+    kFloat = 1,
+    kInt = 2,
+    kString = 3,
+    kTensor = 4,
+    kFloats = 6,
+    kInts = 7,
+    kStrings = 8
   };
   Kind kind = Kind::kInt;
   int64_t i = 0;

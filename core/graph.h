@@ -33,18 +33,18 @@ struct Value {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;         // "" for ai.onnx
-  std::vector<int> inputs;    // value ids; -1 marks an omitted optional input
-  std::vector<int> outputs;   // value ids; -1 marks an omitted optional output
+  std::string domain;        // "" for ai.onnx
+  std::vector<int> inputs;   // value ids; -1 marks an omitted optional input
+  std::vector<int> outputs;  // value ids; -1 marks an omitted optional output
   Attributes attrs;
 };
 
 struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;
-  std::vector<int> inputs;   // values fed by the caller
+  std::vector<int> inputs;  // values fed by the caller
   std::vector<int> outputs;
-  int64_t opset = 0;         // ai.onnx opset version the nodes follow
+  int64_t opset = 0;  // ai.onnx opset version the nodes follow
   std::string producer;
   std::vector<std::pair<std::string, std::string>> metadata;
 

@@ -6,8 +6,16 @@
 
 namespace tern {
 
-inline float bits_to_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t float_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float bits_to_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t float_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 inline float half_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
@@ -37,7 +45,9 @@ inline uint16_t float_to_half(float f) {
   return uint16_t(sign | (r >> 13));
 }
 
-inline float bfloat16_to_float(uint16_t b) { return bits_to_float(uint32_t(b) << 16); }
+inline float bfloat16_to_float(uint16_t b) {
+  return bits_to_float(uint32_t(b) << 16);
+}
 inline uint16_t float_to_bfloat16(float f) {
   uint32_t u = float_to_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN

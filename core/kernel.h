@@ -16,7 +16,7 @@
 namespace tern {
 
 struct TensorInfo {
-  bool present = false;           // false for an omitted optional input/output
+  bool present = false;  // false for an omitted optional input/output
   DType dtype = DType::kUndefined;
   Shape shape;
   const Tensor* value = nullptr;  // data, when known before the run (constants, shape math)

@@ -7,7 +7,9 @@ namespace tern {
 
 namespace {
 constexpr size_t kAlign = 64;
-size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+size_t round_up(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
 struct Live {
   size_t offset, bytes;

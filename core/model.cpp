@@ -19,7 +19,7 @@ static IOInfo io_info(const Graph& g, int id) {
 }
 
 Expected<std::shared_ptr<const Model>> Model::create(Graph graph, std::shared_ptr<void> storage,
-                                                      std::string format) {
+                                                     std::string format) {
   TERN_RETURN_IF_ERROR(graph.validate());
   auto m = std::make_shared<Model>();
   for (int id : graph.inputs) {

@@ -33,7 +33,8 @@ Status infer_node(const OpSchema& schema, OpContext& ctx) {
     if (ctx.inputs[i].present) present_inputs = static_cast<int>(i) + 1;
   }
   int n_out = static_cast<int>(ctx.outputs.size());
-  if (present_inputs < schema.min_inputs || static_cast<int>(ctx.inputs.size()) > schema.max_inputs) {
+  if (present_inputs < schema.min_inputs ||
+      static_cast<int>(ctx.inputs.size()) > schema.max_inputs) {
     return invalid_model(ctx.where, ": has ", ctx.inputs.size(), " inputs, expected ",
                          schema.min_inputs, " to ", schema.max_inputs);
   }

@@ -18,7 +18,7 @@ void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
     return;
   }
 #if defined(TERN_HAVE_OPENMP)
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static, 1)
   for (int64_t c = 0; c < chunks; ++c) fn(n * c / chunks, n * (c + 1) / chunks);
 #else
   fn(int64_t{0}, n);

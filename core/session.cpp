@@ -73,8 +73,8 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   std::vector<Shape> shapes;
   bool all_static = true;
   for (const IOInfo& in : s->model_->inputs()) {
-    bool st = in.has_shape && std::all_of(in.dims.begin(), in.dims.end(),
-                                          [](int64_t d) { return d >= 0; });
+    bool st = in.has_shape &&
+              std::all_of(in.dims.begin(), in.dims.end(), [](int64_t d) { return d >= 0; });
     all_static = all_static && st;
     shapes.push_back(in.dims);
   }
@@ -273,9 +273,8 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int id = node.outputs[i];
       if (id < 0) continue;
-      values[static_cast<size_t>(id)] = PlannedValue{PlannedValue::Where::kArena,
-                                                     ctx.outputs[i].dtype, ctx.outputs[i].shape,
-                                                     nullptr, 0, 0};
+      values[static_cast<size_t>(id)] = PlannedValue{
+          PlannedValue::Where::kArena, ctx.outputs[i].dtype, ctx.outputs[i].shape, nullptr, 0, 0};
       def_step[static_cast<size_t>(id)] = s;
     }
     plan->steps.push_back(std::move(step));
@@ -327,8 +326,8 @@ Status Session::check_inputs(const std::vector<std::string>& names,
         ok = it->dims[d] < 0 || it->dims[d] == t->shape()[d];
       }
       if (!ok) {
-        return invalid_argument("input '", it->name, "' must have shape ", dims_str(*it),
-                                ", got ", shape_str(t->shape()));
+        return invalid_argument("input '", it->name, "' must have shape ", dims_str(*it), ", got ",
+                                shape_str(t->shape()));
       }
     }
     (*ordered)[idx] = t;
@@ -363,9 +362,14 @@ Status Session::run(const std::vector<std::string>& input_names,
   for (size_t v = 0; v < plan->values.size(); ++v) {
     const PlannedValue& pv = plan->values[v];
     switch (pv.where) {
-      case PlannedValue::Where::kNone: break;
-      case PlannedValue::Where::kConstant: tensors[v] = *pv.constant; break;
-      case PlannedValue::Where::kInput: tensors[v] = *ordered[pv.input_index]; break;
+      case PlannedValue::Where::kNone:
+        break;
+      case PlannedValue::Where::kConstant:
+        tensors[v] = *pv.constant;
+        break;
+      case PlannedValue::Where::kInput:
+        tensors[v] = *ordered[pv.input_index];
+        break;
       case PlannedValue::Where::kArena:
         tensors[v] = Tensor::wrap(pv.dtype, pv.shape, base + pv.offset, nullptr);
         break;
@@ -373,8 +377,8 @@ Status Session::run(const std::vector<std::string>& input_names,
         auto t = Tensor::allocate(pv.dtype, pv.shape);
         if (!t) {
           plan->release_arena(std::move(arena));
-          return t.status().with_prefix(str_cat("output '", g.value_name(static_cast<int>(v)),
-                                                "'"));
+          return t.status().with_prefix(
+              str_cat("output '", g.value_name(static_cast<int>(v)), "'"));
         }
         tensors[v] = std::move(*t);
         break;

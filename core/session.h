@@ -83,9 +83,9 @@ class Session {
 
   std::shared_ptr<const Model> model_;
   SessionConfig config_;
-  std::vector<size_t> order_;                     // node indices, topological
-  std::vector<const OpSchema*> schemas_;          // per node
-  std::vector<std::unique_ptr<Tensor>> folded_;   // constants made by folding, by value id
+  std::vector<size_t> order_;                    // node indices, topological
+  std::vector<const OpSchema*> schemas_;         // per node
+  std::vector<std::unique_ptr<Tensor>> folded_;  // constants made by folding, by value id
   std::vector<bool> node_folded_;
   size_t folded_count_ = 0;
 

@@ -4,14 +4,22 @@ namespace tern {
 
 const char* code_name(Code c) {
   switch (c) {
-    case Code::kOk: return "TERN_OK";
-    case Code::kInvalidArgument: return "TERN_ERR_INVALID_ARGUMENT";
-    case Code::kInvalidModel: return "TERN_ERR_INVALID_MODEL";
-    case Code::kUnsupported: return "TERN_ERR_UNSUPPORTED";
-    case Code::kBackendUnavailable: return "TERN_ERR_BACKEND_UNAVAILABLE";
-    case Code::kOutOfMemory: return "TERN_ERR_OUT_OF_MEMORY";
-    case Code::kIO: return "TERN_ERR_IO";
-    case Code::kInternal: return "TERN_ERR_INTERNAL";
+    case Code::kOk:
+      return "TERN_OK";
+    case Code::kInvalidArgument:
+      return "TERN_ERR_INVALID_ARGUMENT";
+    case Code::kInvalidModel:
+      return "TERN_ERR_INVALID_MODEL";
+    case Code::kUnsupported:
+      return "TERN_ERR_UNSUPPORTED";
+    case Code::kBackendUnavailable:
+      return "TERN_ERR_BACKEND_UNAVAILABLE";
+    case Code::kOutOfMemory:
+      return "TERN_ERR_OUT_OF_MEMORY";
+    case Code::kIO:
+      return "TERN_ERR_IO";
+    case Code::kInternal:
+      return "TERN_ERR_INTERNAL";
   }
   return "TERN_UNKNOWN_STATUS";
 }

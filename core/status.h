@@ -49,22 +49,34 @@ std::string str_cat(const Args&... args) {
 }
 
 template <class... Args>
-Status invalid_argument(const Args&... a) { return Status(Code::kInvalidArgument, str_cat(a...)); }
+Status invalid_argument(const Args&... a) {
+  return Status(Code::kInvalidArgument, str_cat(a...));
+}
 template <class... Args>
-Status invalid_model(const Args&... a) { return Status(Code::kInvalidModel, str_cat(a...)); }
+Status invalid_model(const Args&... a) {
+  return Status(Code::kInvalidModel, str_cat(a...));
+}
 template <class... Args>
-Status unsupported(const Args&... a) { return Status(Code::kUnsupported, str_cat(a...)); }
+Status unsupported(const Args&... a) {
+  return Status(Code::kUnsupported, str_cat(a...));
+}
 template <class... Args>
-Status io_error(const Args&... a) { return Status(Code::kIO, str_cat(a...)); }
+Status io_error(const Args&... a) {
+  return Status(Code::kIO, str_cat(a...));
+}
 template <class... Args>
-Status internal_error(const Args&... a) { return Status(Code::kInternal, str_cat(a...)); }
+Status internal_error(const Args&... a) {
+  return Status(Code::kInternal, str_cat(a...));
+}
 template <class... Args>
-Status out_of_memory(const Args&... a) { return Status(Code::kOutOfMemory, str_cat(a...)); }
+Status out_of_memory(const Args&... a) {
+  return Status(Code::kOutOfMemory, str_cat(a...));
+}
 
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Expected(Status status) : v_(std::move(status)) {}  // NOLINT: must not be ok
 
   bool has_value() const { return v_.index() == 0; }
@@ -86,9 +98,9 @@ class [[nodiscard]] Expected {
 #define TERN_CONCAT_INNER(a, b) a##b
 #define TERN_CONCAT(a, b) TERN_CONCAT_INNER(a, b)
 
-#define TERN_RETURN_IF_ERROR(expr)                 \
-  do {                                             \
-    ::tern::Status tern_status_ = (expr);          \
+#define TERN_RETURN_IF_ERROR(expr)                  \
+  do {                                              \
+    ::tern::Status tern_status_ = (expr);           \
     if (!tern_status_.is_ok()) return tern_status_; \
   } while (0)
 

@@ -55,8 +55,9 @@ Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
   }
   size_t bytes = static_cast<size_t>(n) * elem;
   auto buf = aligned_buffer(bytes);
-  if (!buf) return out_of_memory("cannot allocate ", bytes, " bytes for a tensor of shape ",
-                                 shape_str(shape));
+  if (!buf)
+    return out_of_memory("cannot allocate ", bytes, " bytes for a tensor of shape ",
+                         shape_str(shape));
   std::memset(buf.get(), 0, bytes);
   Tensor t;
   t.dtype_ = dtype;
@@ -89,26 +90,41 @@ Expected<Tensor> Tensor::clone() const {
 
 int64_t Tensor::int_at(int64_t i) const {
   switch (dtype_) {
-    case DType::kInt64: return data<int64_t>()[i];
-    case DType::kInt32: return data<int32_t>()[i];
-    case DType::kInt16: return data<int16_t>()[i];
-    case DType::kInt8: return data<int8_t>()[i];
-    case DType::kUInt8: return data<uint8_t>()[i];
-    case DType::kUInt16: return data<uint16_t>()[i];
-    case DType::kUInt32: return data<uint32_t>()[i];
-    case DType::kUInt64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    case DType::kBool: return data<uint8_t>()[i] != 0;
-    default: return static_cast<int64_t>(float_at(i));
+    case DType::kInt64:
+      return data<int64_t>()[i];
+    case DType::kInt32:
+      return data<int32_t>()[i];
+    case DType::kInt16:
+      return data<int16_t>()[i];
+    case DType::kInt8:
+      return data<int8_t>()[i];
+    case DType::kUInt8:
+      return data<uint8_t>()[i];
+    case DType::kUInt16:
+      return data<uint16_t>()[i];
+    case DType::kUInt32:
+      return data<uint32_t>()[i];
+    case DType::kUInt64:
+      return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DType::kBool:
+      return data<uint8_t>()[i] != 0;
+    default:
+      return static_cast<int64_t>(float_at(i));
   }
 }
 
 double Tensor::float_at(int64_t i) const {
   switch (dtype_) {
-    case DType::kFloat32: return data<float>()[i];
-    case DType::kFloat64: return data<double>()[i];
-    case DType::kFloat16: return half_to_float(data<uint16_t>()[i]);
-    case DType::kBFloat16: return bfloat16_to_float(data<uint16_t>()[i]);
-    default: return static_cast<double>(int_at(i));
+    case DType::kFloat32:
+      return data<float>()[i];
+    case DType::kFloat64:
+      return data<double>()[i];
+    case DType::kFloat16:
+      return half_to_float(data<uint16_t>()[i]);
+    case DType::kBFloat16:
+      return bfloat16_to_float(data<uint16_t>()[i]);
+    default:
+      return static_cast<double>(int_at(i));
   }
 }
 

@@ -35,7 +35,10 @@ class Tensor {
   bool defined() const { return dtype_ != DType::kUndefined; }
 
   void* raw() const { return data_; }
-  template <class T> T* data() const { return static_cast<T*>(data_); }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(data_);
+  }
 
   // Same storage, new shape of equal element count.
   Tensor reshaped(Shape shape) const;

@@ -41,8 +41,8 @@ typedef enum {
   TERN_ERR_UNSUPPORTED,         /* valid, but an op/attribute/dtype Tern does not implement */
   TERN_ERR_BACKEND_UNAVAILABLE, /* the backend is not built or has no device */
   TERN_ERR_OUT_OF_MEMORY,
-  TERN_ERR_IO,                  /* a file could not be opened, read, mapped or written */
-  TERN_ERR_INTERNAL             /* a bug in Tern: please report it with tern_last_error() */
+  TERN_ERR_IO,      /* a file could not be opened, read, mapped or written */
+  TERN_ERR_INTERNAL /* a bug in Tern: please report it with tern_last_error() */
 } tern_status;
 
 /* Tensor element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -94,8 +94,8 @@ TERN_API tern_status tern_tensor_create(tern_dtype dtype, const int64_t* shape, 
  * NULL only for an empty tensor. On failure the deleter is not called. */
 TERN_API tern_status tern_tensor_create_from_data(tern_dtype dtype, const int64_t* shape,
                                                   size_t rank, void* data, size_t byte_size,
-                                                  void (*deleter)(void* data, void* ctx),
-                                                  void* ctx, tern_tensor** out);
+                                                  void (*deleter)(void* data, void* ctx), void* ctx,
+                                                  tern_tensor** out);
 /* Destroys a tensor (NULL is ignored). */
 TERN_API void tern_tensor_destroy(tern_tensor* t);
 /* Element type; 0 for NULL. */

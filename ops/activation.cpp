@@ -111,8 +111,10 @@ Expected<std::unique_ptr<Kernel>> make_clip(const OpContext& ctx) {
   if (!ops::visit_numeric(p.dtype, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "float32, float64 and the integer types");
   }
-  TERN_ASSIGN_OR_RETURN(p.attr_min, ctx.attrs().get_float("min", std::numeric_limits<float>::lowest()));
-  TERN_ASSIGN_OR_RETURN(p.attr_max, ctx.attrs().get_float("max", std::numeric_limits<float>::max()));
+  TERN_ASSIGN_OR_RETURN(p.attr_min,
+                        ctx.attrs().get_float("min", std::numeric_limits<float>::lowest()));
+  TERN_ASSIGN_OR_RETURN(p.attr_max,
+                        ctx.attrs().get_float("max", std::numeric_limits<float>::max()));
   return make_kernel("reference", p, run_clip);
 }
 

@@ -19,9 +19,8 @@ Status infer_bn(OpContext& ctx) {
   if (x.size() < 2) return invalid_argument("input '", ctx.input_names[0], "' must have rank >= 2");
   for (size_t i = 1; i < 5; ++i) {
     if (ctx.inputs[i].dtype != DType::kFloat32 || ctx.inputs[i].shape != Shape{x[1]}) {
-      return invalid_argument("input '", ctx.input_names[i], "' must be float32 [", x[1],
-                              "], got ", dtype_name(ctx.inputs[i].dtype), " ",
-                              shape_str(ctx.inputs[i].shape));
+      return invalid_argument("input '", ctx.input_names[i], "' must be float32 [", x[1], "], got ",
+                              dtype_name(ctx.inputs[i].dtype), " ", shape_str(ctx.inputs[i].shape));
     }
   }
   for (size_t i = 1; i < ctx.outputs.size(); ++i) {

@@ -29,10 +29,14 @@ Status infer_binary(OpContext& ctx) {
 template <class T>
 T apply(BinaryKind k, T a, T b) {
   switch (k) {
-    case BinaryKind::kAdd: return static_cast<T>(a + b);
-    case BinaryKind::kSub: return static_cast<T>(a - b);
-    case BinaryKind::kMul: return static_cast<T>(a * b);
-    case BinaryKind::kDiv: return static_cast<T>(a / b);
+    case BinaryKind::kAdd:
+      return static_cast<T>(a + b);
+    case BinaryKind::kSub:
+      return static_cast<T>(a - b);
+    case BinaryKind::kMul:
+      return static_cast<T>(a * b);
+    case BinaryKind::kDiv:
+      return static_cast<T>(a / b);
   }
   return T{};
 }
@@ -91,10 +95,18 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
     const T* pb = b.data<T>();
     T* po = out.data<T>();
     switch (p.kind) {
-      case BinaryKind::kAdd: run_rows<T, BinaryKind::kAdd>(p.rows, pa, pb, po, exec.num_threads); break;
-      case BinaryKind::kSub: run_rows<T, BinaryKind::kSub>(p.rows, pa, pb, po, exec.num_threads); break;
-      case BinaryKind::kMul: run_rows<T, BinaryKind::kMul>(p.rows, pa, pb, po, exec.num_threads); break;
-      case BinaryKind::kDiv: run_rows<T, BinaryKind::kDiv>(p.rows, pa, pb, po, exec.num_threads); break;
+      case BinaryKind::kAdd:
+        run_rows<T, BinaryKind::kAdd>(p.rows, pa, pb, po, exec.num_threads);
+        break;
+      case BinaryKind::kSub:
+        run_rows<T, BinaryKind::kSub>(p.rows, pa, pb, po, exec.num_threads);
+        break;
+      case BinaryKind::kMul:
+        run_rows<T, BinaryKind::kMul>(p.rows, pa, pb, po, exec.num_threads);
+        break;
+      case BinaryKind::kDiv:
+        run_rows<T, BinaryKind::kDiv>(p.rows, pa, pb, po, exec.num_threads);
+        break;
     }
   });
   return st;
@@ -106,8 +118,8 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
   if (!ops::visit_numeric(dt, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "float32, float64 and the integer types");
   }
-  BinaryParams p{K, dt, ops::plan_broadcast(ctx.outputs[0].shape,
-                                            {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  BinaryParams p{
+      K, dt, ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
   return make_kernel("reference", std::move(p), run_binary);
 }
 

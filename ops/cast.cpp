@@ -34,8 +34,10 @@ T from_double(double v) {
     return static_cast<T>(v);
   } else {
     if (std::isnan(v)) return T{0};
-    if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (v <= static_cast<double>(std::numeric_limits<T>::lowest()))
+      return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   }
 }
@@ -46,8 +48,14 @@ void store(Tensor& out, int64_t i, const Tensor& in, bool integral_src) {
     out.data<uint8_t>()[i] = integral_src ? in.int_at(i) != 0 : in.float_at(i) != 0.0;
     return;
   }
-  if (to == DType::kFloat16) { out.data<uint16_t>()[i] = float_to_half(static_cast<float>(in.float_at(i))); return; }
-  if (to == DType::kBFloat16) { out.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(in.float_at(i))); return; }
+  if (to == DType::kFloat16) {
+    out.data<uint16_t>()[i] = float_to_half(static_cast<float>(in.float_at(i)));
+    return;
+  }
+  if (to == DType::kBFloat16) {
+    out.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(in.float_at(i)));
+    return;
+  }
   ops::visit_numeric(to, [&](auto tag) {
     using T = decltype(tag);
     if (integral_src && std::is_integral_v<T>) {

@@ -28,8 +28,8 @@ Status infer_concat(OpContext& ctx) {
     }
     if (!ok) {
       return invalid_argument("input '", ctx.input_names[i], "' has shape ", shape_str(s),
-                              ", incompatible with '", ctx.input_names[0], "' ",
-                              shape_str(first), " for concatenation on axis ", axis);
+                              ", incompatible with '", ctx.input_names[0], "' ", shape_str(first),
+                              " for concatenation on axis ", axis);
     }
     out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
   }
@@ -43,14 +43,16 @@ Status run_concat(const ConcatParams& p, const KernelArgs& a, const ExecContext&
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < p.axis; ++d) outer *= out.shape()[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(p.axis) + 1; d < out.rank(); ++d) inner *= out.shape()[d];
-  const size_t out_row = static_cast<size_t>(out.shape()[static_cast<size_t>(p.axis)] * inner) * esize;
+  const size_t out_row =
+      static_cast<size_t>(out.shape()[static_cast<size_t>(p.axis)] * inner) * esize;
   auto* dst = static_cast<uint8_t*>(out.raw());
   size_t col = 0;
   for (const Tensor* in : a.inputs) {
     size_t row = static_cast<size_t>(in->shape()[static_cast<size_t>(p.axis)] * inner) * esize;
     const auto* src = static_cast<const uint8_t*>(in->raw());
     for (int64_t o = 0; o < outer && row; ++o) {
-      std::memcpy(dst + static_cast<size_t>(o) * out_row + col, src + static_cast<size_t>(o) * row, row);
+      std::memcpy(dst + static_cast<size_t>(o) * out_row + col, src + static_cast<size_t>(o) * row,
+                  row);
     }
     col += row;
   }
@@ -60,7 +62,8 @@ Status run_concat(const ConcatParams& p, const KernelArgs& a, const ExecContext&
 Expected<std::unique_ptr<Kernel>> make_concat(const OpContext& ctx) {
   if (dtype_size(ctx.inputs[0].dtype) == 0) return ops::dtype_error(ctx, 0, "non-string types");
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 0));
-  TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
+  TERN_ASSIGN_OR_RETURN(
+      axis, ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
   return make_kernel("reference", ConcatParams{axis}, run_concat);
 }
 

@@ -13,9 +13,8 @@ Expected<ConvParams> parse_conv(const OpContext& ctx) {
   if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
   TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
   if (p.w.size() != p.x.size()) {
-    return invalid_argument("weight '", ctx.input_names[1], "' ", shape_str(p.w),
-                            " and input '", ctx.input_names[0], "' ", shape_str(p.x),
-                            " must have the same rank");
+    return invalid_argument("weight '", ctx.input_names[1], "' ", shape_str(p.w), " and input '",
+                            ctx.input_names[0], "' ", shape_str(p.x), " must have the same rank");
   }
   TERN_ASSIGN_OR_RETURN(p.group, ctx.attrs().get_int("group", 1));
   if (p.group <= 0 || p.x.size() < 3) return invalid_model("group must be positive, rank >= 3");
@@ -34,8 +33,8 @@ Expected<ConvParams> parse_conv(const OpContext& ctx) {
   if (p.win.spatial > 3) return unsupported("Conv with ", p.win.spatial, " spatial dims");
   p.has_bias = ctx.has_input(2);
   if (p.has_bias && ctx.inputs[2].shape != Shape{p.w[0]}) {
-    return invalid_argument("bias '", ctx.input_names[2], "' must have shape [", p.w[0],
-                            "], got ", shape_str(ctx.inputs[2].shape));
+    return invalid_argument("bias '", ctx.input_names[2], "' must have shape [", p.w[0], "], got ",
+                            shape_str(ctx.inputs[2].shape));
   }
   p.y = {p.x[0], p.w[0]};
   p.y.insert(p.y.end(), p.win.out.begin(), p.win.out.end());

@@ -22,9 +22,9 @@ Expected<ConvTransposeParams> parse_conv_transpose(const OpContext& ctx) {
   if (s > 3) return unsupported("ConvTranspose with ", s, " spatial dims");
   TERN_ASSIGN_OR_RETURN(p.group, ctx.attrs().get_int("group", 1));
   if (p.group <= 0 || p.x[1] != p.w[0] || p.w[0] % p.group != 0) {
-    return invalid_argument("input '", ctx.input_names[0], "' has ", p.x[1],
-                            " channels; weight '", ctx.input_names[1], "' ", shape_str(p.w),
-                            " with group ", p.group, " does not match");
+    return invalid_argument("input '", ctx.input_names[0], "' has ", p.x[1], " channels; weight '",
+                            ctx.input_names[1], "' ", shape_str(p.w), " with group ", p.group,
+                            " does not match");
   }
   Window& w = p.win;
   w.spatial = s;
@@ -34,7 +34,8 @@ Expected<ConvTransposeParams> parse_conv_transpose(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(w.strides, at.get_ints("strides", std::vector<int64_t>(s, 1)));
   TERN_ASSIGN_OR_RETURN(w.dilations, at.get_ints("dilations", std::vector<int64_t>(s, 1)));
   TERN_ASSIGN_OR_RETURN(auto pads, at.get_ints("pads", std::vector<int64_t>(2 * s, 0)));
-  TERN_ASSIGN_OR_RETURN(p.output_padding, at.get_ints("output_padding", std::vector<int64_t>(s, 0)));
+  TERN_ASSIGN_OR_RETURN(p.output_padding,
+                        at.get_ints("output_padding", std::vector<int64_t>(s, 0)));
   TERN_ASSIGN_OR_RETURN(auto output_shape, at.get_ints("output_shape"));
   TERN_ASSIGN_OR_RETURN(std::string auto_pad, at.get_string("auto_pad", "NOTSET"));
   if (w.strides.size() != s || w.dilations.size() != s || pads.size() != 2 * s ||
@@ -103,8 +104,8 @@ void conv_transpose_reference(const ConvTransposeParams& p, const float* x, cons
                     const int64_t ow = iw * v.strides[2] - v.pads_begin[2] + kw * v.dilations[2];
                     if (ow < 0 || ow >= OW) continue;
                     const float wv = w[(((c * Mg + m) * KD + kd) * KH + kh) * KW + kw];
-                    acc[static_cast<size_t>((((n * M + g * Mg + m) * OD + od) * OH + oh) * OW + ow)] +=
-                        xv * wv;
+                    acc[static_cast<size_t>((((n * M + g * Mg + m) * OD + od) * OH + oh) * OW +
+                                            ow)] += xv * wv;
                   }
                 }
               }
@@ -129,14 +130,14 @@ Status infer_conv_transpose(OpContext& ctx) {
 
 Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
-  return make_kernel("reference", std::move(p),
-                     [](const ops::ConvTransposeParams& q, const KernelArgs& a, const ExecContext&) {
-                       const float* b = q.has_bias ? a.inputs[2]->data<float>() : nullptr;
-                       ops::conv_transpose_reference(q, a.inputs[0]->data<float>(),
-                                                     a.inputs[1]->data<float>(), b,
-                                                     a.outputs[0]->data<float>());
-                       return Status::ok();
-                     });
+  return make_kernel(
+      "reference", std::move(p),
+      [](const ops::ConvTransposeParams& q, const KernelArgs& a, const ExecContext&) {
+        const float* b = q.has_bias ? a.inputs[2]->data<float>() : nullptr;
+        ops::conv_transpose_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), b,
+                                      a.outputs[0]->data<float>());
+        return Status::ok();
+      });
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ Expected<MatMulParams> parse_matmul(const OpContext& ctx) {
   Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   auto batch = broadcast_shapes(a_batch, b_batch);
   if (!batch) {
-    return invalid_argument("batch dims of '", ctx.input_names[0], "' and '",
-                            ctx.input_names[1], "': ", batch.status().message());
+    return invalid_argument("batch dims of '", ctx.input_names[0], "' and '", ctx.input_names[1],
+                            "': ", batch.status().message());
   }
   const int64_t nb = numel(*batch);
   if (nb > 0) {
@@ -55,7 +55,8 @@ void matmul_reference(const MatMulParams& p, const float* a, const float* b, flo
     for (int64_t i = 0; i < p.M; ++i)
       for (int64_t j = 0; j < p.N; ++j) {
         double acc = 0;
-        for (int64_t k = 0; k < p.K; ++k) acc += static_cast<double>(A[i * p.K + k]) * B[k * p.N + j];
+        for (int64_t k = 0; k < p.K; ++k)
+          acc += static_cast<double>(A[i * p.K + k]) * B[k * p.N + j];
         Y[i * p.N + j] = static_cast<float>(acc);
       }
   }
@@ -105,8 +106,7 @@ void gemm_fill_bias(const GemmParams& p, const float* c, float* y) {
     }
 }
 
-void gemm_reference(const GemmParams& p, const float* a, const float* b, const float* c,
-                    float* y) {
+void gemm_reference(const GemmParams& p, const float* a, const float* b, const float* c, float* y) {
   gemm_fill_bias(p, c, y);
   for (int64_t i = 0; i < p.M; ++i)
     for (int64_t j = 0; j < p.N; ++j) {
@@ -149,13 +149,14 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
 
 Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::GemmParams p, ops::parse_gemm(ctx));
-  return make_kernel("reference", std::move(p),
-                     [](const ops::GemmParams& q, const KernelArgs& a, const ExecContext&) {
-                       const float* c = a.inputs.size() > 2 && a.inputs[2] ? a.inputs[2]->data<float>() : nullptr;
-                       ops::gemm_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(),
-                                           c, a.outputs[0]->data<float>());
-                       return Status::ok();
-                     });
+  return make_kernel(
+      "reference", std::move(p),
+      [](const ops::GemmParams& q, const KernelArgs& a, const ExecContext&) {
+        const float* c = a.inputs.size() > 2 && a.inputs[2] ? a.inputs[2]->data<float>() : nullptr;
+        ops::gemm_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), c,
+                            a.outputs[0]->data<float>());
+        return Status::ok();
+      });
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ enum class PoolKind { kMax, kAverage };
 
 struct PoolParams {
   PoolKind kind;
-  ops::Window win;  // 3-D form
+  ops::Window win;     // 3-D form
   int64_t planes = 0;  // N * C
   bool count_include_pad = false;
   DType dtype;
@@ -39,7 +39,8 @@ Expected<PoolParams> parse_pool(const OpContext& ctx, PoolKind kind, bool global
   ops::Window w;
   if (global) {
     Attributes none;
-    TERN_ASSIGN_OR_RETURN(w, ops::forward_window(none, x, std::vector<int64_t>(x.begin() + 2, x.end()), false));
+    TERN_ASSIGN_OR_RETURN(
+        w, ops::forward_window(none, x, std::vector<int64_t>(x.begin() + 2, x.end()), false));
   } else {
     TERN_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().get_int("ceil_mode", 0));
     TERN_ASSIGN_OR_RETURN(int64_t cip, ctx.attrs().get_int("count_include_pad", 0));
@@ -109,7 +110,8 @@ Status run_pool(const PoolParams& p, const KernelArgs& a, const ExecContext& exe
     T* y = a.outputs[0]->data<T>();
     parallel_for(p.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(in_plane, 1)),
                  exec.num_threads, [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i) pool_plane<T>(p, x + i * in_plane, y + i * out_plane);
+                   for (int64_t i = b; i < e; ++i)
+                     pool_plane<T>(p, x + i * in_plane, y + i * out_plane);
                  });
   });
   return Status::ok();
@@ -132,14 +134,38 @@ Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx) {
 }  // namespace
 
 void register_op_pool(OpRegistry& r) {
-  r.add({"MaxPool", 1, 1, 1, 2, infer_pool<PoolKind::kMax, false>,
-         make_pool<PoolKind::kMax, false>, {}});
-  r.add({"AveragePool", 1, 1, 1, 1, infer_pool<PoolKind::kAverage, false>,
-         make_pool<PoolKind::kAverage, false>, {}});
-  r.add({"GlobalMaxPool", 1, 1, 1, 1, infer_pool<PoolKind::kMax, true>,
-         make_pool<PoolKind::kMax, true>, {}});
-  r.add({"GlobalAveragePool", 1, 1, 1, 1, infer_pool<PoolKind::kAverage, true>,
-         make_pool<PoolKind::kAverage, true>, {}});
+  r.add({"MaxPool",
+         1,
+         1,
+         1,
+         2,
+         infer_pool<PoolKind::kMax, false>,
+         make_pool<PoolKind::kMax, false>,
+         {}});
+  r.add({"AveragePool",
+         1,
+         1,
+         1,
+         1,
+         infer_pool<PoolKind::kAverage, false>,
+         make_pool<PoolKind::kAverage, false>,
+         {}});
+  r.add({"GlobalMaxPool",
+         1,
+         1,
+         1,
+         1,
+         infer_pool<PoolKind::kMax, true>,
+         make_pool<PoolKind::kMax, true>,
+         {}});
+  r.add({"GlobalAveragePool",
+         1,
+         1,
+         1,
+         1,
+         infer_pool<PoolKind::kAverage, true>,
+         make_pool<PoolKind::kAverage, true>,
+         {}});
 }
 
 }  // namespace tern

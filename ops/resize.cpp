@@ -30,10 +30,13 @@ Expected<ResizeParams> parse_resize(const OpContext& ctx) {
   const size_t r = p.in.size();
   TERN_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "nearest"));
   std::string coord_default = ctx.opset >= 11 ? "half_pixel" : "asymmetric";
-  TERN_ASSIGN_OR_RETURN(std::string coord, ctx.attrs().get_string("coordinate_transformation_mode", coord_default));
-  TERN_ASSIGN_OR_RETURN(std::string nearest, ctx.attrs().get_string("nearest_mode", "round_prefer_floor"));
+  TERN_ASSIGN_OR_RETURN(std::string coord,
+                        ctx.attrs().get_string("coordinate_transformation_mode", coord_default));
+  TERN_ASSIGN_OR_RETURN(std::string nearest,
+                        ctx.attrs().get_string("nearest_mode", "round_prefer_floor"));
   TERN_ASSIGN_OR_RETURN(auto axes, ctx.attrs().get_ints("axes"));
-  TERN_ASSIGN_OR_RETURN(std::string keep_ratio, ctx.attrs().get_string("keep_aspect_ratio_policy", "stretch"));
+  TERN_ASSIGN_OR_RETURN(std::string keep_ratio,
+                        ctx.attrs().get_string("keep_aspect_ratio_policy", "stretch"));
   if (!axes.empty()) return unsupported("Resize with the 'axes' attribute");
   if (keep_ratio != "stretch") return unsupported("keep_aspect_ratio_policy '", keep_ratio, "'");
   if (mode == "linear" || mode == "bilinear") {
@@ -41,27 +44,40 @@ Expected<ResizeParams> parse_resize(const OpContext& ctx) {
   } else if (mode != "nearest") {
     return unsupported("Resize mode '", mode, "' (supported: nearest, linear)");
   }
-  if (coord == "half_pixel") p.coord = Coord::kHalfPixel;
-  else if (coord == "pytorch_half_pixel") p.coord = Coord::kPytorchHalfPixel;
-  else if (coord == "align_corners") p.coord = Coord::kAlignCorners;
-  else if (coord == "asymmetric") p.coord = Coord::kAsymmetric;
-  else if (coord == "tf_half_pixel_for_nearest") p.coord = Coord::kTfHalfPixelNearest;
-  else return unsupported("coordinate_transformation_mode '", coord, "'");
-  if (nearest == "round_prefer_floor") p.nearest = Nearest::kRoundPreferFloor;
-  else if (nearest == "round_prefer_ceil") p.nearest = Nearest::kRoundPreferCeil;
-  else if (nearest == "floor") p.nearest = Nearest::kFloor;
-  else if (nearest == "ceil") p.nearest = Nearest::kCeil;
-  else return invalid_model("nearest_mode '", nearest, "' is not valid");
+  if (coord == "half_pixel")
+    p.coord = Coord::kHalfPixel;
+  else if (coord == "pytorch_half_pixel")
+    p.coord = Coord::kPytorchHalfPixel;
+  else if (coord == "align_corners")
+    p.coord = Coord::kAlignCorners;
+  else if (coord == "asymmetric")
+    p.coord = Coord::kAsymmetric;
+  else if (coord == "tf_half_pixel_for_nearest")
+    p.coord = Coord::kTfHalfPixelNearest;
+  else
+    return unsupported("coordinate_transformation_mode '", coord, "'");
+  if (nearest == "round_prefer_floor")
+    p.nearest = Nearest::kRoundPreferFloor;
+  else if (nearest == "round_prefer_ceil")
+    p.nearest = Nearest::kRoundPreferCeil;
+  else if (nearest == "floor")
+    p.nearest = Nearest::kFloor;
+  else if (nearest == "ceil")
+    p.nearest = Nearest::kCeil;
+  else
+    return invalid_model("nearest_mode '", nearest, "' is not valid");
 
   // Opset 10: (X, scales). Opset 11+: (X, roi, scales, sizes).
   const size_t scales_at = ctx.opset >= 11 ? 2 : 1, sizes_at = 3;
   std::vector<double> scales;
   std::vector<int64_t> sizes;
-  if (ctx.has_input(scales_at) && ctx.inputs[scales_at].value && ctx.inputs[scales_at].value->numel() > 0) {
+  if (ctx.has_input(scales_at) && ctx.inputs[scales_at].value &&
+      ctx.inputs[scales_at].value->numel() > 0) {
     const Tensor& t = *ctx.inputs[scales_at].value;
     for (int64_t i = 0; i < t.numel(); ++i) scales.push_back(t.float_at(i));
   }
-  if (ctx.has_input(sizes_at) && ctx.inputs[sizes_at].value && ctx.inputs[sizes_at].value->numel() > 0) {
+  if (ctx.has_input(sizes_at) && ctx.inputs[sizes_at].value &&
+      ctx.inputs[sizes_at].value->numel() > 0) {
     sizes = ops::read_ints(*ctx.inputs[sizes_at].value);
   }
   if (scales.empty() == sizes.empty()) {
@@ -70,14 +86,16 @@ Expected<ResizeParams> parse_resize(const OpContext& ctx) {
   p.out.resize(r);
   p.scales.resize(r);
   if (!scales.empty()) {
-    if (scales.size() != r) return invalid_model("scales has ", scales.size(), " entries for rank ", r);
+    if (scales.size() != r)
+      return invalid_model("scales has ", scales.size(), " entries for rank ", r);
     for (size_t i = 0; i < r; ++i) {
       if (!(scales[i] > 0)) return invalid_model("scales must be positive");
       p.scales[i] = scales[i];
       p.out[i] = static_cast<int64_t>(std::floor(static_cast<double>(p.in[i]) * scales[i]));
     }
   } else {
-    if (sizes.size() != r) return invalid_model("sizes has ", sizes.size(), " entries for rank ", r);
+    if (sizes.size() != r)
+      return invalid_model("sizes has ", sizes.size(), " entries for rank ", r);
     for (size_t i = 0; i < r; ++i) {
       if (sizes[i] < 0) return invalid_model("sizes must be >= 0");
       p.out[i] = sizes[i];
@@ -99,12 +117,18 @@ double source_coord(const ResizeParams& p, size_t d, int64_t x) {
   const double s = p.scales[d];
   const double xo = static_cast<double>(x);
   switch (p.coord) {
-    case Coord::kHalfPixel: return (xo + 0.5) / s - 0.5;
-    case Coord::kPytorchHalfPixel: return p.out[d] > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
+    case Coord::kHalfPixel:
+      return (xo + 0.5) / s - 0.5;
+    case Coord::kPytorchHalfPixel:
+      return p.out[d] > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
     case Coord::kAlignCorners:
-      return p.out[d] == 1 ? 0.0 : xo * static_cast<double>(p.in[d] - 1) / static_cast<double>(p.out[d] - 1);
-    case Coord::kAsymmetric: return xo / s;
-    case Coord::kTfHalfPixelNearest: return (xo + 0.5) / s;
+      return p.out[d] == 1
+                 ? 0.0
+                 : xo * static_cast<double>(p.in[d] - 1) / static_cast<double>(p.out[d] - 1);
+    case Coord::kAsymmetric:
+      return xo / s;
+    case Coord::kTfHalfPixelNearest:
+      return (xo + 0.5) / s;
   }
   return 0;
 }
@@ -113,11 +137,20 @@ int64_t nearest_index(const ResizeParams& p, size_t d, int64_t x) {
   const double c = source_coord(p, d, x);
   double r;
   switch (p.nearest) {
-    case Nearest::kRoundPreferFloor: r = c == std::floor(c) + 0.5 ? std::floor(c) : std::round(c); break;
-    case Nearest::kRoundPreferCeil: r = std::round(c); break;
-    case Nearest::kFloor: r = std::floor(c); break;
-    case Nearest::kCeil: r = std::ceil(c); break;
-    default: r = c;
+    case Nearest::kRoundPreferFloor:
+      r = c == std::floor(c) + 0.5 ? std::floor(c) : std::round(c);
+      break;
+    case Nearest::kRoundPreferCeil:
+      r = std::round(c);
+      break;
+    case Nearest::kFloor:
+      r = std::floor(c);
+      break;
+    case Nearest::kCeil:
+      r = std::ceil(c);
+      break;
+    default:
+      r = c;
   }
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, p.in[d] - 1);
 }

@@ -33,7 +33,8 @@ Expected<SliceParams> parse_slice(const OpContext& ctx) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
     return invalid_model("starts, ends, axes and steps must have the same length");
   }
   SliceParams p;
@@ -95,7 +96,8 @@ Status run_slice(const SliceParams& p, const KernelArgs& a, const ExecContext&) 
     for (size_t d = 0; d + 1 < r; ++d) off += (p.start[d] + idx[d] * p.step[d]) * in_stride[d];
     off += p.start[r - 1];
     if (p.step[r - 1] == 1) {
-      std::memcpy(dst, src + off * static_cast<int64_t>(p.esize), static_cast<size_t>(inner) * p.esize);
+      std::memcpy(dst, src + off * static_cast<int64_t>(p.esize),
+                  static_cast<size_t>(inner) * p.esize);
       dst += static_cast<size_t>(inner) * p.esize;
     } else {
       for (int64_t i = 0; i < inner; ++i, dst += p.esize) {

@@ -16,7 +16,8 @@ struct SoftmaxParams {
 Expected<SoftmaxParams> parse_softmax(const OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
   const int64_t r = static_cast<int64_t>(x.size());
-  if (!ops::visit_float(ctx.inputs[0].dtype, [](auto) {})) return ops::dtype_error(ctx, 0, "float32, float64");
+  if (!ops::visit_float(ctx.inputs[0].dtype, [](auto) {}))
+    return ops::dtype_error(ctx, 0, "float32, float64");
   const bool legacy = ctx.opset > 0 && ctx.opset < 13;
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
   TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, r));
@@ -61,14 +62,15 @@ void softmax_rows(const SoftmaxParams& p, const T* x, T* y, int threads) {
 
 Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(SoftmaxParams p, parse_softmax(ctx));
-  return make_kernel("reference", p, [](const SoftmaxParams& q, const KernelArgs& a, const ExecContext& exec) {
-    if (q.axis_len == 0) return Status::ok();
-    ops::visit_float(q.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
-    });
-    return Status::ok();
-  });
+  return make_kernel(
+      "reference", p, [](const SoftmaxParams& q, const KernelArgs& a, const ExecContext& exec) {
+        if (q.axis_len == 0) return Status::ok();
+        ops::visit_float(q.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
+        });
+        return Status::ok();
+      });
 }
 
 }  // namespace

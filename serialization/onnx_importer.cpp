@@ -29,7 +29,8 @@ class Importer {
       }
       g_.opset = 1;  // IR < 3 models carry no opset_import; opset 1 is what they meant
     }
-    g_.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
+    g_.producer =
+        mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
     for (const auto& kv : mp.metadata_props()) g_.metadata.emplace_back(kv.key(), kv.value());
     const onnx::GraphProto& gp = mp.graph();
     if (gp.sparse_initializer_size() > 0) return unsupported("sparse initializers");
@@ -39,7 +40,8 @@ class Importer {
       if (!t) return t.status().with_prefix(str_cat("initializer '", init.name(), "'"));
       int id = value(init.name());
       g_.values[static_cast<size_t>(id)].constant = std::move(*t);
-      g_.values[static_cast<size_t>(id)].type.dtype = g_.values[static_cast<size_t>(id)].constant->dtype();
+      g_.values[static_cast<size_t>(id)].type.dtype =
+          g_.values[static_cast<size_t>(id)].constant->dtype();
     }
     for (const auto& vi : gp.input()) {
       int id = value(vi.name());
@@ -56,9 +58,11 @@ class Importer {
     }
     for (const auto& vi : gp.output()) {
       auto it = ids_.find(vi.name());
-      if (it == ids_.end()) return invalid_model("graph output '", vi.name(), "' is never produced");
+      if (it == ids_.end())
+        return invalid_model("graph output '", vi.name(), "' is never produced");
       if (!g_.values[static_cast<size_t>(it->second)].constant) {
-        TERN_RETURN_IF_ERROR(read_type(vi, it->second).with_prefix(str_cat("graph output '", vi.name(), "'")));
+        TERN_RETURN_IF_ERROR(
+            read_type(vi, it->second).with_prefix(str_cat("graph output '", vi.name(), "'")));
       }
       g_.outputs.push_back(it->second);
     }
@@ -104,9 +108,18 @@ class Importer {
     Attribute out;
     if (!a.ref_attr_name().empty()) return unsupported("attribute references (functions)");
     switch (a.type()) {
-      case onnx::AttributeProto::FLOAT: out.kind = Attribute::Kind::kFloat; out.f = a.f(); break;
-      case onnx::AttributeProto::INT: out.kind = Attribute::Kind::kInt; out.i = a.i(); break;
-      case onnx::AttributeProto::STRING: out.kind = Attribute::Kind::kString; out.s = a.s(); break;
+      case onnx::AttributeProto::FLOAT:
+        out.kind = Attribute::Kind::kFloat;
+        out.f = a.f();
+        break;
+      case onnx::AttributeProto::INT:
+        out.kind = Attribute::Kind::kInt;
+        out.i = a.i();
+        break;
+      case onnx::AttributeProto::STRING:
+        out.kind = Attribute::Kind::kString;
+        out.s = a.s();
+        break;
       case onnx::AttributeProto::FLOATS:
         out.kind = Attribute::Kind::kFloats;
         out.floats.assign(a.floats().begin(), a.floats().end());
@@ -134,8 +147,8 @@ class Importer {
   }
 
   std::string describe(const onnx::NodeProto& n, int index) const {
-    return str_cat("node '", n.name().empty() ? str_cat("#", index) : n.name(), "' (",
-                   n.op_type(), ")");
+    return str_cat("node '", n.name().empty() ? str_cat("#", index) : n.name(), "' (", n.op_type(),
+                   ")");
   }
 
   // Constant nodes become constant values directly (ONNX's value, value_float(s), value_int(s)).
@@ -205,8 +218,9 @@ Expected<Graph> import_onnx(const uint8_t* data, size_t size, const std::string&
   }
   onnx::ModelProto mp;
   if (!mp.ParseFromArray(data, static_cast<int>(size))) {
-    return invalid_model("not a .tern file and not a valid ONNX ModelProto (protobuf parsing "
-                         "failed: truncated or corrupted)");
+    return invalid_model(
+        "not a .tern file and not a valid ONNX ModelProto (protobuf parsing "
+        "failed: truncated or corrupted)");
   }
   return Importer(base_dir).run(mp);
 }

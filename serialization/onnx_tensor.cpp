@@ -17,12 +17,16 @@ Status read_external(const onnx::TensorProto& t, const std::string& base_dir, si
   uint64_t offset = 0;
   int64_t length = -1;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoull(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoull(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
   }
   if (base_dir.empty()) {
-    return unsupported("tensor '", t.name(), "' keeps its data in an external file, which needs "
+    return unsupported("tensor '", t.name(),
+                       "' keeps its data in an external file, which needs "
                        "the model loaded from a file path");
   }
   if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos) {
@@ -30,15 +34,16 @@ Status read_external(const onnx::TensorProto& t, const std::string& base_dir, si
                          "' must be a relative path inside the model's folder");
   }
   if (length >= 0 && static_cast<size_t>(length) != bytes) {
-    return invalid_model("tensor '", t.name(), "': external data length ", length, " but shape needs ",
-                         bytes, " bytes");
+    return invalid_model("tensor '", t.name(), "': external data length ", length,
+                         " but shape needs ", bytes, " bytes");
   }
   std::ifstream f(base_dir + "/" + location, std::ios::binary);
   if (!f) return io_error("tensor '", t.name(), "': cannot open external data '", location, "'");
   f.seekg(static_cast<std::streamoff>(offset));
   f.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
   if (static_cast<size_t>(f.gcount()) != bytes) {
-    return invalid_model("tensor '", t.name(), "': external data file '", location, "' is too short");
+    return invalid_model("tensor '", t.name(), "': external data file '", location,
+                         "' is too short");
   }
   return Status::ok();
 }
@@ -46,7 +51,8 @@ Status read_external(const onnx::TensorProto& t, const std::string& base_dir, si
 template <class Field>
 Status check_count(const onnx::TensorProto& t, const Field& field, int64_t n) {
   if (field.size() != n) {
-    return invalid_model("tensor '", t.name(), "' has ", field.size(), " values, its shape needs ", n);
+    return invalid_model("tensor '", t.name(), "' has ", field.size(), " values, its shape needs ",
+                         n);
   }
   return Status::ok();
 }
@@ -91,11 +97,14 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
       TERN_RETURN_IF_ERROR(check_count(t, t.int64_data(), *n));
       std::memcpy(out.raw(), t.int64_data().data(), bytes);
       break;
-    case DType::kUInt32: case DType::kUInt64:
+    case DType::kUInt32:
+    case DType::kUInt64:
       TERN_RETURN_IF_ERROR(check_count(t, t.uint64_data(), *n));
       for (int64_t i = 0; i < *n; ++i) {
-        if (dt == DType::kUInt32) out.data<uint32_t>()[i] = static_cast<uint32_t>(t.uint64_data(static_cast<int>(i)));
-        else out.data<uint64_t>()[i] = t.uint64_data(static_cast<int>(i));
+        if (dt == DType::kUInt32)
+          out.data<uint32_t>()[i] = static_cast<uint32_t>(t.uint64_data(static_cast<int>(i)));
+        else
+          out.data<uint64_t>()[i] = t.uint64_data(static_cast<int>(i));
       }
       break;
     default: {  // int32 and every narrower type travel in int32_data

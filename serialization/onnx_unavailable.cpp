@@ -4,8 +4,9 @@
 namespace tern::serialization {
 
 Expected<Graph> import_onnx(const uint8_t*, size_t, const std::string&) {
-  return unsupported("not a .tern file, and ONNX import is not built into this library "
-                     "(TERN_WITH_ONNX=OFF); convert the model with `tern convert` from a full build");
+  return unsupported(
+      "not a .tern file, and ONNX import is not built into this library "
+      "(TERN_WITH_ONNX=OFF); convert the model with `tern convert` from a full build");
 }
 
 }  // namespace tern::serialization

@@ -15,9 +15,15 @@ Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& wh
   Attribute out;
   out.kind = static_cast<Attribute::Kind>(a.kind());
   switch (a.kind()) {
-    case fb::AttributeKind::Float: out.f = a.f(); break;
-    case fb::AttributeKind::Int: out.i = a.i(); break;
-    case fb::AttributeKind::String: out.s = a.s() ? a.s()->str() : ""; break;
+    case fb::AttributeKind::Float:
+      out.f = a.f();
+      break;
+    case fb::AttributeKind::Int:
+      out.i = a.i();
+      break;
+    case fb::AttributeKind::String:
+      out.s = a.s() ? a.s()->str() : "";
+      break;
     case fb::AttributeKind::Ints:
       if (a.ints()) out.ints.assign(a.ints()->begin(), a.ints()->end());
       break;
@@ -79,8 +85,10 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
   }
   const uint64_t data_offset = m->data_offset();
   if (data_offset % kAlign != 0 || data_offset > size) {
-    return invalid_model("data_offset ", data_offset, " is not 64-aligned or lies past the end "
-                         "of the ", size, "-byte file");
+    return invalid_model("data_offset ", data_offset,
+                         " is not 64-aligned or lies past the end "
+                         "of the ",
+                         size, "-byte file");
   }
   const uint64_t area = size - data_offset;
   const auto* segments = m->segments();
@@ -89,8 +97,7 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
     const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(i));
     if (s->offset() % kAlign != 0 || s->offset() > area || s->length() > area - s->offset()) {
       return invalid_model("segment ", i, " (offset ", s->offset(), ", length ", s->length(),
-                           ") is unaligned or lies outside the file's ", area,
-                           "-byte data area");
+                           ") is unaligned or lies outside the file's ", area, "-byte data area");
     }
   }
   const fb::Graph* fg = m->graph();
@@ -120,8 +127,8 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
     val.type.has_shape = v->has_shape();
     if (v->shape()) {
       for (const fb::Dim* d : *v->shape()) {
-        val.type.dims.push_back(Dim{d->value() < 0 ? -1 : d->value(),
-                                    d->symbol() ? d->symbol()->str() : ""});
+        val.type.dims.push_back(
+            Dim{d->value() < 0 ? -1 : d->value(), d->symbol() ? d->symbol()->str() : ""});
       }
     }
     if (v->segment() != -1) {

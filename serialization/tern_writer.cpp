@@ -10,15 +10,18 @@ namespace tern::serialization {
 namespace {
 
 constexpr uint64_t kAlign = 64;
-uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+uint64_t align_up(uint64_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
 flatbuffers::Offset<fb::Attribute> write_attribute(flatbuffers::FlatBufferBuilder& b,
                                                    const std::string& name, const Attribute& a) {
   flatbuffers::Offset<fb::InlineTensor> t;
   if (a.kind == Attribute::Kind::kTensor) {
     std::vector<int64_t> shape(a.t.shape().begin(), a.t.shape().end());
-    t = fb::CreateInlineTensor(b, static_cast<int32_t>(a.t.dtype()), b.CreateVector(shape),
-                               b.CreateVector(static_cast<const uint8_t*>(a.t.raw()), a.t.byte_size()));
+    t = fb::CreateInlineTensor(
+        b, static_cast<int32_t>(a.t.dtype()), b.CreateVector(shape),
+        b.CreateVector(static_cast<const uint8_t*>(a.t.raw()), a.t.byte_size()));
   }
   auto n = b.CreateString(name);
   auto s = a.kind == Attribute::Kind::kString ? b.CreateString(a.s) : 0;

@@ -13,8 +13,12 @@
 
 namespace tern_test {
 
-inline std::string shared_dir() { return TERN_SHARED_DIR; }
-inline std::string model_dir(const std::string& name) { return shared_dir() + "/models/" + name; }
+inline std::string shared_dir() {
+  return TERN_SHARED_DIR;
+}
+inline std::string model_dir(const std::string& name) {
+  return shared_dir() + "/models/" + name;
+}
 inline bool have_shared_models() {
   return std::filesystem::exists(shared_dir() + "/models/ppocr_cls/model.onnx");
 }

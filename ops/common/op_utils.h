@@ -22,26 +22,52 @@ Tensor make_int64_tensor(const std::vector<int64_t>& v, Shape shape);
 template <class Fn>
 bool visit_numeric(DType dt, Fn&& fn) {
   switch (dt) {
-    case DType::kFloat32: fn(float{}); return true;
-    case DType::kFloat64: fn(double{}); return true;
-    case DType::kInt8: fn(int8_t{}); return true;
-    case DType::kUInt8: fn(uint8_t{}); return true;
-    case DType::kInt16: fn(int16_t{}); return true;
-    case DType::kUInt16: fn(uint16_t{}); return true;
-    case DType::kInt32: fn(int32_t{}); return true;
-    case DType::kUInt32: fn(uint32_t{}); return true;
-    case DType::kInt64: fn(int64_t{}); return true;
-    case DType::kUInt64: fn(uint64_t{}); return true;
-    default: return false;
+    case DType::kFloat32:
+      fn(float{});
+      return true;
+    case DType::kFloat64:
+      fn(double{});
+      return true;
+    case DType::kInt8:
+      fn(int8_t{});
+      return true;
+    case DType::kUInt8:
+      fn(uint8_t{});
+      return true;
+    case DType::kInt16:
+      fn(int16_t{});
+      return true;
+    case DType::kUInt16:
+      fn(uint16_t{});
+      return true;
+    case DType::kInt32:
+      fn(int32_t{});
+      return true;
+    case DType::kUInt32:
+      fn(uint32_t{});
+      return true;
+    case DType::kInt64:
+      fn(int64_t{});
+      return true;
+    case DType::kUInt64:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
 template <class Fn>
 bool visit_float(DType dt, Fn&& fn) {
   switch (dt) {
-    case DType::kFloat32: fn(float{}); return true;
-    case DType::kFloat64: fn(double{}); return true;
-    default: return false;
+    case DType::kFloat32:
+      fn(float{});
+      return true;
+    case DType::kFloat64:
+      fn(double{});
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -47,13 +47,16 @@ Expected<Window> forward_window(const Attributes& attrs, const Shape& x_shape,
     } else if (auto_pad == "VALID") {
       w.pads_begin[i] = w.pads_end[i] = 0;
     } else if (auto_pad != "NOTSET") {
-      return invalid_model("auto_pad '", auto_pad, "' is not one of NOTSET, SAME_UPPER, "
+      return invalid_model("auto_pad '", auto_pad,
+                           "' is not one of NOTSET, SAME_UPPER, "
                            "SAME_LOWER, VALID");
     }
     const int64_t span = w.in[i] + w.pads_begin[i] + w.pads_end[i] - extent;
     if (span < 0) {
-      return invalid_argument("spatial dim ", i, " (", w.in[i], " plus padding) is smaller than "
-                              "the kernel extent ", extent);
+      return invalid_argument("spatial dim ", i, " (", w.in[i],
+                              " plus padding) is smaller than "
+                              "the kernel extent ",
+                              extent);
     }
     int64_t out = (ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] : span / w.strides[i]) + 1;
     // A window may not start in the end padding (the rule of ONNX's reference and PyTorch).
@@ -67,8 +70,13 @@ Window as_3d(const Window& w) {
   Window r = w;
   const size_t missing = 3 - w.spatial;
   auto pad = [&](std::vector<int64_t>& v, int64_t fill) { v.insert(v.begin(), missing, fill); };
-  pad(r.in, 1); pad(r.out, 1); pad(r.kernel, 1); pad(r.strides, 1); pad(r.dilations, 1);
-  pad(r.pads_begin, 0); pad(r.pads_end, 0);
+  pad(r.in, 1);
+  pad(r.out, 1);
+  pad(r.kernel, 1);
+  pad(r.strides, 1);
+  pad(r.dilations, 1);
+  pad(r.pads_begin, 0);
+  pad(r.pads_end, 0);
   r.spatial = 3;
   return r;
 }

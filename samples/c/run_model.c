@@ -47,13 +47,15 @@ int main(int argc, char** argv) {
   }
   for (j = 0; j < n_out; ++j) out_names[j] = tern_model_output_name(model, j);
   if (check(tern_session_run(session, NULL, in_names, (const tern_tensor* const*)inputs, n_in,
-                             out_names, n_out, outputs), "run")) {
+                             out_names, n_out, outputs),
+            "run")) {
     goto done;
   }
   for (j = 0; j < n_out; ++j) {
     size_t rank = tern_tensor_rank(outputs[j]), d;
     printf("%s: dtype %d shape [", out_names[j], (int)tern_tensor_dtype(outputs[j]));
-    for (d = 0; d < rank; ++d) printf(d ? ",%lld" : "%lld", (long long)tern_tensor_shape(outputs[j])[d]);
+    for (d = 0; d < rank; ++d)
+      printf(d ? ",%lld" : "%lld", (long long)tern_tensor_shape(outputs[j])[d]);
     printf("]");
     if (tern_tensor_dtype(outputs[j]) == TERN_FLOAT32 && tern_tensor_byte_size(outputs[j]) >= 4) {
       printf(" first %g", ((const float*)tern_tensor_data(outputs[j]))[0]);

@@ -44,8 +44,8 @@ void check_model_via_cli(const std::string& name, const std::string& model_arg) 
   for (size_t i = 0; i < rc.inputs.size(); ++i) {
     const tern::Tensor& t = rc.inputs[i];
     std::string path = dir + "/in" + std::to_string(i) + ".npy";
-    REQUIRE(tern_cli::write_npy(path, static_cast<tern_dtype>(t.dtype()), t.shape().data(), t.rank(),
-                                t.raw(), t.byte_size()) == "");
+    REQUIRE(tern_cli::write_npy(path, static_cast<tern_dtype>(t.dtype()), t.shape().data(),
+                                t.rank(), t.raw(), t.byte_size()) == "");
     inputs += " --input " + rc.input_names[i] + "=" + path;
   }
   Result r = run_cli("run " + model_arg + inputs + " --runs 2 --threads 2 --output-dir " + dir);
@@ -60,8 +60,9 @@ void check_model_via_cli(const std::string& name, const std::string& model_arg) 
     tern_cli::NpyArray a;
     REQUIRE(tern_cli::read_npy(dir + "/" + file + ".npy", &a) == "");
     CHECK(a.shape == rc.outputs[i].shape());
-    Comparison c = compare(reinterpret_cast<const float*>(a.data.data()), rc.outputs[i].data<float>(),
-                           static_cast<size_t>(rc.outputs[i].numel()), 1e-3, 1e-4);
+    Comparison c =
+        compare(reinterpret_cast<const float*>(a.data.data()), rc.outputs[i].data<float>(),
+                static_cast<size_t>(rc.outputs[i].numel()), 1e-3, 1e-4);
     MESSAGE(name, " via CLI: max abs err ", c.max_abs, ", mismatches ", c.mismatches);
     CHECK(c.mismatches == 0);
   }
@@ -71,40 +72,38 @@ void check_model_via_cli(const std::string& name, const std::string& model_arg) 
 }  // namespace
 
 TEST_SUITE("cli") {
-
-TEST_CASE("tern info prints version, build, backends and capability") {
-  Result r = run_cli("info");
-  CHECK(r.code == 0);
-  CHECK(r.output.find("Tern 0.1.0") != std::string::npos);
-  CHECK(r.output.find("CPU capability:") != std::string::npos);
-  CHECK(r.output.find("cuda built=0") != std::string::npos);
-}
-
-TEST_CASE("bad command lines exit non-zero with a message") {
-  CHECK(run_cli("").code == 2);
-  CHECK(run_cli("frobnicate").code == 2);
-  CHECK(run_cli("run").code == 2);
-  CHECK(run_cli("run m.onnx --threads many").code == 2);
-  CHECK(run_cli("run m.onnx --input broken").code == 2);
-  Result r = run_cli("run /nonexistent/model.onnx");
-  CHECK(r.code == 1);
-  CHECK(r.output.find("TERN_ERR_IO") != std::string::npos);
-  CHECK(run_cli("convert only_one_arg").code == 2);
-}
-
-TEST_CASE("PP-OCR models through the CLI match the references, ONNX and converted .tern") {
-  if (!have_shared_models()) {
-    MESSAGE("skipped: ../shared/models is absent");
-    return;
+  TEST_CASE("tern info prints version, build, backends and capability") {
+    Result r = run_cli("info");
+    CHECK(r.code == 0);
+    CHECK(r.output.find("Tern 0.1.0") != std::string::npos);
+    CHECK(r.output.find("CPU capability:") != std::string::npos);
+    CHECK(r.output.find("cuda built=0") != std::string::npos);
   }
-  check_model_via_cli("ppocr_cls", model_dir("ppocr_cls") + "/model.onnx");
-  check_model_via_cli("ppocr_det", model_dir("ppocr_det") + "/model.onnx");
-  Result conv = run_cli("convert " + model_dir("ppocr_cls") + "/model.onnx cli_cls.tern");
-  REQUIRE(conv.code == 0);
-  check_model_via_cli("ppocr_cls", "cli_cls.tern");
-  std::remove("cli_cls.tern");
-  Result bad = run_cli("run " + model_dir("ppocr_cls") + "/model.onnx --input nosuch=x.npy");
-  CHECK(bad.code == 1);
-}
 
+  TEST_CASE("bad command lines exit non-zero with a message") {
+    CHECK(run_cli("").code == 2);
+    CHECK(run_cli("frobnicate").code == 2);
+    CHECK(run_cli("run").code == 2);
+    CHECK(run_cli("run m.onnx --threads many").code == 2);
+    CHECK(run_cli("run m.onnx --input broken").code == 2);
+    Result r = run_cli("run /nonexistent/model.onnx");
+    CHECK(r.code == 1);
+    CHECK(r.output.find("TERN_ERR_IO") != std::string::npos);
+    CHECK(run_cli("convert only_one_arg").code == 2);
+  }
+
+  TEST_CASE("PP-OCR models through the CLI match the references, ONNX and converted .tern") {
+    if (!have_shared_models()) {
+      MESSAGE("skipped: ../shared/models is absent");
+      return;
+    }
+    check_model_via_cli("ppocr_cls", model_dir("ppocr_cls") + "/model.onnx");
+    check_model_via_cli("ppocr_det", model_dir("ppocr_det") + "/model.onnx");
+    Result conv = run_cli("convert " + model_dir("ppocr_cls") + "/model.onnx cli_cls.tern");
+    REQUIRE(conv.code == 0);
+    check_model_via_cli("ppocr_cls", "cli_cls.tern");
+    std::remove("cli_cls.tern");
+    Result bad = run_cli("run " + model_dir("ppocr_cls") + "/model.onnx --input nosuch=x.npy");
+    CHECK(bad.code == 1);
+  }
 }

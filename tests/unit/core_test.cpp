@@ -9,155 +9,156 @@ using namespace tern;
 using namespace tern_test;
 
 TEST_SUITE("core") {
-
-TEST_CASE("checked_numel rejects negative dims and overflow") {
-  CHECK(checked_numel({2, 3, 4}).value() == 24);
-  CHECK(checked_numel({}).value() == 1);
-  CHECK(checked_numel({5, 0, 7}).value() == 0);
-  CHECK(checked_numel({2, -1}).status().code() == Code::kInvalidArgument);
-  auto big = checked_numel({int64_t{1} << 40, int64_t{1} << 40});
-  CHECK(big.status().code() == Code::kInvalidArgument);
-  CHECK(big.status().message().find("2^62") != std::string::npos);
-}
-
-TEST_CASE("tensors are 64-byte aligned and zeroed") {
-  Tensor t = Tensor::allocate(DType::kFloat32, {3, 5}).value();
-  CHECK(reinterpret_cast<uintptr_t>(t.raw()) % 64 == 0);
-  CHECK(t.byte_size() == 60);
-  for (int64_t i = 0; i < t.numel(); ++i) CHECK(t.data<float>()[i] == 0.0f);
-  CHECK(Tensor::allocate(DType::kString, {1}).status().code() == Code::kUnsupported);
-}
-
-TEST_CASE("half and bfloat16 conversions round to nearest even") {
-  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) {
-    CHECK(half_to_float(float_to_half(f)) == f);
+  TEST_CASE("checked_numel rejects negative dims and overflow") {
+    CHECK(checked_numel({2, 3, 4}).value() == 24);
+    CHECK(checked_numel({}).value() == 1);
+    CHECK(checked_numel({5, 0, 7}).value() == 0);
+    CHECK(checked_numel({2, -1}).status().code() == Code::kInvalidArgument);
+    auto big = checked_numel({int64_t{1} << 40, int64_t{1} << 40});
+    CHECK(big.status().code() == Code::kInvalidArgument);
+    CHECK(big.status().message().find("2^62") != std::string::npos);
   }
-  CHECK(float_to_half(1.0f) == 0x3c00);
-  CHECK(float_to_half(1e6f) == 0x7c00);  // overflow to +inf
-  CHECK(half_to_float(0xfc00) == -std::numeric_limits<float>::infinity());
-  CHECK(float_to_bfloat16(1.0f) == 0x3f80);
-  CHECK(bfloat16_to_float(float_to_bfloat16(3.140625f)) == 3.140625f);
-}
 
-TEST_CASE("graph validation names cycles, undefined inputs and double definitions") {
-  Graph g;
-  int a = g.add_value("a"), b = g.add_value("b"), c = g.add_value("c");
-  g.values[static_cast<size_t>(a)].type.dtype = DType::kFloat32;
-  g.inputs = {a};
-  g.nodes.push_back(Node{"n1", "Relu", "", {c}, {b}, {}});
-  g.nodes.push_back(Node{"n2", "Relu", "", {b}, {c}, {}});
-  g.outputs = {c};
-  Status s = g.validate();
-  CHECK(s.code() == Code::kInvalidModel);
-  CHECK(s.message().find("cycle") != std::string::npos);
-
-  Graph h;
-  int x = h.add_value("x"), y = h.add_value("y"), z = h.add_value("z");
-  h.inputs = {x};
-  h.nodes.push_back(Node{"uses_z", "Relu", "", {z}, {y}, {}});
-  h.outputs = {y};
-  s = h.validate();
-  CHECK(s.code() == Code::kInvalidModel);
-  CHECK(s.message().find("'z' is not produced") != std::string::npos);
-
-  h.nodes[0].inputs = {x};
-  h.nodes.push_back(Node{"again", "Relu", "", {x}, {y}, {}});
-  s = h.validate();
-  CHECK(s.message().find("already defined") != std::string::npos);
-}
-
-TEST_CASE("memory plan reuses buffers whose readers have run and never overlaps live ones") {
-  // A chain: buffer i is written by step i and read by step i + 1.
-  std::vector<BufferRequest> chain;
-  for (int i = 0; i < 10; ++i) chain.push_back({1000, i, i + 1});
-  MemoryPlan p = plan_memory(chain);
-  CHECK(p.naive_bytes == 10 * 1024);
-  CHECK(p.arena_bytes == 2 * 1024);  // two alive at any step
-  // Random lifetimes: any two buffers alive at the same step must not overlap.
-  uint32_t seed = 7;
-  std::vector<BufferRequest> reqs;
-  for (int i = 0; i < 200; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    int first = static_cast<int>(seed % 50);
-    int len = static_cast<int>((seed >> 8) % 10);
-    reqs.push_back({static_cast<size_t>(64 + (seed >> 16) % 5000), first, first + len});
+  TEST_CASE("tensors are 64-byte aligned and zeroed") {
+    Tensor t = Tensor::allocate(DType::kFloat32, {3, 5}).value();
+    CHECK(reinterpret_cast<uintptr_t>(t.raw()) % 64 == 0);
+    CHECK(t.byte_size() == 60);
+    for (int64_t i = 0; i < t.numel(); ++i) CHECK(t.data<float>()[i] == 0.0f);
+    CHECK(Tensor::allocate(DType::kString, {1}).status().code() == Code::kUnsupported);
   }
-  MemoryPlan q = plan_memory(reqs);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    CHECK(q.offsets[i] % 64 == 0);
-    for (size_t j = i + 1; j < reqs.size(); ++j) {
-      bool live_together = reqs[i].first_step <= reqs[j].last_step && reqs[j].first_step <= reqs[i].last_step;
-      bool overlap = q.offsets[i] < q.offsets[j] + reqs[j].bytes && q.offsets[j] < q.offsets[i] + reqs[i].bytes;
-      if (live_together && overlap) FAIL("buffers ", i, " and ", j, " overlap while both are live (seed 7)");
+
+  TEST_CASE("half and bfloat16 conversions round to nearest even") {
+    for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) {
+      CHECK(half_to_float(float_to_half(f)) == f);
+    }
+    CHECK(float_to_half(1.0f) == 0x3c00);
+    CHECK(float_to_half(1e6f) == 0x7c00);  // overflow to +inf
+    CHECK(half_to_float(0xfc00) == -std::numeric_limits<float>::infinity());
+    CHECK(float_to_bfloat16(1.0f) == 0x3f80);
+    CHECK(bfloat16_to_float(float_to_bfloat16(3.140625f)) == 3.140625f);
+  }
+
+  TEST_CASE("graph validation names cycles, undefined inputs and double definitions") {
+    Graph g;
+    int a = g.add_value("a"), b = g.add_value("b"), c = g.add_value("c");
+    g.values[static_cast<size_t>(a)].type.dtype = DType::kFloat32;
+    g.inputs = {a};
+    g.nodes.push_back(Node{"n1", "Relu", "", {c}, {b}, {}});
+    g.nodes.push_back(Node{"n2", "Relu", "", {b}, {c}, {}});
+    g.outputs = {c};
+    Status s = g.validate();
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("cycle") != std::string::npos);
+
+    Graph h;
+    int x = h.add_value("x"), y = h.add_value("y"), z = h.add_value("z");
+    h.inputs = {x};
+    h.nodes.push_back(Node{"uses_z", "Relu", "", {z}, {y}, {}});
+    h.outputs = {y};
+    s = h.validate();
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("'z' is not produced") != std::string::npos);
+
+    h.nodes[0].inputs = {x};
+    h.nodes.push_back(Node{"again", "Relu", "", {x}, {y}, {}});
+    s = h.validate();
+    CHECK(s.message().find("already defined") != std::string::npos);
+  }
+
+  TEST_CASE("memory plan reuses buffers whose readers have run and never overlaps live ones") {
+    // A chain: buffer i is written by step i and read by step i + 1.
+    std::vector<BufferRequest> chain;
+    for (int i = 0; i < 10; ++i) chain.push_back({1000, i, i + 1});
+    MemoryPlan p = plan_memory(chain);
+    CHECK(p.naive_bytes == 10 * 1024);
+    CHECK(p.arena_bytes == 2 * 1024);  // two alive at any step
+    // Random lifetimes: any two buffers alive at the same step must not overlap.
+    uint32_t seed = 7;
+    std::vector<BufferRequest> reqs;
+    for (int i = 0; i < 200; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      int first = static_cast<int>(seed % 50);
+      int len = static_cast<int>((seed >> 8) % 10);
+      reqs.push_back({static_cast<size_t>(64 + (seed >> 16) % 5000), first, first + len});
+    }
+    MemoryPlan q = plan_memory(reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      CHECK(q.offsets[i] % 64 == 0);
+      for (size_t j = i + 1; j < reqs.size(); ++j) {
+        bool live_together =
+            reqs[i].first_step <= reqs[j].last_step && reqs[j].first_step <= reqs[i].last_step;
+        bool overlap = q.offsets[i] < q.offsets[j] + reqs[j].bytes &&
+                       q.offsets[j] < q.offsets[i] + reqs[i].bytes;
+        if (live_together && overlap)
+          FAIL("buffers ", i, " and ", j, " overlap while both are live (seed 7)");
+      }
+    }
+    CHECK(q.arena_bytes < q.naive_bytes);
+  }
+
+  TEST_CASE("session: constant folding, shape math planned ahead, and the arena is reused") {
+    // y = Relu(Reshape(x + (c1 * c2), Shape(x)[0:1] ++ [-1]))
+    Graph g;
+    g.opset = 13;
+    ValueType xt{DType::kFloat32, true, {Dim{-1, "batch"}, Dim{4, ""}}};
+    int x = g.add_value("x", xt);
+    int c1 = g.add_value("c1"), c2 = g.add_value("c2");
+    g.values[static_cast<size_t>(c1)].constant = make_f32({4}, {1, 2, 3, 4});
+    g.values[static_cast<size_t>(c2)].constant = make_f32({4}, {-1, -1, -1, -1});
+    int prod = g.add_value("prod"), sum = g.add_value("sum"), shp = g.add_value("shp");
+    int head = g.add_value("head"), minus1 = g.add_value("minus1"), target = g.add_value("target");
+    int starts = g.add_value("starts"), ends = g.add_value("ends");
+    int reshaped = g.add_value("reshaped"), y = g.add_value("y");
+    g.values[static_cast<size_t>(minus1)].constant = make_i64({1}, {-1});
+    g.values[static_cast<size_t>(starts)].constant = make_i64({1}, {0});
+    g.values[static_cast<size_t>(ends)].constant = make_i64({1}, {1});
+    Attributes concat_axis;
+    concat_axis.set("axis", attr_int(0));
+    g.nodes.push_back(Node{"mul", "Mul", "", {c1, c2}, {prod}, {}});
+    g.nodes.push_back(Node{"add", "Add", "", {x, prod}, {sum}, {}});
+    g.nodes.push_back(Node{"shape", "Shape", "", {x}, {shp}, {}});
+    g.nodes.push_back(Node{"slice", "Slice", "", {shp, starts, ends}, {head}, {}});
+    g.nodes.push_back(Node{"concat", "Concat", "", {head, minus1}, {target}, concat_axis});
+    g.nodes.push_back(Node{"reshape", "Reshape", "", {sum, target}, {reshaped}, {}});
+    g.nodes.push_back(Node{"relu", "Relu", "", {reshaped}, {y}, {}});
+    g.inputs = {x};
+    g.outputs = {y};
+    auto model = Model::create(std::move(g), nullptr, "test").value();
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(model, cfg).value();
+    CHECK(session->folded_constant_count() == 1);  // the Mul of two constants
+
+    for (int64_t batch : {1, 3}) {
+      std::vector<float> xv;
+      for (int64_t i = 0; i < batch * 4; ++i) xv.push_back(static_cast<float>(i % 5));
+      Tensor xin = make_f32({batch, 4}, xv);
+      std::vector<Tensor> out;
+      REQUIRE(session->run({"x"}, {&xin}, {"y"}, &out).is_ok());
+      CHECK(out[0].shape() == Shape{batch, 4});
+      for (int64_t i = 0; i < batch * 4; ++i) {
+        float expect = std::max(0.0f, xv[static_cast<size_t>(i)] - static_cast<float>(i % 4 + 1));
+        CHECK(out[0].data<float>()[i] == expect);
+      }
+      // Only Add, Reshape and Relu run; Shape/Slice/Concat were computed while planning.
+      auto plan = session->plan_for({{batch, 4}}).value();
+      CHECK(plan->steps.size() == 3);
+      CHECK(plan->arena_bytes < plan->naive_bytes + 1);
     }
   }
-  CHECK(q.arena_bytes < q.naive_bytes);
-}
 
-TEST_CASE("session: constant folding, shape math planned ahead, and the arena is reused") {
-  // y = Relu(Reshape(x + (c1 * c2), Shape(x)[0:1] ++ [-1]))
-  Graph g;
-  g.opset = 13;
-  ValueType xt{DType::kFloat32, true, {Dim{-1, "batch"}, Dim{4, ""}}};
-  int x = g.add_value("x", xt);
-  int c1 = g.add_value("c1"), c2 = g.add_value("c2");
-  g.values[static_cast<size_t>(c1)].constant = make_f32({4}, {1, 2, 3, 4});
-  g.values[static_cast<size_t>(c2)].constant = make_f32({4}, {-1, -1, -1, -1});
-  int prod = g.add_value("prod"), sum = g.add_value("sum"), shp = g.add_value("shp");
-  int head = g.add_value("head"), minus1 = g.add_value("minus1"), target = g.add_value("target");
-  int starts = g.add_value("starts"), ends = g.add_value("ends");
-  int reshaped = g.add_value("reshaped"), y = g.add_value("y");
-  g.values[static_cast<size_t>(minus1)].constant = make_i64({1}, {-1});
-  g.values[static_cast<size_t>(starts)].constant = make_i64({1}, {0});
-  g.values[static_cast<size_t>(ends)].constant = make_i64({1}, {1});
-  Attributes concat_axis;
-  concat_axis.set("axis", attr_int(0));
-  g.nodes.push_back(Node{"mul", "Mul", "", {c1, c2}, {prod}, {}});
-  g.nodes.push_back(Node{"add", "Add", "", {x, prod}, {sum}, {}});
-  g.nodes.push_back(Node{"shape", "Shape", "", {x}, {shp}, {}});
-  g.nodes.push_back(Node{"slice", "Slice", "", {shp, starts, ends}, {head}, {}});
-  g.nodes.push_back(Node{"concat", "Concat", "", {head, minus1}, {target}, concat_axis});
-  g.nodes.push_back(Node{"reshape", "Reshape", "", {sum, target}, {reshaped}, {}});
-  g.nodes.push_back(Node{"relu", "Relu", "", {reshaped}, {y}, {}});
-  g.inputs = {x};
-  g.outputs = {y};
-  auto model = Model::create(std::move(g), nullptr, "test").value();
-  SessionConfig cfg;
-  cfg.backends.push_back(backends::get("cpu").value());
-  auto session = Session::create(model, cfg).value();
-  CHECK(session->folded_constant_count() == 1);  // the Mul of two constants
-
-  for (int64_t batch : {1, 3}) {
-    std::vector<float> xv;
-    for (int64_t i = 0; i < batch * 4; ++i) xv.push_back(static_cast<float>(i % 5));
-    Tensor xin = make_f32({batch, 4}, xv);
-    std::vector<Tensor> out;
-    REQUIRE(session->run({"x"}, {&xin}, {"y"}, &out).is_ok());
-    CHECK(out[0].shape() == Shape{batch, 4});
-    for (int64_t i = 0; i < batch * 4; ++i) {
-      float expect = std::max(0.0f, xv[static_cast<size_t>(i)] - static_cast<float>(i % 4 + 1));
-      CHECK(out[0].data<float>()[i] == expect);
-    }
-    // Only Add, Reshape and Relu run; Shape/Slice/Concat were computed while planning.
-    auto plan = session->plan_for({{batch, 4}}).value();
-    CHECK(plan->steps.size() == 3);
-    CHECK(plan->arena_bytes < plan->naive_bytes + 1);
+  TEST_CASE("session: an unknown op is UNSUPPORTED naming the node") {
+    Graph g;
+    int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{1, ""}}});
+    int y = g.add_value("y");
+    g.nodes.push_back(Node{"mystery", "FrobnicateOp", "", {x}, {y}, {}});
+    g.inputs = {x};
+    g.outputs = {y};
+    auto model = Model::create(std::move(g), nullptr, "test").value();
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto s = Session::create(model, cfg);
+    CHECK(s.status().code() == Code::kUnsupported);
+    CHECK(s.status().message().find("node 'mystery' (FrobnicateOp)") != std::string::npos);
   }
-}
-
-TEST_CASE("session: an unknown op is UNSUPPORTED naming the node") {
-  Graph g;
-  int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{1, ""}}});
-  int y = g.add_value("y");
-  g.nodes.push_back(Node{"mystery", "FrobnicateOp", "", {x}, {y}, {}});
-  g.inputs = {x};
-  g.outputs = {y};
-  auto model = Model::create(std::move(g), nullptr, "test").value();
-  SessionConfig cfg;
-  cfg.backends.push_back(backends::get("cpu").value());
-  auto s = Session::create(model, cfg);
-  CHECK(s.status().code() == Code::kUnsupported);
-  CHECK(s.status().message().find("node 'mystery' (FrobnicateOp)") != std::string::npos);
-}
-
 }

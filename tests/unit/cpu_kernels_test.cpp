@@ -83,110 +83,115 @@ struct RefContext {
 }  // namespace
 
 TEST_SUITE("cpu_kernels") {
+  TEST_CASE("oneDNN Conv matches the reference over random shapes") {
+    if (!tern_onednn_is_available()) {
+      MESSAGE("skipped: built without oneDNN");
+      return;
+    }
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    for (int trial = 0; trial < 40; ++trial) {
+      const int64_t group = pick(0, 2) == 0 ? 1 : pick(1, 3);
+      const bool depthwise = pick(0, 3) == 0;
+      const int64_t cg = depthwise ? 1 : pick(1, 4), mg = depthwise ? 1 : pick(1, 4);
+      const int64_t g = depthwise ? pick(2, 8) : group;
+      const int64_t k = pick(1, 3), stride = pick(1, 2), dil = pick(1, 2), pad = pick(0, 2);
+      const int64_t h = pick(k * dil, 12), w = pick(k * dil, 12);
+      Tensor x = random_f32({pick(1, 2), g * cg, h, w}, rng);
+      Tensor wt = random_f32({g * mg, cg, k, k}, rng);
+      Tensor b = random_f32({g * mg}, rng);
+      Attributes a;
+      a.set("group", attr_int(g));
+      a.set("strides", attr_ints({stride, stride}));
+      a.set("dilations", attr_ints({dil, dil}));
+      a.set("pads", attr_ints({pad, pad, pad, 0}));
+      Prepared p = run_cpu("Conv", a, {&x, &wt, &b}, {false, true, true});
+      CHECK(p.kernel == "onednn");
+      RefContext ref_ctx("Conv", a, {&x, &wt, &b});
+      auto params = ops::parse_conv(ref_ctx.ctx).value();
+      std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+      ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+      check_close(p.outputs[0], ref,
+                  "conv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()));
+    }
+  }
 
-TEST_CASE("oneDNN Conv matches the reference over random shapes") {
-  if (!tern_onednn_is_available()) {
-    MESSAGE("skipped: built without oneDNN");
-    return;
+  TEST_CASE("oneDNN ConvTranspose matches the reference, with groups and output_padding") {
+    if (!tern_onednn_is_available()) {
+      MESSAGE("skipped: built without oneDNN");
+      return;
+    }
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    for (int trial = 0; trial < 25; ++trial) {
+      const int64_t g = pick(1, 2), cg = pick(1, 3), mg = pick(1, 3);
+      const int64_t k = pick(1, 4), stride = pick(1, 3),
+                    pad = pick(0, static_cast<int>((k - 1) / 2));
+      const int64_t outpad = std::min<int64_t>(pick(0, stride - 1), pad);
+      Tensor x = random_f32({1, g * cg, pick(1, 6), pick(1, 6)}, rng);
+      Tensor wt = random_f32({g * cg, mg, k, k}, rng);
+      Tensor b = random_f32({g * mg}, rng);
+      Attributes a;
+      a.set("group", attr_int(g));
+      a.set("strides", attr_ints({stride, stride}));
+      a.set("pads", attr_ints({pad, pad, pad, pad}));
+      a.set("output_padding", attr_ints({outpad, outpad}));
+      Prepared p = run_cpu("ConvTranspose", a, {&x, &wt, &b}, {false, true, true});
+      CHECK(p.kernel == "onednn");
+      RefContext ref_ctx("ConvTranspose", a, {&x, &wt, &b});
+      auto params = ops::parse_conv_transpose(ref_ctx.ctx).value();
+      std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+      ops::conv_transpose_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(),
+                                    ref.data());
+      check_close(p.outputs[0], ref,
+                  "deconv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()));
+    }
   }
-  const unsigned seed = std::random_device{}();
-  INFO("seed ", seed);
-  std::mt19937 rng(seed);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int trial = 0; trial < 40; ++trial) {
-    const int64_t group = pick(0, 2) == 0 ? 1 : pick(1, 3);
-    const bool depthwise = pick(0, 3) == 0;
-    const int64_t cg = depthwise ? 1 : pick(1, 4), mg = depthwise ? 1 : pick(1, 4);
-    const int64_t g = depthwise ? pick(2, 8) : group;
-    const int64_t k = pick(1, 3), stride = pick(1, 2), dil = pick(1, 2), pad = pick(0, 2);
-    const int64_t h = pick(k * dil, 12), w = pick(k * dil, 12);
-    Tensor x = random_f32({pick(1, 2), g * cg, h, w}, rng);
-    Tensor wt = random_f32({g * mg, cg, k, k}, rng);
-    Tensor b = random_f32({g * mg}, rng);
-    Attributes a;
-    a.set("group", attr_int(g));
-    a.set("strides", attr_ints({stride, stride}));
-    a.set("dilations", attr_ints({dil, dil}));
-    a.set("pads", attr_ints({pad, pad, pad, 0}));
-    Prepared p = run_cpu("Conv", a, {&x, &wt, &b}, {false, true, true});
-    CHECK(p.kernel == "onednn");
-    RefContext ref_ctx("Conv", a, {&x, &wt, &b});
-    auto params = ops::parse_conv(ref_ctx.ctx).value();
-    std::vector<float> ref(static_cast<size_t>(numel(params.y)));
-    ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
-    check_close(p.outputs[0], ref, "conv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()));
-  }
-}
 
-TEST_CASE("oneDNN ConvTranspose matches the reference, with groups and output_padding") {
-  if (!tern_onednn_is_available()) {
-    MESSAGE("skipped: built without oneDNN");
-    return;
+  TEST_CASE("OpenBLAS MatMul (batch broadcast, 1-D operands) and Gemm match the references") {
+    if (!tern_openblas_is_available()) {
+      MESSAGE("skipped: built without OpenBLAS");
+      return;
+    }
+    std::mt19937 rng(42);
+    struct Case {
+      Shape a, b;
+    };
+    for (const Case& c : {Case{{3, 5}, {5, 4}}, Case{{2, 1, 3, 5}, {4, 5, 2}}, Case{{5}, {2, 5, 3}},
+                          Case{{2, 3, 5}, {5}}, Case{{64, 300}, {300, 70}}}) {
+      Tensor a = random_f32(c.a, rng), b = random_f32(c.b, rng);
+      Prepared p = run_cpu("MatMul", {}, {&a, &b}, {false, false});
+      CHECK(p.kernel == "openblas");
+      RefContext ref_ctx("MatMul", {}, {&a, &b});
+      auto params = ops::parse_matmul(ref_ctx.ctx).value();
+      CHECK(p.outputs[0].shape() == params.out);
+      std::vector<float> ref(static_cast<size_t>(numel(params.out)));
+      ops::matmul_reference(params, a.data<float>(), b.data<float>(), ref.data());
+      check_close(p.outputs[0], ref, "matmul " + shape_str(c.a) + " x " + shape_str(c.b));
+    }
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (const Shape& cshape : {Shape{}, Shape{4}, Shape{3, 1}, Shape{3, 4}}) {
+          Tensor a = random_f32(ta ? Shape{6, 3} : Shape{3, 6}, rng);
+          Tensor b = random_f32(tb ? Shape{4, 6} : Shape{6, 4}, rng);
+          Tensor cm = random_f32(cshape, rng);
+          Attributes at;
+          at.set("transA", attr_int(ta));
+          at.set("transB", attr_int(tb));
+          at.set("alpha", attr_float(0.5f));
+          at.set("beta", attr_float(2.0f));
+          Prepared p = run_cpu("Gemm", at, {&a, &b, &cm}, {false, false, false});
+          CHECK(p.kernel == "openblas");
+          RefContext ref_ctx("Gemm", at, {&a, &b, &cm});
+          auto params = ops::parse_gemm(ref_ctx.ctx).value();
+          std::vector<float> ref(12);
+          ops::gemm_reference(params, a.data<float>(), b.data<float>(), cm.data<float>(),
+                              ref.data());
+          check_close(p.outputs[0], ref, "gemm");
+        }
   }
-  const unsigned seed = std::random_device{}();
-  INFO("seed ", seed);
-  std::mt19937 rng(seed);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int trial = 0; trial < 25; ++trial) {
-    const int64_t g = pick(1, 2), cg = pick(1, 3), mg = pick(1, 3);
-    const int64_t k = pick(1, 4), stride = pick(1, 3), pad = pick(0, static_cast<int>((k - 1) / 2));
-    const int64_t outpad = std::min<int64_t>(pick(0, stride - 1), pad);
-    Tensor x = random_f32({1, g * cg, pick(1, 6), pick(1, 6)}, rng);
-    Tensor wt = random_f32({g * cg, mg, k, k}, rng);
-    Tensor b = random_f32({g * mg}, rng);
-    Attributes a;
-    a.set("group", attr_int(g));
-    a.set("strides", attr_ints({stride, stride}));
-    a.set("pads", attr_ints({pad, pad, pad, pad}));
-    a.set("output_padding", attr_ints({outpad, outpad}));
-    Prepared p = run_cpu("ConvTranspose", a, {&x, &wt, &b}, {false, true, true});
-    CHECK(p.kernel == "onednn");
-    RefContext ref_ctx("ConvTranspose", a, {&x, &wt, &b});
-    auto params = ops::parse_conv_transpose(ref_ctx.ctx).value();
-    std::vector<float> ref(static_cast<size_t>(numel(params.y)));
-    ops::conv_transpose_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
-    check_close(p.outputs[0], ref, "deconv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()));
-  }
-}
-
-TEST_CASE("OpenBLAS MatMul (batch broadcast, 1-D operands) and Gemm match the references") {
-  if (!tern_openblas_is_available()) {
-    MESSAGE("skipped: built without OpenBLAS");
-    return;
-  }
-  std::mt19937 rng(42);
-  struct Case { Shape a, b; };
-  for (const Case& c : {Case{{3, 5}, {5, 4}}, Case{{2, 1, 3, 5}, {4, 5, 2}}, Case{{5}, {2, 5, 3}},
-                        Case{{2, 3, 5}, {5}}, Case{{64, 300}, {300, 70}}}) {
-    Tensor a = random_f32(c.a, rng), b = random_f32(c.b, rng);
-    Prepared p = run_cpu("MatMul", {}, {&a, &b}, {false, false});
-    CHECK(p.kernel == "openblas");
-    RefContext ref_ctx("MatMul", {}, {&a, &b});
-    auto params = ops::parse_matmul(ref_ctx.ctx).value();
-    CHECK(p.outputs[0].shape() == params.out);
-    std::vector<float> ref(static_cast<size_t>(numel(params.out)));
-    ops::matmul_reference(params, a.data<float>(), b.data<float>(), ref.data());
-    check_close(p.outputs[0], ref, "matmul " + shape_str(c.a) + " x " + shape_str(c.b));
-  }
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (const Shape& cshape : {Shape{}, Shape{4}, Shape{3, 1}, Shape{3, 4}}) {
-        Tensor a = random_f32(ta ? Shape{6, 3} : Shape{3, 6}, rng);
-        Tensor b = random_f32(tb ? Shape{4, 6} : Shape{6, 4}, rng);
-        Tensor cm = random_f32(cshape, rng);
-        Attributes at;
-        at.set("transA", attr_int(ta));
-        at.set("transB", attr_int(tb));
-        at.set("alpha", attr_float(0.5f));
-        at.set("beta", attr_float(2.0f));
-        Prepared p = run_cpu("Gemm", at, {&a, &b, &cm}, {false, false, false});
-        CHECK(p.kernel == "openblas");
-        RefContext ref_ctx("Gemm", at, {&a, &b, &cm});
-        auto params = ops::parse_gemm(ref_ctx.ctx).value();
-        std::vector<float> ref(12);
-        ops::gemm_reference(params, a.data<float>(), b.data<float>(), cm.data<float>(), ref.data());
-        check_close(p.outputs[0], ref, "gemm");
-      }
-}
-
 }

@@ -67,7 +67,8 @@ void check_against_reference(const std::string& name) {
       const tern::Tensor& ref = rc.outputs[i];
       CHECK(r.shapes[i] == ref.shape());
       REQUIRE(r.outputs[i].size() == static_cast<size_t>(ref.numel()));
-      Comparison c = compare(r.outputs[i].data(), ref.data<float>(), r.outputs[i].size(), 1e-3, 1e-4);
+      Comparison c =
+          compare(r.outputs[i].data(), ref.data<float>(), r.outputs[i].size(), 1e-3, 1e-4);
       MESSAGE(name, " output '", rc.output_names[i], "' threads=", threads, ": max abs err ",
               c.max_abs, ", max rel err ", c.max_rel, ", mismatches ", c.mismatches);
       CHECK(c.mismatches == 0);
@@ -89,99 +90,112 @@ void write_file(const std::string& path, const std::vector<char>& bytes) {
 }  // namespace
 
 TEST_SUITE("models") {
-
-TEST_CASE("ppocr_cls matches ONNX Runtime") { check_against_reference("ppocr_cls"); }
-TEST_CASE("ppocr_det matches ONNX Runtime") { check_against_reference("ppocr_det"); }
-TEST_CASE("resnet18 matches ONNX Runtime") { check_against_reference("resnet18"); }
-TEST_CASE("mobilenet_v2 matches ONNX Runtime") { check_against_reference("mobilenet_v2"); }
-
-TEST_CASE("onnx -> .tern -> load gives identical outputs") {
-  if (!have_shared_models()) {
-    MESSAGE("skipped: ../shared/models is absent");
-    return;
+  TEST_CASE("ppocr_cls matches ONNX Runtime") {
+    check_against_reference("ppocr_cls");
   }
-  for (const char* name : {"ppocr_cls", "ppocr_det"}) {
-    const std::string dir = model_dir(name);
+  TEST_CASE("ppocr_det matches ONNX Runtime") {
+    check_against_reference("ppocr_det");
+  }
+  TEST_CASE("resnet18 matches ONNX Runtime") {
+    check_against_reference("resnet18");
+  }
+  TEST_CASE("mobilenet_v2 matches ONNX Runtime") {
+    check_against_reference("mobilenet_v2");
+  }
+
+  TEST_CASE("onnx -> .tern -> load gives identical outputs") {
+    if (!have_shared_models()) {
+      MESSAGE("skipped: ../shared/models is absent");
+      return;
+    }
+    for (const char* name : {"ppocr_cls", "ppocr_det"}) {
+      const std::string dir = model_dir(name);
+      tern_model* onnx = nullptr;
+      REQUIRE(tern_model_load_file((dir + "/model.onnx").c_str(), &onnx) == TERN_OK);
+      const std::string tern_path = std::string("roundtrip_") + name + ".tern";
+      REQUIRE_MESSAGE(tern_model_save(onnx, tern_path.c_str()) == TERN_OK, tern_last_error());
+      tern_model* loaded = nullptr;
+      REQUIRE_MESSAGE(tern_model_load_file(tern_path.c_str(), &loaded) == TERN_OK,
+                      tern_last_error());
+      // From memory too: the bytes are copied, so the buffer can go right away.
+      std::vector<char> bytes = read_file(tern_path);
+      tern_model* from_memory = nullptr;
+      REQUIRE(tern_model_load_memory(bytes.data(), bytes.size(), &from_memory) == TERN_OK);
+      bytes.assign(bytes.size(), 0);
+      ReferenceCase rc = load_reference_case(dir, onnx);
+      RunResult a = run_case(onnx, rc, 1), b = run_case(loaded, rc, 1),
+                c = run_case(from_memory, rc, 1);
+      CHECK(a.outputs == b.outputs);  // bitwise: same graph, same kernels
+      CHECK(a.outputs == c.outputs);
+      CHECK(a.shapes == b.shapes);
+      tern_model_destroy(onnx);
+      tern_model_destroy(loaded);
+      tern_model_destroy(from_memory);
+      std::remove(tern_path.c_str());
+    }
+  }
+
+  TEST_CASE("truncated, bit-flipped and empty model files are INVALID_MODEL, never a crash") {
+    if (!have_shared_models()) {
+      MESSAGE("skipped: ../shared/models is absent");
+      return;
+    }
     tern_model* onnx = nullptr;
-    REQUIRE(tern_model_load_file((dir + "/model.onnx").c_str(), &onnx) == TERN_OK);
-    const std::string tern_path = std::string("roundtrip_") + name + ".tern";
-    REQUIRE_MESSAGE(tern_model_save(onnx, tern_path.c_str()) == TERN_OK, tern_last_error());
-    tern_model* loaded = nullptr;
-    REQUIRE_MESSAGE(tern_model_load_file(tern_path.c_str(), &loaded) == TERN_OK, tern_last_error());
-    // From memory too: the bytes are copied, so the buffer can go right away.
-    std::vector<char> bytes = read_file(tern_path);
-    tern_model* from_memory = nullptr;
-    REQUIRE(tern_model_load_memory(bytes.data(), bytes.size(), &from_memory) == TERN_OK);
-    bytes.assign(bytes.size(), 0);
-    ReferenceCase rc = load_reference_case(dir, onnx);
-    RunResult a = run_case(onnx, rc, 1), b = run_case(loaded, rc, 1), c = run_case(from_memory, rc, 1);
-    CHECK(a.outputs == b.outputs);  // bitwise: same graph, same kernels
-    CHECK(a.outputs == c.outputs);
-    CHECK(a.shapes == b.shapes);
+    REQUIRE(tern_model_load_file((model_dir("ppocr_cls") + "/model.onnx").c_str(), &onnx) ==
+            TERN_OK);
+    REQUIRE(tern_model_save(onnx, "corrupt_src.tern") == TERN_OK);
     tern_model_destroy(onnx);
-    tern_model_destroy(loaded);
-    tern_model_destroy(from_memory);
-    std::remove(tern_path.c_str());
-  }
-}
+    const std::vector<char> tern_bytes = read_file("corrupt_src.tern");
+    const std::vector<char> onnx_bytes = read_file(model_dir("ppocr_cls") + "/model.onnx");
+    std::remove("corrupt_src.tern");
 
-TEST_CASE("truncated, bit-flipped and empty model files are INVALID_MODEL, never a crash") {
-  if (!have_shared_models()) {
-    MESSAGE("skipped: ../shared/models is absent");
-    return;
-  }
-  tern_model* onnx = nullptr;
-  REQUIRE(tern_model_load_file((model_dir("ppocr_cls") + "/model.onnx").c_str(), &onnx) == TERN_OK);
-  REQUIRE(tern_model_save(onnx, "corrupt_src.tern") == TERN_OK);
-  tern_model_destroy(onnx);
-  const std::vector<char> tern_bytes = read_file("corrupt_src.tern");
-  const std::vector<char> onnx_bytes = read_file(model_dir("ppocr_cls") + "/model.onnx");
-  std::remove("corrupt_src.tern");
-
-  auto expect_invalid = [](const std::vector<char>& bytes, const char* what) {
-    write_file("corrupt.bin", bytes);
-    tern_model* m = nullptr;
-    tern_status s = tern_model_load_file("corrupt.bin", &m);
-    INFO(what, ": ", tern_status_name(s), ": ", tern_last_error());
-    CHECK(s == TERN_ERR_INVALID_MODEL);
-    CHECK(m == nullptr);
-    CHECK(std::string(tern_last_error()).size() > 10);
-    tern_model_destroy(m);
-  };
-  expect_invalid({}, "empty file");
-  for (double frac : {0.1, 0.5, 0.9, 0.999}) {
-    size_t keep = static_cast<size_t>(static_cast<double>(tern_bytes.size()) * frac);
-    expect_invalid(std::vector<char>(tern_bytes.begin(), tern_bytes.begin() + static_cast<std::ptrdiff_t>(keep)),
-                   "truncated .tern");
-  }
-  for (double frac : {0.05, 0.3, 0.7}) {
-    size_t keep = static_cast<size_t>(static_cast<double>(onnx_bytes.size()) * frac);
-    expect_invalid(std::vector<char>(onnx_bytes.begin(), onnx_bytes.begin() + static_cast<std::ptrdiff_t>(keep)),
-                   "truncated ONNX");
-  }
-  // Bit flips in the .tern header and tables: whatever they hit, the load either fails with
-  // INVALID_MODEL or (a flip in a don't-care byte) succeeds; it never crashes.
-  uint32_t seed = 12345;
-  int invalid = 0;
-  for (int trial = 0; trial < 300; ++trial) {
+    auto expect_invalid = [](const std::vector<char>& bytes, const char* what) {
+      write_file("corrupt.bin", bytes);
+      tern_model* m = nullptr;
+      tern_status s = tern_model_load_file("corrupt.bin", &m);
+      INFO(what, ": ", tern_status_name(s), ": ", tern_last_error());
+      CHECK(s == TERN_ERR_INVALID_MODEL);
+      CHECK(m == nullptr);
+      CHECK(std::string(tern_last_error()).size() > 10);
+      tern_model_destroy(m);
+    };
+    expect_invalid({}, "empty file");
+    for (double frac : {0.1, 0.5, 0.9, 0.999}) {
+      size_t keep = static_cast<size_t>(static_cast<double>(tern_bytes.size()) * frac);
+      expect_invalid(std::vector<char>(tern_bytes.begin(),
+                                       tern_bytes.begin() + static_cast<std::ptrdiff_t>(keep)),
+                     "truncated .tern");
+    }
+    for (double frac : {0.05, 0.3, 0.7}) {
+      size_t keep = static_cast<size_t>(static_cast<double>(onnx_bytes.size()) * frac);
+      expect_invalid(std::vector<char>(onnx_bytes.begin(),
+                                       onnx_bytes.begin() + static_cast<std::ptrdiff_t>(keep)),
+                     "truncated ONNX");
+    }
+    // Bit flips in the .tern header and tables: whatever they hit, the load either fails with
+    // INVALID_MODEL or (a flip in a don't-care byte) succeeds; it never crashes.
+    uint32_t seed = 12345;
+    int invalid = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<char> b = tern_bytes;
+      seed = seed * 1664525u + 1013904223u;
+      size_t pos = seed % std::min<size_t>(b.size(), 64 * 1024);
+      b[pos] = static_cast<char>(b[pos] ^ (1 << (seed >> 29)));
+      write_file("corrupt.bin", b);
+      tern_model* m = nullptr;
+      tern_status s = tern_model_load_file("corrupt.bin", &m);
+      CHECK((s == TERN_OK || s == TERN_ERR_INVALID_MODEL || s == TERN_ERR_UNSUPPORTED));
+      if (s != TERN_OK) ++invalid;
+      tern_model_destroy(m);
+    }
+    MESSAGE(invalid,
+            " of 300 bit-flipped .tern files rejected, the rest loaded (flips in names/data)");
+    CHECK(invalid > 0);
+    // A flipped identifier makes the bytes "not .tern", so they go to the ONNX importer, which
+    // rejects them.
     std::vector<char> b = tern_bytes;
-    seed = seed * 1664525u + 1013904223u;
-    size_t pos = seed % std::min<size_t>(b.size(), 64 * 1024);
-    b[pos] = static_cast<char>(b[pos] ^ (1 << (seed >> 29)));
-    write_file("corrupt.bin", b);
-    tern_model* m = nullptr;
-    tern_status s = tern_model_load_file("corrupt.bin", &m);
-    CHECK((s == TERN_OK || s == TERN_ERR_INVALID_MODEL || s == TERN_ERR_UNSUPPORTED));
-    if (s != TERN_OK) ++invalid;
-    tern_model_destroy(m);
+    b[5] ^= 0x20;
+    expect_invalid(b, "identifier flipped");
+    std::remove("corrupt.bin");
   }
-  MESSAGE(invalid, " of 300 bit-flipped .tern files rejected, the rest loaded (flips in names/data)");
-  CHECK(invalid > 0);
-  // A flipped identifier makes the bytes "not .tern", so they go to the ONNX importer, which rejects them.
-  std::vector<char> b = tern_bytes;
-  b[5] ^= 0x20;
-  expect_invalid(b, "identifier flipped");
-  std::remove("corrupt.bin");
-}
-
 }

@@ -66,134 +66,141 @@ Status load_bytes(std::vector<uint8_t> bytes) {
 }  // namespace
 
 TEST_SUITE("serialization") {
+  TEST_CASE(
+      ".tern round trip keeps values, symbolic dims, attributes and metadata; weights aligned") {
+    Graph g = sample_graph();
+    REQUIRE(serialization::save_tern(g, "rt.tern").is_ok());
+    auto m = serialization::load_model_file("rt.tern");
+    REQUIRE_MESSAGE(m.has_value(), m.status().message());
+    const Graph& h = (*m)->graph();
+    CHECK(h.opset == 13);
+    CHECK(h.producer == "test");
+    CHECK(h.metadata == g.metadata);
+    REQUIRE(h.values.size() == g.values.size());
+    CHECK(h.values[0].type.dims[0].symbol == "batch");
+    CHECK(h.values[0].type.dims[0].value == -1);
+    CHECK(h.values[0].type.dims[1].value == 3);
+    const Tensor& w = *h.values[1].constant;
+    CHECK(reinterpret_cast<uintptr_t>(w.raw()) % 64 == 0);  // used in place from the mapping
+    CHECK(values_f32(w) == std::vector<float>{1, 2, 3});
+    const Attributes& a = h.nodes[0].attrs;
+    CHECK(a.get_int("i", 0).value() == -7);
+    CHECK(a.get_float("f", 0).value() == 0.5f);
+    CHECK(a.get_string("s", "").value() == "text");
+    CHECK(a.get_ints("ints").value() == std::vector<int64_t>{1, 2, 3});
+    CHECK(a.get_floats("floats").value() == std::vector<float>{1.5f, -2});
+    CHECK(a.find("strings")->strings == std::vector<std::string>{"a", "bc"});
+    CHECK(a.find("t")->t.data<int64_t>()[1] == 6);
+    CHECK((*m)->inputs()[0].dims == std::vector<int64_t>{-1, 3});
+    std::remove("rt.tern");
+  }
 
-TEST_CASE(".tern round trip keeps values, symbolic dims, attributes and metadata; weights aligned") {
-  Graph g = sample_graph();
-  REQUIRE(serialization::save_tern(g, "rt.tern").is_ok());
-  auto m = serialization::load_model_file("rt.tern");
-  REQUIRE_MESSAGE(m.has_value(), m.status().message());
-  const Graph& h = (*m)->graph();
-  CHECK(h.opset == 13);
-  CHECK(h.producer == "test");
-  CHECK(h.metadata == g.metadata);
-  REQUIRE(h.values.size() == g.values.size());
-  CHECK(h.values[0].type.dims[0].symbol == "batch");
-  CHECK(h.values[0].type.dims[0].value == -1);
-  CHECK(h.values[0].type.dims[1].value == 3);
-  const Tensor& w = *h.values[1].constant;
-  CHECK(reinterpret_cast<uintptr_t>(w.raw()) % 64 == 0);  // used in place from the mapping
-  CHECK(values_f32(w) == std::vector<float>{1, 2, 3});
-  const Attributes& a = h.nodes[0].attrs;
-  CHECK(a.get_int("i", 0).value() == -7);
-  CHECK(a.get_float("f", 0).value() == 0.5f);
-  CHECK(a.get_string("s", "").value() == "text");
-  CHECK(a.get_ints("ints").value() == std::vector<int64_t>{1, 2, 3});
-  CHECK(a.get_floats("floats").value() == std::vector<float>{1.5f, -2});
-  CHECK(a.find("strings")->strings == std::vector<std::string>{"a", "bc"});
-  CHECK(a.find("t")->t.data<int64_t>()[1] == 6);
-  CHECK((*m)->inputs()[0].dims == std::vector<int64_t>{-1, 3});
-  std::remove("rt.tern");
-}
+  TEST_CASE("the loader rejects a newer format version, bad segments and bad indices by name") {
+    REQUIRE(serialization::save_tern(sample_graph(), "v.tern").is_ok());
+    const std::vector<uint8_t> good = read_bytes("v.tern");
+    std::remove("v.tern");
+    CHECK(load_bytes(good).is_ok());
 
-TEST_CASE("the loader rejects a newer format version, bad segments and bad indices by name") {
-  REQUIRE(serialization::save_tern(sample_graph(), "v.tern").is_ok());
-  const std::vector<uint8_t> good = read_bytes("v.tern");
-  std::remove("v.tern");
-  CHECK(load_bytes(good).is_ok());
+    auto patched = [&](auto mutate) {
+      std::vector<uint8_t> b = good;
+      auto* model = fb::GetMutableModel(b.data());
+      mutate(model);
+      return load_bytes(b);
+    };
+    Status s =
+        patched([](fb::Model* m) { m->mutate_format_version(serialization::kFormatVersion + 1); });
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("format version 2") != std::string::npos);
 
-  auto patched = [&](auto mutate) {
-    std::vector<uint8_t> b = good;
-    auto* model = fb::GetMutableModel(b.data());
-    mutate(model);
-    return load_bytes(b);
-  };
-  Status s = patched([](fb::Model* m) { m->mutate_format_version(serialization::kFormatVersion + 1); });
-  CHECK(s.code() == Code::kInvalidModel);
-  CHECK(s.message().find("format version 2") != std::string::npos);
+    s = patched(
+        [](fb::Model* m) { m->mutable_segments()->GetMutableObject(0)->mutate_length(1 << 30); });
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("segment 0") != std::string::npos);
 
-  s = patched([](fb::Model* m) { m->mutable_segments()->GetMutableObject(0)->mutate_length(1 << 30); });
-  CHECK(s.code() == Code::kInvalidModel);
-  CHECK(s.message().find("segment 0") != std::string::npos);
+    s = patched([](fb::Model* m) { m->mutable_segments()->GetMutableObject(0)->mutate_offset(8); });
+    CHECK(s.message().find("unaligned") != std::string::npos);
 
-  s = patched([](fb::Model* m) { m->mutable_segments()->GetMutableObject(0)->mutate_offset(8); });
-  CHECK(s.message().find("unaligned") != std::string::npos);
+    s = patched([](fb::Model* m) {
+      m->mutable_graph()->mutable_nodes()->GetMutableObject(1)->mutable_inputs()->Mutate(0, 99);
+    });
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("refers to value 99") != std::string::npos);
 
-  s = patched([](fb::Model* m) { m->mutable_graph()->mutable_nodes()->GetMutableObject(1)->mutable_inputs()->Mutate(0, 99); });
-  CHECK(s.code() == Code::kInvalidModel);
-  CHECK(s.message().find("refers to value 99") != std::string::npos);
+    // relu reads its own output: a cycle
+    s = patched([](fb::Model* m) {
+      m->mutable_graph()->mutable_nodes()->GetMutableObject(0)->mutable_inputs()->Mutate(0, 3);
+    });
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("cycle") != std::string::npos);
 
-  // relu reads its own output: a cycle
-  s = patched([](fb::Model* m) { m->mutable_graph()->mutable_nodes()->GetMutableObject(0)->mutable_inputs()->Mutate(0, 3); });
-  CHECK(s.code() == Code::kInvalidModel);
-  CHECK(s.message().find("cycle") != std::string::npos);
+    s = patched([](fb::Model* m) {
+      m->mutable_graph()->mutable_values()->GetMutableObject(1)->mutate_dtype(99);
+    });
+    CHECK(s.message().find("dtype 99") != std::string::npos);
+  }
 
-  s = patched([](fb::Model* m) { m->mutable_graph()->mutable_values()->GetMutableObject(1)->mutate_dtype(99); });
-  CHECK(s.message().find("dtype 99") != std::string::npos);
-}
+  TEST_CASE("ONNX import: Constant nodes become constants, unknown ops are named, opset read") {
+    onnx::ModelProto mp;
+    mp.set_ir_version(8);
+    auto* opset = mp.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(13);
+    auto* g = mp.mutable_graph();
+    auto* in = g->add_input();
+    in->set_name("x");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(1);
+    tt->mutable_shape()->add_dim()->set_dim_param("n");
+    auto* c = g->add_node();
+    c->set_op_type("Constant");
+    c->add_output("two");
+    auto* ca = c->add_attribute();
+    ca->set_name("value_float");
+    ca->set_type(onnx::AttributeProto::FLOAT);
+    ca->set_f(2.0f);
+    auto* mul = g->add_node();
+    mul->set_op_type("Mul");
+    mul->set_name("times_two");
+    mul->add_input("x");
+    mul->add_input("two");
+    mul->add_output("y");
+    g->add_output()->set_name("y");
+    std::string bytes = mp.SerializeAsString();
+    auto model = serialization::load_model_memory(bytes.data(), bytes.size());
+    REQUIRE_MESSAGE(model.has_value(), model.status().message());
+    CHECK((*model)->graph().opset == 13);
+    CHECK((*model)->graph().nodes.size() == 1);  // the Constant became a value
+    CHECK((*model)->inputs()[0].dims == std::vector<int64_t>{-1});
 
-TEST_CASE("ONNX import: Constant nodes become constants, unknown ops are named, opset read") {
-  onnx::ModelProto mp;
-  mp.set_ir_version(8);
-  auto* opset = mp.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(13);
-  auto* g = mp.mutable_graph();
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(1);
-  tt->mutable_shape()->add_dim()->set_dim_param("n");
-  auto* c = g->add_node();
-  c->set_op_type("Constant");
-  c->add_output("two");
-  auto* ca = c->add_attribute();
-  ca->set_name("value_float");
-  ca->set_type(onnx::AttributeProto::FLOAT);
-  ca->set_f(2.0f);
-  auto* mul = g->add_node();
-  mul->set_op_type("Mul");
-  mul->set_name("times_two");
-  mul->add_input("x");
-  mul->add_input("two");
-  mul->add_output("y");
-  g->add_output()->set_name("y");
-  std::string bytes = mp.SerializeAsString();
-  auto model = serialization::load_model_memory(bytes.data(), bytes.size());
-  REQUIRE_MESSAGE(model.has_value(), model.status().message());
-  CHECK((*model)->graph().opset == 13);
-  CHECK((*model)->graph().nodes.size() == 1);  // the Constant became a value
-  CHECK((*model)->inputs()[0].dims == std::vector<int64_t>{-1});
+    mul->set_op_type("NoSuchOp");
+    bytes = mp.SerializeAsString();
+    auto bad = serialization::load_model_memory(bytes.data(), bytes.size());
+    CHECK(bad.status().code() == Code::kUnsupported);
+    CHECK(bad.status().message().find("node 'times_two' (NoSuchOp)") != std::string::npos);
 
-  mul->set_op_type("NoSuchOp");
-  bytes = mp.SerializeAsString();
-  auto bad = serialization::load_model_memory(bytes.data(), bytes.size());
-  CHECK(bad.status().code() == Code::kUnsupported);
-  CHECK(bad.status().message().find("node 'times_two' (NoSuchOp)") != std::string::npos);
+    mul->set_op_type("Mul");
+    auto* sub = mul->add_attribute();
+    sub->set_name("body");
+    sub->set_type(onnx::AttributeProto::GRAPH);
+    bytes = mp.SerializeAsString();
+    bad = serialization::load_model_memory(bytes.data(), bytes.size());
+    CHECK(bad.status().code() == Code::kUnsupported);
+    CHECK(bad.status().message().find("attribute 'body'") != std::string::npos);
+  }
 
-  mul->set_op_type("Mul");
-  auto* sub = mul->add_attribute();
-  sub->set_name("body");
-  sub->set_type(onnx::AttributeProto::GRAPH);
-  bytes = mp.SerializeAsString();
-  bad = serialization::load_model_memory(bytes.data(), bytes.size());
-  CHECK(bad.status().code() == Code::kUnsupported);
-  CHECK(bad.status().message().find("attribute 'body'") != std::string::npos);
-}
-
-TEST_CASE("ONNX tensors: raw data of the wrong size is INVALID_MODEL naming the tensor") {
-  onnx::TensorProto t;
-  t.set_name("w");
-  t.set_data_type(1);
-  t.add_dims(4);
-  t.set_raw_data(std::string(12, '\0'));
-  onnx::ModelProto mp;
-  mp.add_opset_import()->set_version(13);
-  *mp.mutable_graph()->add_initializer() = t;
-  mp.mutable_graph()->add_output()->set_name("w");
-  std::string bytes = mp.SerializeAsString();
-  auto m = serialization::load_model_memory(bytes.data(), bytes.size());
-  CHECK(m.status().code() == Code::kInvalidModel);
-  CHECK(m.status().message().find("initializer 'w'") != std::string::npos);
-}
-
+  TEST_CASE("ONNX tensors: raw data of the wrong size is INVALID_MODEL naming the tensor") {
+    onnx::TensorProto t;
+    t.set_name("w");
+    t.set_data_type(1);
+    t.add_dims(4);
+    t.set_raw_data(std::string(12, '\0'));
+    onnx::ModelProto mp;
+    mp.add_opset_import()->set_version(13);
+    *mp.mutable_graph()->add_initializer() = t;
+    mp.mutable_graph()->add_output()->set_name("w");
+    std::string bytes = mp.SerializeAsString();
+    auto m = serialization::load_model_memory(bytes.data(), bytes.size());
+    CHECK(m.status().code() == Code::kInvalidModel);
+    CHECK(m.status().message().find("initializer 'w'") != std::string::npos);
+  }
 }

@@ -108,7 +108,8 @@ void print_output(const char* name, tern_tensor* t) {
     const int64_t* p = static_cast<const int64_t*>(tern_tensor_data(t));
     size_t n = tern_tensor_byte_size(t) / 8;
     std::printf("\n  values:");
-    for (size_t i = 0; i < std::min<size_t>(n, 8); ++i) std::printf(" %lld", static_cast<long long>(p[i]));
+    for (size_t i = 0; i < std::min<size_t>(n, 8); ++i)
+      std::printf(" %lld", static_cast<long long>(p[i]));
     std::printf(n > 8 ? " ...\n" : "\n");
   } else {
     std::printf("\n");
@@ -196,8 +197,9 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   if (model_path.empty()) {
-    std::fprintf(stderr, "usage: tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x8x8] "
-                         "[--backends LIST] [--threads N] [--runs N] [--output-dir DIR]\n");
+    std::fprintf(stderr,
+                 "usage: tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x8x8] "
+                 "[--backends LIST] [--threads N] [--runs N] [--output-dir DIR]\n");
     return 2;
   }
 
@@ -214,11 +216,14 @@ int cmd_run(const std::vector<std::string>& args) {
   if ((s = tern_session_options_set_backends(opts, backends.c_str())) != TERN_OK) {
     return fail("--backends", s);
   }
-  if ((s = tern_session_options_set_num_threads(opts, threads)) != TERN_OK) return fail("--threads", s);
+  if ((s = tern_session_options_set_num_threads(opts, threads)) != TERN_OK)
+    return fail("--threads", s);
   t0 = Clock::now();
   tern_session* session = nullptr;
-  if ((s = tern_session_create(model.p, opts, &session)) != TERN_OK) return fail("creating the session", s);
-  std::unique_ptr<tern_session, void (*)(tern_session*)> session_guard(session, tern_session_destroy);
+  if ((s = tern_session_create(model.p, opts, &session)) != TERN_OK)
+    return fail("creating the session", s);
+  std::unique_ptr<tern_session, void (*)(tern_session*)> session_guard(session,
+                                                                       tern_session_destroy);
   double create_ms = ms_since(t0);
 
   std::mt19937 rng(static_cast<unsigned>(seed));
@@ -236,8 +241,9 @@ int cmd_run(const std::vector<std::string>& args) {
         std::fprintf(stderr, "tern run: input '%s': %s\n", name, err.c_str());
         return 1;
       }
-      s = tern_tensor_create_from_data(arrays[i].dtype, arrays[i].shape.data(), arrays[i].shape.size(),
-                                       arrays[i].data.data(), arrays[i].data.size(), nullptr, nullptr, &t);
+      s = tern_tensor_create_from_data(arrays[i].dtype, arrays[i].shape.data(),
+                                       arrays[i].shape.size(), arrays[i].data.data(),
+                                       arrays[i].data.size(), nullptr, nullptr, &t);
       input_files.erase(it);
     } else {
       auto sh = input_shapes.find(name);
@@ -247,7 +253,8 @@ int cmd_run(const std::vector<std::string>& args) {
     inputs.v.push_back(t);
   }
   if (!input_files.empty()) {
-    std::fprintf(stderr, "tern run: the model has no input named '%s'\n", input_files.begin()->first.c_str());
+    std::fprintf(stderr, "tern run: the model has no input named '%s'\n",
+                 input_files.begin()->first.c_str());
     return 1;
   }
   std::vector<const char*> out_names;
@@ -271,8 +278,9 @@ int cmd_run(const std::vector<std::string>& args) {
     for (size_t j = 0; j < out_names.size(); ++j) {
       tern_tensor* t = outputs.v[j];
       std::string path = out_dir + "/" + safe_file_name(out_names[j]) + ".npy";
-      std::string err = write_npy(path, tern_tensor_dtype(t), tern_tensor_shape(t), tern_tensor_rank(t),
-                                  tern_tensor_data(t), tern_tensor_byte_size(t));
+      std::string err =
+          write_npy(path, tern_tensor_dtype(t), tern_tensor_shape(t), tern_tensor_rank(t),
+                    tern_tensor_data(t), tern_tensor_byte_size(t));
       if (!err.empty()) {
         std::fprintf(stderr, "tern run: %s\n", err.c_str());
         return 1;
@@ -283,21 +291,23 @@ int cmd_run(const std::vector<std::string>& args) {
   double first = times.front();
   std::vector<double> steady(times.begin() + 1, times.end());
   std::sort(steady.begin(), steady.end());
-  std::printf("latency: load %.2f ms, session %.2f ms, first run %.3f ms, "
-              "%d runs: min %.3f ms, median %.3f ms, max %.3f ms (threads %s)\n",
-              load_ms, create_ms, first, runs, steady.front(), steady[steady.size() / 2],
-              steady.back(), threads ? std::to_string(threads).c_str() : "default");
+  std::printf(
+      "latency: load %.2f ms, session %.2f ms, first run %.3f ms, "
+      "%d runs: min %.3f ms, median %.3f ms, max %.3f ms (threads %s)\n",
+      load_ms, create_ms, first, runs, steady.front(), steady[steady.size() / 2], steady.back(),
+      threads ? std::to_string(threads).c_str() : "default");
   return 0;
 }
 
 int cmd_info(const std::vector<std::string>& args) {
   std::printf("%s", tern_config_show());
   std::printf("CPU capability: %s\n", tern_cpu_get_capability());
-  std::printf("backends: cpu (built, available); cuda built=%d available=%d devices=%d; "
-              "vulkan built=%d available=%d; mps built=%d available=%d\n",
-              tern_cuda_is_built(), tern_cuda_is_available(), tern_cuda_device_count(),
-              tern_vulkan_is_built(), tern_vulkan_is_available(), tern_mps_is_built(),
-              tern_mps_is_available());
+  std::printf(
+      "backends: cpu (built, available); cuda built=%d available=%d devices=%d; "
+      "vulkan built=%d available=%d; mps built=%d available=%d\n",
+      tern_cuda_is_built(), tern_cuda_is_available(), tern_cuda_device_count(),
+      tern_vulkan_is_built(), tern_vulkan_is_available(), tern_mps_is_built(),
+      tern_mps_is_available());
   if (args.empty()) return 0;
   if (args.size() > 1) {
     std::fprintf(stderr, "usage: tern info [MODEL]\n");

@@ -111,21 +111,23 @@ std::string read_npy(const std::string& path, NpyArray* out) {
     count *= static_cast<uint64_t>(v);
   }
   out->data.resize(count * d->bytes);
-  if (!f.read(reinterpret_cast<char*>(out->data.data()), static_cast<std::streamsize>(out->data.size()))) {
+  if (!f.read(reinterpret_cast<char*>(out->data.data()),
+              static_cast<std::streamsize>(out->data.size()))) {
     return "'" + path + "' holds less data than its shape needs";
   }
   return "";
 }
 
-std::string write_npy(const std::string& path, tern_dtype dtype, const int64_t* shape,
-                      size_t rank, const void* data, size_t bytes) {
+std::string write_npy(const std::string& path, tern_dtype dtype, const int64_t* shape, size_t rank,
+                      const void* data, size_t bytes) {
   const Descr* d = by_dtype(dtype);
   if (!d) return std::string("cannot write dtype ") + dtype_label(dtype) + " as .npy";
   std::string shape_txt = "(";
-  for (size_t i = 0; i < rank; ++i) shape_txt += std::to_string(shape[i]) + (rank == 1 ? "," : i + 1 < rank ? ", " : "");
+  for (size_t i = 0; i < rank; ++i)
+    shape_txt += std::to_string(shape[i]) + (rank == 1 ? "," : i + 1 < rank ? ", " : "");
   shape_txt += ")";
-  std::string header = std::string("{'descr': '") + d->code + "', 'fortran_order': False, 'shape': " +
-                       shape_txt + ", }";
+  std::string header = std::string("{'descr': '") + d->code +
+                       "', 'fortran_order': False, 'shape': " + shape_txt + ", }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

@@ -17,8 +17,8 @@ struct NpyArray {
 
 // Returns "" on success, else what is wrong.
 std::string read_npy(const std::string& path, NpyArray* out);
-std::string write_npy(const std::string& path, tern_dtype dtype, const int64_t* shape,
-                      size_t rank, const void* data, size_t bytes);
+std::string write_npy(const std::string& path, tern_dtype dtype, const int64_t* shape, size_t rank,
+                      const void* data, size_t bytes);
 size_t dtype_bytes(tern_dtype dtype);
 const char* dtype_label(tern_dtype dtype);
 

@@ -25,13 +25,19 @@ class OnednnConv final : public Kernel {
     } else {
       wdims = onednn::to_dims(p.w);
     }
-    const tag wtag = grouped ? (s == 1 ? tag::goiw : s == 2 ? tag::goihw : tag::goidhw)
-                             : (s == 1 ? tag::oiw : s == 2 ? tag::oihw : tag::oidhw);
+    const tag wtag = grouped ? (s == 1   ? tag::goiw
+                                : s == 2 ? tag::goihw
+                                         : tag::goidhw)
+                             : (s == 1   ? tag::oiw
+                                : s == 2 ? tag::oihw
+                                         : tag::oidhw);
     dnnl::memory::dims dil;
     for (int64_t d : p.win.dilations) dil.push_back(d - 1);
     try {
-      k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32, onednn::activation_tag(p.x.size()));
-      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32, onednn::activation_tag(p.y.size()));
+      k->src_md_ =
+          dnnl::memory::desc(onednn::to_dims(p.x), dt::f32, onednn::activation_tag(p.x.size()));
+      k->dst_md_ =
+          dnnl::memory::desc(onednn::to_dims(p.y), dt::f32, onednn::activation_tag(p.y.size()));
       dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
       const Tensor* wconst = ctx.inputs[1].value;
       // Constant weights: let oneDNN pick its layout and pack once. Otherwise read them plain.
@@ -39,9 +45,9 @@ class OnednnConv final : public Kernel {
       dnnl::memory::desc b_md;
       if (p.has_bias) b_md = dnnl::memory::desc({p.w[0]}, dt::f32, tag::x);
       auto desc = dnnl::convolution_forward::desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_,
-          w_md, b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil,
-          onednn::to_dims(p.win.pads_begin), onednn::to_dims(p.win.pads_end));
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_, w_md,
+          b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil, onednn::to_dims(p.win.pads_begin),
+          onednn::to_dims(p.win.pads_end));
       dnnl::convolution_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
                                                    onednn::engine());
       k->prim_ = dnnl::convolution_forward(pd);
@@ -49,7 +55,8 @@ class OnednnConv final : public Kernel {
       k->plain_w_md_ = plain_w;
       k->has_bias_ = p.has_bias;
       if (wconst) {
-        TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
+        TERN_ASSIGN_OR_RETURN(k->packed_w_,
+                              onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
         k->packed_ = true;
       }
     } catch (const dnnl::error& e) {

@@ -32,12 +32,15 @@ class OnednnConvTranspose final : public Kernel {
     dnnl::memory::dims wdims = G > 1 ? dnnl::memory::dims{G, Mg, Cg} : dnnl::memory::dims{Mg, Cg};
     wdims.insert(wdims.end(), p.w.begin() + 2, p.w.end());
     // ONNX stores [C_in, M/group, k...]: oneDNN's "io" order.
-    const tag wtag = G > 1 ? (s == 2 ? tag::giohw : tag::giodhw) : (s == 2 ? tag::iohw : tag::iodhw);
+    const tag wtag =
+        G > 1 ? (s == 2 ? tag::giohw : tag::giodhw) : (s == 2 ? tag::iohw : tag::iodhw);
     dnnl::memory::dims dil;
     for (int64_t d : p.win.dilations) dil.push_back(d - 1);
     try {
-      k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32, onednn::activation_tag(p.x.size()));
-      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32, onednn::activation_tag(p.y.size()));
+      k->src_md_ =
+          dnnl::memory::desc(onednn::to_dims(p.x), dt::f32, onednn::activation_tag(p.x.size()));
+      k->dst_md_ =
+          dnnl::memory::desc(onednn::to_dims(p.y), dt::f32, onednn::activation_tag(p.y.size()));
       dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
       dnnl::memory::desc b_md;
       if (p.has_bias) b_md = dnnl::memory::desc({p.y[1]}, dt::f32, tag::x);
@@ -51,7 +54,8 @@ class OnednnConvTranspose final : public Kernel {
       k->scratch_md_ = pd.scratchpad_desc();
       k->has_bias_ = p.has_bias;
       k->bias_len_ = p.y[1];
-      TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
+      TERN_ASSIGN_OR_RETURN(k->packed_w_,
+                            onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this deconvolution: ", e.what());
     }

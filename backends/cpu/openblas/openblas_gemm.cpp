@@ -20,8 +20,8 @@ Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecCon
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(p.M),
                 static_cast<blasint>(p.N), static_cast<blasint>(p.K), 1.0f, A + p.a_offsets[m],
-                static_cast<blasint>(p.K), B + p.b_offsets[m], static_cast<blasint>(p.N), 0.0f,
-                y, static_cast<blasint>(p.N));
+                static_cast<blasint>(p.K), B + p.b_offsets[m], static_cast<blasint>(p.N), 0.0f, y,
+                static_cast<blasint>(p.N));
   }
   return Status::ok();
 }
