@@ -155,7 +155,9 @@ TERN_API void tern_session_options_destroy(tern_session_options* o);
 TERN_API tern_status tern_session_options_set_backends(tern_session_options* o, const char* list);
 /* Intra-op threads for this session's runs; 0 means the process default. n < 0 is invalid. */
 TERN_API tern_status tern_session_options_set_num_threads(tern_session_options* o, int n);
-/* Inter-op threads for this session's runs; 0 means the process default. n < 0 is invalid. */
+/* Inter-op threads for this session's runs; 0 means the process default. n < 0 is invalid.
+ * The value is validated and kept, but this version runs a graph's nodes in order on the calling
+ * thread (intra-op threads parallelise inside each node), so it has no effect yet. */
 TERN_API tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n);
 /* Sets a session option by name. Known names: "num_threads", "num_interop_threads" (integers).
  * Unknown names give TERN_ERR_INVALID_ARGUMENT. */

@@ -1,5 +1,7 @@
 /* Loads a model, feeds zeros to every input, runs it once and prints each output's shape and
- * first values. Checks every status. Usage: run_model MODEL */
+ * first value. Checks every status.
+ * Usage: run_model MODEL [DIM ...]  -- DIMs fill the inputs' dynamic dims in order (default 1),
+ * e.g. run_model ppocr_cls.onnx 1 48 192 */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,9 +21,9 @@ int main(int argc, char** argv) {
   const char** in_names = NULL;
   const char** out_names = NULL;
   size_t n_in, n_out, i, j;
-  int rc = 1;
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s MODEL\n", argv[0]);
+  int rc = 1, next_dim = 2;
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s MODEL [DIM ...]\n", argv[0]);
     return 2;
   }
   printf("Tern %s\n", tern_version());
@@ -41,7 +43,10 @@ int main(int argc, char** argv) {
     int64_t dims[16];
     if (check(tern_model_input_info(model, i, &dtype, &rank, &shape), "input info")) goto done;
     if (rank > 16) goto done;
-    for (d = 0; d < rank; ++d) dims[d] = shape[d] < 0 ? 1 : shape[d];
+    for (d = 0; d < rank; ++d) {
+      dims[d] = shape[d];
+      if (dims[d] < 0) dims[d] = next_dim < argc ? strtoll(argv[next_dim++], NULL, 10) : 1;
+    }
     if (check(tern_tensor_create(dtype, dims, rank, &inputs[i]), "tensor")) goto done;
     in_names[i] = tern_model_input_name(model, i);
   }
