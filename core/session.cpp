@@ -136,6 +136,10 @@ Status Session::evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs)
     for (const TensorInfo& in : ctx.inputs) args.inputs.push_back(in.present ? in.value : nullptr);
     outputs->assign(ctx.outputs.size(), Tensor());
     for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+      if (!ctx.outputs[i].present) {  // an omitted optional output: nothing to compute
+        args.outputs.push_back(nullptr);
+        continue;
+      }
       TERN_ASSIGN_OR_RETURN((*outputs)[i],
                             Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
       args.outputs.push_back(&(*outputs)[i]);
@@ -355,9 +359,18 @@ Status Session::run(const std::vector<std::string>& input_names,
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes));
 
-  std::shared_ptr<void> arena = plan->acquire_arena();
-  if (!arena) return out_of_memory("cannot allocate the ", plan->arena_bytes, "-byte run arena");
-  auto* base = static_cast<uint8_t*>(arena.get());
+  // The arena goes back to the plan's pool on every exit path.
+  struct ArenaLease {
+    const Plan& plan;
+    std::shared_ptr<void> arena;
+    ~ArenaLease() {
+      if (arena) plan.release_arena(std::move(arena));
+    }
+  } lease{*plan, plan->acquire_arena()};
+  if (!lease.arena) {
+    return out_of_memory("cannot allocate the ", plan->arena_bytes, "-byte run arena");
+  }
+  auto* base = static_cast<uint8_t*>(lease.arena.get());
   std::vector<Tensor> tensors(plan->values.size());
   for (size_t v = 0; v < plan->values.size(); ++v) {
     const PlannedValue& pv = plan->values[v];
@@ -376,7 +389,6 @@ Status Session::run(const std::vector<std::string>& input_names,
       case PlannedValue::Where::kOutput: {
         auto t = Tensor::allocate(pv.dtype, pv.shape);
         if (!t) {
-          plan->release_arena(std::move(arena));
           return t.status().with_prefix(
               str_cat("output '", g.value_name(static_cast<int>(v)), "'"));
         }
@@ -395,7 +407,6 @@ Status Session::run(const std::vector<std::string>& input_names,
     for (int id : step.outputs) args.outputs.push_back(id < 0 ? nullptr : &tensors[id]);
     Status st = step.kernel->run(args, exec);
     if (!st.is_ok()) {
-      plan->release_arena(std::move(arena));
       return st.with_prefix(str_cat(g.describe_node(step.node), " [", step.backend->name(), "/",
                                     step.kernel->name(), "]"));
     }
@@ -408,14 +419,9 @@ Status Session::run(const std::vector<std::string>& input_names,
       result.push_back(tensors[static_cast<size_t>(id)]);
       continue;
     }
-    auto copy = tensors[static_cast<size_t>(id)].clone();
-    if (!copy) {
-      plan->release_arena(std::move(arena));
-      return copy.status();
-    }
-    result.push_back(std::move(*copy));
+    TERN_ASSIGN_OR_RETURN(Tensor copy, tensors[static_cast<size_t>(id)].clone());
+    result.push_back(std::move(copy));
   }
-  plan->release_arena(std::move(arena));
   *outputs = std::move(result);
   return Status::ok();
 }

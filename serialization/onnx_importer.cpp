@@ -4,7 +4,6 @@
 
 #include <climits>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "serialization/model_io.h"
 #include "serialization/onnx_tensor.h"
@@ -180,7 +179,6 @@ class Importer {
     if (v.constant) return invalid_model(where, ": output '", n.output(0), "' is already defined");
     v.type.dtype = t.dtype();
     v.constant = std::move(t);
-    constant_outputs_.insert(n.output(0));
     return Status::ok();
   }
 
@@ -207,7 +205,6 @@ class Importer {
   std::string base_dir_;
   Graph g_;
   std::unordered_map<std::string, int> ids_;
-  std::unordered_set<std::string> constant_outputs_;
 };
 
 }  // namespace

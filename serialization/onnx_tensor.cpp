@@ -2,6 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -17,12 +19,23 @@ Status read_external(const onnx::TensorProto& t, const std::string& base_dir, si
   uint64_t offset = 0;
   int64_t length = -1;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location")
+    if (kv.key() == "location") {
       location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::stoull(kv.value());
-    else if (kv.key() == "length")
-      length = std::stoll(kv.value());
+      continue;
+    }
+    if (kv.key() != "offset" && kv.key() != "length") continue;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(kv.value().c_str(), &end, 10);
+    if (kv.value().empty() || *end != '\0' || errno != 0 || kv.value()[0] == '-') {
+      return invalid_model("tensor '", t.name(), "': external data ", kv.key(), " '", kv.value(),
+                           "' is not a non-negative integer");
+    }
+    if (kv.key() == "offset") {
+      offset = v;
+    } else {
+      length = static_cast<int64_t>(v);
+    }
   }
   if (base_dir.empty()) {
     return unsupported("tensor '", t.name(),

@@ -54,10 +54,10 @@ void build(flatbuffers::FlatBufferBuilder& b, const Graph& g,
                                      v.type.has_shape, b.CreateVector(dims), seg_of_value[i],
                                      const_shape));
   }
-  for (size_t s = 0; s < seg_offset.size(); ++s) {
-    size_t vi = 0;
-    while (seg_of_value[vi] != static_cast<int>(s)) ++vi;
-    segments.push_back(fb::CreateSegment(b, seg_offset[s], g.values[vi].constant->byte_size()));
+  for (size_t vi = 0; vi < g.values.size(); ++vi) {  // segments are numbered in value order
+    if (seg_of_value[vi] < 0) continue;
+    segments.push_back(fb::CreateSegment(b, seg_offset[static_cast<size_t>(seg_of_value[vi])],
+                                         g.values[vi].constant->byte_size()));
   }
   std::vector<flatbuffers::Offset<fb::Node>> nodes;
   for (const Node& n : g.nodes) {
