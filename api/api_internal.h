@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "c_api.h"
+#include "core/flags.h"
 #include "core/model.h"
 #include "core/session.h"
 #include "core/tensor.h"
@@ -22,11 +23,10 @@ struct tern_session {
 };
 struct tern_session_options {
   std::vector<std::string> backends{"cpu"};
-  int num_threads = 0;
-  int num_interop_threads = 0;
+  tern::FlagOverrides flags;  // num_threads, num_interop_threads and any session-scoped flag
 };
 struct tern_run_options {
-  int reserved = 0;
+  tern::FlagOverrides flags;  // run-scoped flags (sdp.*, onednn.verbose)
 };
 
 namespace tern::api {

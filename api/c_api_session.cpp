@@ -3,23 +3,8 @@
 
 #include "api/api_internal.h"
 #include "backends/registry.h"
-#include "core/threading.h"
 
 using tern::Status;
-
-namespace {
-
-tern::Expected<int> parse_int(const char* name, const char* value) {
-  char* end = nullptr;
-  long v = std::strtol(value, &end, 10);
-  if (!*value || *end != '\0' || v < 0 || v > 4096) {
-    return tern::invalid_argument("option '", name, "' needs an integer 0..4096, got '", value,
-                                  "'");
-  }
-  return static_cast<int>(v);
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -66,7 +51,11 @@ tern_status tern_session_options_set_num_threads(tern_session_options* o, int n)
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(o, "options is NULL");
     TERN_API_REQUIRE(n >= 0 && n <= 4096, "num_threads must be 0..4096, got ", n);
-    o->num_threads = n;
+    if (n == 0) {
+      o->flags.clear(tern::FlagId::kNumThreads);
+    } else {
+      o->flags.set(tern::FlagId::kNumThreads, n);
+    }
     return Status::ok();
   });
 }
@@ -75,7 +64,11 @@ tern_status tern_session_options_set_num_interop_threads(tern_session_options* o
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(o, "options is NULL");
     TERN_API_REQUIRE(n >= 0 && n <= 4096, "num_interop_threads must be 0..4096, got ", n);
-    o->num_interop_threads = n;
+    if (n == 0) {
+      o->flags.clear(tern::FlagId::kNumInteropThreads);
+    } else {
+      o->flags.set(tern::FlagId::kNumInteropThreads, n);
+    }
     return Status::ok();
   });
 }
@@ -85,16 +78,7 @@ tern_status tern_session_options_set_flag(tern_session_options* o, const char* n
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(o, "options is NULL");
     TERN_API_REQUIRE(name && value, "name or value is NULL");
-    std::string key(name);
-    if (key == "num_threads") {
-      TERN_ASSIGN_OR_RETURN(o->num_threads, parse_int(name, value));
-    } else if (key == "num_interop_threads") {
-      TERN_ASSIGN_OR_RETURN(o->num_interop_threads, parse_int(name, value));
-    } else {
-      return tern::invalid_argument("unknown session option '", key,
-                                    "' (known: num_threads, num_interop_threads)");
-    }
-    return Status::ok();
+    return o->flags.set(name, value, tern::FlagScope::kSession);
   });
 }
 
@@ -110,6 +94,33 @@ void tern_run_options_destroy(tern_run_options* r) {
   delete r;
 }
 
+tern_status tern_run_options_set_flag(tern_run_options* r, const char* name, const char* value) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(r, "run options is NULL");
+    TERN_API_REQUIRE(name && value, "name or value is NULL");
+    return r->flags.set(name, value, tern::FlagScope::kRun);
+  });
+}
+
+tern_status tern_run_options_set_sdp_backends(tern_run_options* r, const tern_sdp_backend* list,
+                                              size_t n) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(r, "run options is NULL");
+    TERN_API_REQUIRE(n == 0 || list, "list is NULL with n = ", n);
+    const tern::FlagId ids[] = {tern::FlagId::kSdpMath, tern::FlagId::kSdpFlash,
+                                tern::FlagId::kSdpMemEfficient, tern::FlagId::kSdpCudnn};
+    bool allowed[4] = {false, false, false, false};
+    for (size_t i = 0; i < n; ++i) {
+      int b = static_cast<int>(list[i]);
+      TERN_API_REQUIRE(b >= 0 && b < 4, "list[", i, "] = ", b,
+                       " is not a tern_sdp_backend (MATH=0, FLASH=1, MEM_EFFICIENT=2, CUDNN=3)");
+      allowed[b] = true;
+    }
+    for (int b = 0; b < 4; ++b) r->flags.set(ids[b], allowed[b] ? 1 : 0);
+    return Status::ok();
+  });
+}
+
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o,
                                 tern_session** out) {
   return tern::api::guard([&]() -> Status {
@@ -122,7 +133,7 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
       TERN_ASSIGN_OR_RETURN(tern::Backend * b, tern::backends::get(name));
       cfg.backends.push_back(b);
     }
-    cfg.num_threads = opts.num_threads > 0 ? opts.num_threads : tern::default_num_threads();
+    cfg.overrides = opts.flags;
     TERN_ASSIGN_OR_RETURN(auto s, tern::Session::create(m->m, std::move(cfg)));
     *out = new tern_session{std::move(s)};
     return Status::ok();
@@ -152,7 +163,7 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
       out_names.emplace_back(output_names[j]);
     }
     std::vector<tern::Tensor> results;
-    TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results));
+    TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results, r ? &r->flags : nullptr));
     std::vector<std::unique_ptr<tern_tensor>> handles;
     for (auto& t : results)
       handles.push_back(std::make_unique<tern_tensor>(tern_tensor{std::move(t)}));

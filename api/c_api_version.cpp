@@ -46,27 +46,6 @@ const char* tern_last_error(void) {
   return tern::api::g_last_error.c_str();
 }
 
-const char* tern_config_show(void) {
-  static const std::string text = [] {
-    std::string s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(),
-                                  ", .tern format ", tern_format_version(), ")\n");
-    s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
-    s += tern::str_cat("  CPU capability: ", tern::cpu_capability(),
-                       "; physical cores: ", tern::physical_core_count(), "\n");
-    s += tern::cpu_library_report();
-    s += "  backends:";
-    for (const auto& name : tern::backends::known_names()) {
-      s += tern::str_cat(" ", name, "(built=", tern::backends::is_built(name) ? 1 : 0,
-                         ", available=", tern::backends::is_available(name) ? 1 : 0, ")");
-    }
-    return s + "\n";
-  }();
-  return text.c_str();
-}
-
-const char* tern_cpu_get_capability(void) {
-  return tern::cpu_capability();
-}
 int tern_onednn_is_available(void) {
   return tern::onednn_available();
 }

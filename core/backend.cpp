@@ -19,12 +19,18 @@ bool Backend::supports_op(const std::string& op_type) const {
 
 Expected<std::unique_ptr<Kernel>> Backend::prepare(const OpContext& ctx) const {
   DType dt = first_input_dtype(ctx);
-  KernelFactory f = KernelRegistry::global().find(ctx.node->op_type, name(), dt);
-  if (!f) {
+  std::vector<KernelFactory> fs = KernelRegistry::global().find(ctx.node->op_type, name(), dt);
+  if (fs.empty()) {
     return unsupported("backend ", name(), " has no ", ctx.node->op_type, " kernel for ",
                        dtype_name(dt));
   }
-  return f(ctx);
+  std::string reasons;
+  for (KernelFactory f : fs) {
+    auto k = f(ctx);
+    if (k || k.status().code() != Code::kUnsupported) return k;
+    reasons += (reasons.empty() ? "" : "; ") + k.status().message();
+  }
+  return unsupported(reasons);
 }
 
 Expected<std::shared_ptr<void>> Backend::allocate(size_t bytes) {

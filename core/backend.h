@@ -25,6 +25,10 @@ class Backend {
   virtual Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const;
   // Intra-op threads for the next kernels run on the calling thread.
   virtual void set_num_threads(int n) {}
+  // Called on the calling thread at the start and end of every run with the run's flags (for
+  // settings that live in a library rather than in a kernel, like oneDNN's verbose mode).
+  virtual void begin_run(const FlagValues& flags) {}
+  virtual void end_run(const FlagValues& flags) {}
   virtual Status synchronize() { return Status::ok(); }
   // Device memory (host backends never call these).
   virtual Expected<std::shared_ptr<void>> allocate(size_t bytes);

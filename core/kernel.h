@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/flags.h"
 #include "core/graph.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -32,8 +33,12 @@ struct OpContext {
   std::vector<std::string> input_names;  // graph value names, for messages
   std::vector<TensorInfo> outputs;
   std::vector<std::optional<Tensor>> output_values;
+  // The flag values the plan is built under (kernel choice may depend on them); null means the
+  // global values.
+  const FlagValues* flags = nullptr;
 
   const Attributes& attrs() const { return node->attrs; }
+  int64_t flag(FlagId id) const { return flags ? (*flags)[id] : Flags::global().get(id); }
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }
   const TensorInfo& input(size_t i) const { return inputs[i]; }
@@ -45,12 +50,14 @@ struct OpContext {
 
 // Execution-time settings passed to every kernel.
 struct ExecContext {
-  int num_threads = 1;
+  int num_threads = 1;         // intra-op threads this node may use
+  bool deterministic = false;  // deterministic_algorithms: fixed work partitions
 };
 
 struct KernelArgs {
   std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
   std::vector<Tensor*> outputs;       // nullptr for an omitted optional output
+  void* workspace = nullptr;          // workspace_bytes() of scratch, 64-byte aligned
 };
 
 class Kernel {
@@ -59,6 +66,8 @@ class Kernel {
   // Which implementation this is ("onednn", "openblas", "reference", ...), for profiles and tests.
   virtual const char* name() const = 0;
   virtual Status run(const KernelArgs& args, const ExecContext& exec) const = 0;
+  // Scratch memory one run needs; the memory planner places it in the run arena.
+  virtual size_t workspace_bytes() const { return 0; }
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);
@@ -68,22 +77,29 @@ using InferFn = Status (*)(OpContext& ctx);
 template <class Params, class RunFn>
 class FunctionKernel final : public Kernel {
  public:
-  FunctionKernel(const char* name, Params params, RunFn run)
-      : name_(name), params_(std::move(params)), run_(std::move(run)) {}
-  const char* name() const override { return name_; }
+  FunctionKernel(std::string name, Params params, RunFn run, size_t workspace)
+      : name_(std::move(name)),
+        params_(std::move(params)),
+        run_(std::move(run)),
+        workspace_(workspace) {}
+  const char* name() const override { return name_.c_str(); }
   Status run(const KernelArgs& args, const ExecContext& exec) const override {
     return run_(params_, args, exec);
   }
+  size_t workspace_bytes() const override { return workspace_; }
 
  private:
-  const char* name_;
+  std::string name_;
   Params params_;
   RunFn run_;
+  size_t workspace_;
 };
 
 template <class Params, class RunFn>
-std::unique_ptr<Kernel> make_kernel(const char* name, Params params, RunFn run) {
-  return std::make_unique<FunctionKernel<Params, RunFn>>(name, std::move(params), std::move(run));
+std::unique_ptr<Kernel> make_kernel(std::string name, Params params, RunFn run,
+                                    size_t workspace = 0) {
+  return std::make_unique<FunctionKernel<Params, RunFn>>(std::move(name), std::move(params),
+                                                         std::move(run), workspace);
 }
 
 }  // namespace tern

@@ -1,5 +1,7 @@
 #include "core/kernel_registry.h"
 
+#include <algorithm>
+
 namespace tern {
 
 KernelRegistry& KernelRegistry::global() {
@@ -8,18 +10,25 @@ KernelRegistry& KernelRegistry::global() {
 }
 
 void KernelRegistry::add(const std::string& op_type, const std::string& backend, DType dtype,
-                         KernelFactory factory) {
+                         KernelFactory factory, int priority) {
   std::lock_guard<std::mutex> lock(mu_);
-  kernels_[{op_type, backend, static_cast<int>(dtype)}] = factory;
+  auto& list = kernels_[{op_type, backend, static_cast<int>(dtype)}];
+  list.emplace_back(priority, factory);
+  std::stable_sort(list.begin(), list.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
 }
 
-KernelFactory KernelRegistry::find(const std::string& op_type, const std::string& backend,
-                                   DType dtype) const {
+std::vector<KernelFactory> KernelRegistry::find(const std::string& op_type,
+                                                const std::string& backend, DType dtype) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = kernels_.find({op_type, backend, static_cast<int>(dtype)});
-  if (it != kernels_.end()) return it->second;
-  it = kernels_.find({op_type, backend, static_cast<int>(DType::kUndefined)});
-  return it == kernels_.end() ? nullptr : it->second;
+  std::vector<KernelFactory> out;
+  for (DType d : {dtype, DType::kUndefined}) {
+    auto it = kernels_.find({op_type, backend, static_cast<int>(d)});
+    if (it == kernels_.end()) continue;
+    for (const auto& entry : it->second) out.push_back(entry.second);
+    if (d == DType::kUndefined) break;
+  }
+  return out;
 }
 
 bool KernelRegistry::has_op(const std::string& op_type, const std::string& backend) const {

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/kernel.h"
 
@@ -15,15 +17,19 @@ class KernelRegistry {
  public:
   static KernelRegistry& global();
   // dtype kUndefined registers the kernel for every dtype (the factory then checks what it gets).
+  // Several factories may serve one key: they are tried by descending priority, and one that
+  // declines (UNSUPPORTED: a dtype, an attribute, a flag) passes to the next.
   void add(const std::string& op_type, const std::string& backend, DType dtype,
-           KernelFactory factory);
-  // The kernel for the dtype of the op's first input, else the any-dtype kernel, else null.
-  KernelFactory find(const std::string& op_type, const std::string& backend, DType dtype) const;
+           KernelFactory factory, int priority = 0);
+  // Factories for the dtype of the op's first input, then the any-dtype ones, in trial order.
+  std::vector<KernelFactory> find(const std::string& op_type, const std::string& backend,
+                                  DType dtype) const;
   bool has_op(const std::string& op_type, const std::string& backend) const;
 
  private:
   mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int>, KernelFactory> kernels_;
+  std::map<std::tuple<std::string, std::string, int>, std::vector<std::pair<int, KernelFactory>>>
+      kernels_;
 };
 
 void register_cpu_kernels(KernelRegistry& r);  // generated from backends/cpu/ops/*.cpp

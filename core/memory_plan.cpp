@@ -17,6 +17,10 @@ struct Live {
 };
 }  // namespace
 
+size_t align_buffer_bytes(size_t n) {
+  return round_up(n);
+}
+
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
   MemoryPlan plan;
   plan.offsets.assign(requests.size(), 0);

@@ -1,10 +1,14 @@
 #include "core/session.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <set>
 
 #include "core/memory_plan.h"
+#include "core/thread_pool.h"
 
 namespace tern {
 
@@ -22,23 +26,47 @@ std::string dims_str(const IOInfo& info) {
   return s + "]";
 }
 
+// The flags that decide kernel choice or graph rewriting: plans are cached per their values.
+Shape plan_flag_key(const FlagValues& f) {
+  return {f[FlagId::kCpuMaxCapability], f[FlagId::kDeterministicAlgorithms],
+          f[FlagId::kOptEinsumEnabled], f[FlagId::kOptEinsumStrategy],
+          f[FlagId::kSdpMath],          f[FlagId::kSdpFlash],
+          f[FlagId::kMhaFastpath]};
+}
+
+// Bit sets over steps, for "must finish before" questions.
+class StepSets {
+ public:
+  explicit StepSets(size_t n) : words_((n + 63) / 64), bits_(n * words_, 0) {}
+  bool test(size_t set, size_t s) const { return (bits_[set * words_ + s / 64] >> (s % 64)) & 1; }
+  void add(size_t set, size_t s) { bits_[set * words_ + s / 64] |= uint64_t{1} << (s % 64); }
+  void merge(size_t into, size_t from) {
+    for (size_t w = 0; w < words_; ++w) bits_[into * words_ + w] |= bits_[from * words_ + w];
+  }
+
+ private:
+  size_t words_;
+  std::vector<uint64_t> bits_;
+};
+
 }  // namespace
 
-std::shared_ptr<void> Plan::acquire_arena() const {
+std::shared_ptr<void> Plan::acquire_arena(int layout) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!free_arenas_.empty()) {
-      auto a = std::move(free_arenas_.back());
-      free_arenas_.pop_back();
+    auto& pool = free_arenas_[layout];
+    if (!pool.empty()) {
+      auto a = std::move(pool.back());
+      pool.pop_back();
       return a;
     }
   }
-  return aligned_buffer(arena_bytes);
+  return aligned_buffer(layouts[layout].bytes);
 }
 
-void Plan::release_arena(std::shared_ptr<void> arena) const {
+void Plan::release_arena(int layout, std::shared_ptr<void> arena) const {
   std::lock_guard<std::mutex> lock(mu_);
-  free_arenas_.push_back(std::move(arena));
+  free_arenas_[layout].push_back(std::move(arena));
 }
 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
@@ -69,6 +97,11 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
     s->schemas_[n] = schema;
   }
   TERN_RETURN_IF_ERROR(s->fold_constants());
+  std::vector<bool> constant(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    constant[v] = g.values[v].constant.has_value() || s->folded_[v] != nullptr;
+  }
+  s->patterns_ = find_attention_patterns(g, constant);
   // With static input shapes the plan is built now: shape errors show at creation, not first run.
   std::vector<Shape> shapes;
   bool all_static = true;
@@ -82,13 +115,23 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   return s;
 }
 
+FlagValues Session::flags(const FlagOverrides* run_flags) const {
+  return Flags::global().resolve(&config_.overrides, run_flags);
+}
+
 Status Session::make_context(size_t n, const std::vector<PlannedValue>& values,
                              OpContext* ctx) const {
   const Graph& g = model_->graph();
-  const Node& node = g.nodes[n];
-  const OpSchema& schema = *schemas_[n];
+  return make_context(g.nodes[n], g.describe_node(n), values, ctx);
+}
+
+Status Session::make_context(const Node& node, const std::string& where,
+                             const std::vector<PlannedValue>& values, OpContext* ctx) const {
+  const Graph& g = model_->graph();
+  const OpSchema* schema = OpRegistry::global().find(node.op_type);
+  if (!schema) return internal_error(where, ": no schema for ", node.op_type);
   ctx->node = &node;
-  ctx->where = g.describe_node(n);
+  ctx->where = where;
   ctx->opset = g.opset;
   ctx->inputs.assign(node.inputs.size(), TensorInfo{});
   ctx->input_names.assign(node.inputs.size(), std::string());
@@ -105,7 +148,7 @@ Status Session::make_context(size_t n, const std::vector<PlannedValue>& values,
   }
   ctx->outputs.assign(node.outputs.size(), TensorInfo{});
   for (size_t i = 0; i < node.outputs.size(); ++i) ctx->outputs[i].present = node.outputs[i] >= 0;
-  for (int vi : schema.value_inputs) {
+  for (int vi : schema->value_inputs) {
     size_t i = static_cast<size_t>(vi);
     if (ctx->has_input(i) && !ctx->inputs[i].value) {
       return unsupported(ctx->where, ": input ", i, " '", ctx->input_names[i],
@@ -113,7 +156,7 @@ Status Session::make_context(size_t n, const std::vector<PlannedValue>& values,
                          "(data-dependent shapes are not supported yet)");
     }
   }
-  TERN_RETURN_IF_ERROR(infer_node(schema, *ctx));
+  TERN_RETURN_IF_ERROR(infer_node(*schema, *ctx));
   for (size_t i = 0; i < ctx->outputs.size(); ++i) {
     if (ctx->outputs[i].present && ctx->outputs[i].dtype == DType::kUndefined) {
       return internal_error(ctx->where, ": shape inference left output ", i, " untyped");
@@ -124,6 +167,8 @@ Status Session::make_context(size_t n, const std::vector<PlannedValue>& values,
 
 Status Session::evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs) const {
   Status last = unsupported(ctx.where, ": no backend can evaluate it");
+  const FlagValues f = flags();
+  const int threads = static_cast<int>(f[FlagId::kNumThreads]);
   for (Backend* b : config_.backends) {
     if (!b->is_host()) continue;
     auto kernel = b->prepare(ctx);
@@ -144,8 +189,14 @@ Status Session::evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs)
                             Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
       args.outputs.push_back(&(*outputs)[i]);
     }
-    b->set_num_threads(config_.num_threads);
-    ExecContext exec{config_.num_threads};
+    std::shared_ptr<void> workspace;
+    if (size_t ws = (*kernel)->workspace_bytes()) {
+      workspace = aligned_buffer(ws);
+      if (!workspace) return out_of_memory(ctx.where, ": workspace of ", ws, " bytes");
+      args.workspace = workspace.get();
+    }
+    b->set_num_threads(threads);
+    ExecContext exec{threads, f.on(FlagId::kDeterministicAlgorithms)};
     return (*kernel)->run(args, exec).with_prefix(ctx.where);
   }
   return last;
@@ -193,54 +244,155 @@ Status Session::fold_constants() {
   return Status::ok();
 }
 
-Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>& shapes) {
+Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>& shapes,
+                                                        const FlagValues& flags) {
+  std::vector<Shape> key = shapes;
+  key.push_back(plan_flag_key(flags));
   {
     std::lock_guard<std::mutex> lock(plans_mu_);
-    auto it = plans_.find(shapes);
+    auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
   }
   std::vector<DType> dtypes;
   for (const IOInfo& in : model_->inputs()) dtypes.push_back(in.dtype);
-  TERN_ASSIGN_OR_RETURN(auto plan, build_plan(shapes, dtypes));
+  TERN_ASSIGN_OR_RETURN(auto plan, build_plan(shapes, dtypes, flags));
   std::lock_guard<std::mutex> lock(plans_mu_);
   if (plans_.size() >= kMaxCachedPlans) plans_.erase(plans_.begin());
-  plans_[shapes] = plan;
+  plans_[key] = plan;
   return plan;
 }
 
+Status Session::choose_kernel(const OpContext& ctx, PlanStep* step) const {
+  std::string reasons;
+  for (Backend* b : config_.backends) {
+    auto kernel = b->prepare(ctx);
+    if (kernel) {
+      step->backend = b;
+      step->kernel = std::move(kernel).value();
+      return Status::ok();
+    }
+    if (kernel.status().code() != Code::kUnsupported) return kernel.status().with_prefix(ctx.where);
+    reasons += (reasons.empty() ? "" : "; ") + kernel.status().message();
+  }
+  return unsupported(ctx.where, ": ", reasons);
+}
+
+bool Session::try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>& values,
+                       const FlagValues& flags, Plan* plan, PlanStep* step) const {
+  const Graph& g = model_->graph();
+  auto arena_value = [&](int id) {
+    return id >= 0 && values[static_cast<size_t>(id)].where == PlannedValue::Where::kArena;
+  };
+  // Every replaced node must be a run-time step (not folded or shape math).
+  for (size_t n : m.removed) {
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0 && !arena_value(id) &&
+          values[static_cast<size_t>(id)].where != PlannedValue::Where::kOutput) {
+        return false;
+      }
+    }
+  }
+  auto pv = [&](int id) -> const PlannedValue& { return values[static_cast<size_t>(id)]; };
+  const Shape& q = pv(m.q).shape;
+  const Shape& k = pv(m.k).shape;
+  const Shape& v = pv(m.v).shape;
+  if (pv(m.q).dtype != DType::kFloat32 || pv(m.k).dtype != DType::kFloat32 ||
+      pv(m.v).dtype != DType::kFloat32) {
+    return false;
+  }
+  const size_t r = q.size();
+  if ((r != 3 && r != 4) || k.size() != r || v.size() != r) return false;
+  // MatMul broadcasts batch dims; Attention needs them equal.
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (q[d] != k[d] || q[d] != v[d]) return false;
+  }
+  float scale = 1.0f;
+  if (m.scale_value >= 0) {
+    const PlannedValue& sv = pv(m.scale_value);
+    if (sv.where != PlannedValue::Where::kConstant || sv.dtype != DType::kFloat32 ||
+        sv.constant->numel() != 1) {
+      return false;
+    }
+    float c = sv.constant->data<float>()[0];
+    if (m.scale_divides) {
+      if (c == 0.0f) return false;
+      scale = 1.0f / c;
+    } else {
+      scale = c;
+    }
+  }
+  const Shape& scores = pv(g.nodes[m.matmul_qk].outputs[0]).shape;
+  if (m.add_node >= 0) {
+    const PlannedValue& mask = pv(m.mask);
+    if (mask.dtype != DType::kFloat32) return false;
+    if (pv(g.nodes[static_cast<size_t>(m.add_node)].outputs[0]).shape != scores) return false;
+  }
+  auto node = std::make_unique<Node>();
+  node->name = g.nodes[m.matmul_v].name;
+  node->op_type = "Attention";
+  node->inputs = {m.q, m.k, m.v};
+  if (m.mask >= 0) node->inputs.push_back(m.mask);
+  node->outputs = g.nodes[m.matmul_v].outputs;
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = scale;
+  node->attrs.set("scale", a);
+  if (r == 3) {  // [N, S, D] reads as one head per batch entry
+    Attribute h;
+    h.kind = Attribute::Kind::kInt;
+    h.i = 1;
+    node->attrs.set("q_num_heads", h);
+    node->attrs.set("kv_num_heads", h);
+  }
+  std::string where = str_cat("fused Attention (mha fastpath) of ", g.describe_node(m.matmul_qk),
+                              " .. ", g.describe_node(m.matmul_v));
+  OpContext ctx;
+  ctx.flags = &flags;
+  if (!make_context(*node, where, values, &ctx).is_ok()) return false;
+  if (ctx.outputs[0].shape != pv(node->outputs[0]).shape) return false;
+  step->node = m.matmul_v;
+  step->label = where;
+  step->inputs = node->inputs;
+  step->outputs = node->outputs;
+  if (!choose_kernel(ctx, step).is_ok()) return false;
+  plan->fused_nodes.push_back(std::move(node));
+  return true;
+}
+
 Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shape>& shapes,
-                                                          const std::vector<DType>& dtypes) const {
+                                                          const std::vector<DType>& dtypes,
+                                                          const FlagValues& flags) const {
   const Graph& g = model_->graph();
   auto plan = std::make_shared<Plan>();
   auto& values = plan->values;
   values.resize(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Tensor* c = g.values[v].constant ? &*g.values[v].constant : folded_[v].get();
-    if (c) {
-      values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0, 0};
-    }
+    if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
   }
   for (size_t i = 0; i < model_->inputs().size(); ++i) {
     PlannedValue& pv = values[static_cast<size_t>(model_->inputs()[i].value)];
-    pv = PlannedValue{PlannedValue::Where::kInput, dtypes[i], shapes[i], nullptr, i, 0};
+    pv = PlannedValue{PlannedValue::Where::kInput, dtypes[i], shapes[i], nullptr, i};
   }
-  std::vector<int> def_step(values.size(), -1), last_use(values.size(), -1);
+  // 1. Shape inference over the whole graph; shape math is computed now.
+  std::vector<std::unique_ptr<OpContext>> ctxs(g.nodes.size());
   for (size_t n : order_) {
     if (node_folded_[n]) continue;
-    OpContext ctx;
-    TERN_RETURN_IF_ERROR(make_context(n, values, &ctx));
+    auto ctx = std::make_unique<OpContext>();
+    ctx->flags = &flags;
+    TERN_RETURN_IF_ERROR(make_context(n, values, ctx.get()));
     const Node& node = g.nodes[n];
-    bool all_known = std::all_of(ctx.inputs.begin(), ctx.inputs.end(),
+    bool all_known = std::all_of(ctx->inputs.begin(), ctx->inputs.end(),
                                  [](const TensorInfo& t) { return !t.present || t.value; });
-    bool from_shapes = std::all_of(ctx.output_values.begin(), ctx.output_values.end(),
+    bool from_shapes = std::all_of(ctx->output_values.begin(), ctx->output_values.end(),
                                    [](const auto& v) { return v.has_value(); });
     if (all_known || from_shapes) {
       // Shape math (Shape -> Slice -> Concat -> Reshape): computed now, constant during runs.
       std::vector<Tensor> outs;
       if (from_shapes) {
-        for (auto& v : ctx.output_values) outs.push_back(std::move(*v));
+        for (auto& v : ctx->output_values) outs.push_back(std::move(*v));
       } else {
-        TERN_RETURN_IF_ERROR(evaluate_now(ctx, &outs));
+        TERN_RETURN_IF_ERROR(evaluate_now(*ctx, &outs));
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         int id = node.outputs[i];
@@ -248,58 +400,159 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
         plan->known.push_back(std::make_unique<Tensor>(std::move(outs[i])));
         const Tensor* t = plan->known.back().get();
         values[static_cast<size_t>(id)] =
-            PlannedValue{PlannedValue::Where::kConstant, t->dtype(), t->shape(), t, 0, 0};
+            PlannedValue{PlannedValue::Where::kConstant, t->dtype(), t->shape(), t, 0};
       }
       continue;
-    }
-    PlanStep step;
-    std::string reasons;
-    for (Backend* b : config_.backends) {
-      auto kernel = b->prepare(ctx);
-      if (kernel) {
-        step.backend = b;
-        step.kernel = std::move(kernel).value();
-        break;
-      }
-      if (kernel.status().code() != Code::kUnsupported) {
-        return kernel.status().with_prefix(ctx.where);
-      }
-      reasons += (reasons.empty() ? "" : "; ") + kernel.status().message();
-    }
-    if (!step.kernel) return unsupported(ctx.where, ": ", reasons);
-    int s = static_cast<int>(plan->steps.size());
-    step.node = n;
-    step.inputs = node.inputs;
-    step.outputs = node.outputs;
-    for (int id : node.inputs) {
-      if (id >= 0) last_use[static_cast<size_t>(id)] = s;
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int id = node.outputs[i];
       if (id < 0) continue;
       values[static_cast<size_t>(id)] = PlannedValue{
-          PlannedValue::Where::kArena, ctx.outputs[i].dtype, ctx.outputs[i].shape, nullptr, 0, 0};
-      def_step[static_cast<size_t>(id)] = s;
+          PlannedValue::Where::kArena, ctx->outputs[i].dtype, ctx->outputs[i].shape, nullptr, 0};
     }
-    plan->steps.push_back(std::move(step));
+    ctxs[n] = std::move(ctx);
   }
   for (int id : g.outputs) {
     PlannedValue& pv = values[static_cast<size_t>(id)];
     if (pv.where == PlannedValue::Where::kArena) pv.where = PlannedValue::Where::kOutput;
   }
-  std::vector<BufferRequest> requests;
-  std::vector<size_t> request_value;
+  // 2. The mha fastpath: attention subgraphs that fit become one step.
+  std::vector<int> fused_at(g.nodes.size(), -1);  // node -> index into fused_steps
+  std::vector<bool> removed(g.nodes.size(), false);
+  std::vector<PlanStep> fused_steps;
+  if (flags.on(FlagId::kMhaFastpath)) {
+    for (const AttentionMatch& m : patterns_) {
+      if (std::any_of(m.removed.begin(), m.removed.end(), [&](size_t n) { return removed[n]; })) {
+        continue;
+      }
+      PlanStep step;
+      if (!try_fuse(m, values, flags, plan.get(), &step)) continue;
+      for (size_t n : m.removed) removed[n] = true;
+      fused_at[m.matmul_v] = static_cast<int>(fused_steps.size());
+      fused_steps.push_back(std::move(step));
+      ++plan->fused_attention;
+    }
+    // Values only the removed nodes wrote or read in between are never materialised.
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      if (!removed[n] || fused_at[n] >= 0) continue;
+      for (int id : g.nodes[n].outputs) {
+        if (id >= 0) values[static_cast<size_t>(id)].where = PlannedValue::Where::kNone;
+      }
+    }
+  }
+  // 3. Kernels, in topological order.
+  std::vector<int> producer_step(values.size(), -1);
+  for (size_t n : order_) {
+    PlanStep step;
+    if (fused_at[n] >= 0) {
+      step = std::move(fused_steps[static_cast<size_t>(fused_at[n])]);
+    } else {
+      if (!ctxs[n] || removed[n]) continue;
+      step.node = n;
+      step.label = ctxs[n]->where;
+      step.inputs = g.nodes[n].inputs;
+      step.outputs = g.nodes[n].outputs;
+      TERN_RETURN_IF_ERROR(choose_kernel(*ctxs[n], &step));
+    }
+    int s = static_cast<int>(plan->steps.size());
+    for (int id : step.inputs) {
+      int p = id < 0 ? -1 : producer_step[static_cast<size_t>(id)];
+      if (p >= 0 && std::find(step.preds.begin(), step.preds.end(), p) == step.preds.end()) {
+        step.preds.push_back(p);
+        plan->steps[static_cast<size_t>(p)].succs.push_back(s);
+      }
+    }
+    for (int id : step.outputs) {
+      if (id >= 0) producer_step[static_cast<size_t>(id)] = s;
+    }
+    plan->steps.push_back(std::move(step));
+  }
+  // 4. Arena layouts. Buffers: arena values, then one workspace per step that asks for one.
+  const size_t nsteps = plan->steps.size();
+  struct Buffer {
+    size_t bytes;
+    int value;  // -1 for a workspace
+    int step;   // producer (or owner) step
+    std::vector<int> readers;
+  };
+  std::vector<Buffer> buffers;
+  std::vector<int> buffer_of_value(values.size(), -1);
   for (size_t v = 0; v < values.size(); ++v) {
     if (values[v].where != PlannedValue::Where::kArena) continue;
     TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(values[v].shape));
-    requests.push_back(BufferRequest{static_cast<size_t>(n) * dtype_size(values[v].dtype),
-                                     def_step[v], std::max(def_step[v], last_use[v])});
-    request_value.push_back(v);
+    buffer_of_value[v] = static_cast<int>(buffers.size());
+    buffers.push_back(Buffer{static_cast<size_t>(n) * dtype_size(values[v].dtype),
+                             static_cast<int>(v),
+                             producer_step[v],
+                             {}});
   }
-  MemoryPlan mp = plan_memory(requests);
-  for (size_t r = 0; r < requests.size(); ++r) values[request_value[r]].offset = mp.offsets[r];
-  plan->arena_bytes = mp.arena_bytes;
-  plan->naive_bytes = mp.naive_bytes;
+  for (size_t s = 0; s < nsteps; ++s) {
+    for (int id : plan->steps[s].inputs) {
+      int b = id < 0 ? -1 : buffer_of_value[static_cast<size_t>(id)];
+      if (b >= 0) buffers[static_cast<size_t>(b)].readers.push_back(static_cast<int>(s));
+    }
+  }
+  std::vector<int> workspace_buffer(nsteps, -1);
+  for (size_t s = 0; s < nsteps; ++s) {
+    if (size_t ws = plan->steps[s].kernel->workspace_bytes()) {
+      workspace_buffer[s] = static_cast<int>(buffers.size());
+      buffers.push_back(Buffer{ws, -1, static_cast<int>(s), {static_cast<int>(s)}});
+    }
+  }
+  for (Buffer& b : buffers) {
+    if (b.readers.empty()) b.readers.push_back(b.step);
+  }
+  auto fill_layout = [&](const MemoryPlan& mp, ArenaLayout* l) {
+    l->value_offset.assign(values.size(), 0);
+    l->workspace_offset.assign(nsteps, 0);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (buffers[i].value >= 0) {
+        l->value_offset[static_cast<size_t>(buffers[i].value)] = mp.offsets[i];
+      } else {
+        l->workspace_offset[static_cast<size_t>(buffers[i].step)] = mp.offsets[i];
+      }
+    }
+    l->bytes = mp.arena_bytes;
+    l->naive_bytes = mp.naive_bytes;
+  };
+  {
+    std::vector<BufferRequest> requests;
+    for (const Buffer& b : buffers) {
+      int last = *std::max_element(b.readers.begin(), b.readers.end());
+      requests.push_back(BufferRequest{b.bytes, b.step, std::max(b.step, last)});
+    }
+    fill_layout(plan_memory(requests), &plan->layouts[0]);
+  }
+  // Ancestors (steps that always finish before a step starts) and the widest DAG level.
+  StepSets anc(nsteps);
+  std::vector<int> level(nsteps, 0);
+  for (size_t s = 0; s < nsteps; ++s) {
+    for (int p : plan->steps[s].preds) {
+      anc.merge(s, static_cast<size_t>(p));
+      anc.add(s, static_cast<size_t>(p));
+      level[s] = std::max(level[s], level[static_cast<size_t>(p)] + 1);
+    }
+  }
+  std::map<int, int> per_level;
+  for (int l : level) plan->width = std::max(plan->width, ++per_level[l]);
+  if (plan->width > 1) {
+    std::vector<size_t> bytes;
+    for (const Buffer& b : buffers) bytes.push_back(b.bytes);
+    auto before = [&](const Buffer& x, const Buffer& y) {  // x is dead before y is written
+      if (y.step < 0) return false;
+      return std::all_of(x.readers.begin(), x.readers.end(), [&](int r) {
+        return anc.test(static_cast<size_t>(y.step), static_cast<size_t>(r));
+      });
+    };
+    fill_layout(plan_memory_general(bytes,
+                                    [&](size_t i, size_t j) {
+                                      return !before(buffers[i], buffers[j]) &&
+                                             !before(buffers[j], buffers[i]);
+                                    }),
+                &plan->layouts[1]);
+  }
+  plan->arena_bytes = plan->layouts[0].bytes;
+  plan->naive_bytes = plan->layouts[0].naive_bytes;
   return std::shared_ptr<const Plan>(std::move(plan));
 }
 
@@ -342,9 +595,98 @@ Status Session::check_inputs(const std::vector<std::string>& names,
   return Status::ok();
 }
 
+Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
+                         uint8_t* base, int layout, const ExecContext& exec) const {
+  KernelArgs args;
+  for (int id : step.inputs) args.inputs.push_back(id < 0 ? nullptr : &tensors[id]);
+  for (int id : step.outputs) args.outputs.push_back(id < 0 ? nullptr : &tensors[id]);
+  if (step.kernel->workspace_bytes()) {
+    size_t s = static_cast<size_t>(&step - plan.steps.data());
+    args.workspace = base + plan.layouts[layout].workspace_offset[s];
+  }
+  Status st = step.kernel->run(args, exec);
+  if (!st.is_ok()) {
+    return st.with_prefix(
+        str_cat(step.label, " [", step.backend->name(), "/", step.kernel->name(), "]"));
+  }
+  return Status::ok();
+}
+
+Status Session::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+                                   int threads, bool deterministic) const {
+  for (Backend* b : config_.backends) b->set_num_threads(threads);
+  const ExecContext exec{threads, deterministic};
+  for (const PlanStep& step : plan.steps) {
+    TERN_RETURN_IF_ERROR(run_step(plan, step, tensors, base, 0, exec));
+  }
+  return Status::ok();
+}
+
+Status Session::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+                                   int threads, int interop, bool deterministic) const {
+  // Dependency-driven: a step starts when the steps it reads from are done. Workers are this
+  // thread plus (workers - 1) inter-op pool threads; each node gets an equal share of the
+  // intra-op threads, so the run keeps max(intra, inter) cores busy at most.
+  const int workers = std::min(interop, plan.width);
+  const int per_node = std::max(1, threads / workers);
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<int> pending;
+    std::deque<int> ready;
+    size_t done = 0, running = 0;
+    int helpers_left = 0;
+    Status error;
+  } st;
+  st.pending.resize(plan.steps.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    st.pending[s] = static_cast<int>(plan.steps[s].preds.size());
+    if (st.pending[s] == 0) st.ready.push_back(static_cast<int>(s));
+  }
+  const ExecContext exec{per_node, deterministic};
+  auto work = [&] {
+    for (Backend* b : config_.backends) b->set_num_threads(per_node);
+    std::unique_lock<std::mutex> lock(st.mu);
+    for (;;) {
+      st.cv.wait(lock, [&] {
+        return !st.ready.empty() || st.done == plan.steps.size() || !st.error.is_ok();
+      });
+      if (st.done == plan.steps.size() || !st.error.is_ok()) return;
+      int s = st.ready.front();
+      st.ready.pop_front();
+      ++st.running;
+      lock.unlock();
+      Status r = run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, 1, exec);
+      lock.lock();
+      --st.running;
+      ++st.done;
+      if (!r.is_ok() && st.error.is_ok()) st.error = r;
+      for (int n : plan.steps[static_cast<size_t>(s)].succs) {
+        if (--st.pending[static_cast<size_t>(n)] == 0) st.ready.push_back(n);
+      }
+      st.cv.notify_all();
+    }
+  };
+  st.helpers_left = workers - 1;
+  InterOpPool::global().launch(workers - 1, [&] {
+    work();
+    std::lock_guard<std::mutex> lock(st.mu);
+    --st.helpers_left;
+    st.cv.notify_all();
+  });
+  work();
+  std::unique_lock<std::mutex> lock(st.mu);
+  // Helpers reference this frame: wait until each has left (after an error, until the steps
+  // already started have finished).
+  st.cv.wait(lock, [&] { return st.helpers_left == 0 && st.running == 0; });
+  for (Backend* b : config_.backends) b->set_num_threads(threads);
+  return st.error;
+}
+
 Status Session::run(const std::vector<std::string>& input_names,
                     const std::vector<const Tensor*>& inputs,
-                    const std::vector<std::string>& output_names, std::vector<Tensor>* outputs) {
+                    const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
+                    const FlagOverrides* run_flags) {
   std::vector<const Tensor*> ordered;
   TERN_RETURN_IF_ERROR(check_inputs(input_names, inputs, &ordered));
   const Graph& g = model_->graph();
@@ -355,20 +697,26 @@ Status Session::run(const std::vector<std::string>& input_names,
     if (it == g.outputs.end()) return invalid_argument("unknown output name '", name, "'");
     wanted.push_back(*it);
   }
+  const FlagValues f = flags(run_flags);
   std::vector<Shape> shapes;
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
-  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes));
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
+  const int threads = static_cast<int>(f[FlagId::kNumThreads]);
+  const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
+  const bool concurrent = interop > 1 && plan->width > 1;
+  const int layout = concurrent ? 1 : 0;
 
   // The arena goes back to the plan's pool on every exit path.
   struct ArenaLease {
     const Plan& plan;
+    int layout;
     std::shared_ptr<void> arena;
     ~ArenaLease() {
-      if (arena) plan.release_arena(std::move(arena));
+      if (arena) plan.release_arena(layout, std::move(arena));
     }
-  } lease{*plan, plan->acquire_arena()};
+  } lease{*plan, layout, plan->acquire_arena(layout)};
   if (!lease.arena) {
-    return out_of_memory("cannot allocate the ", plan->arena_bytes, "-byte run arena");
+    return out_of_memory("cannot allocate the ", plan->layouts[layout].bytes, "-byte run arena");
   }
   auto* base = static_cast<uint8_t*>(lease.arena.get());
   std::vector<Tensor> tensors(plan->values.size());
@@ -384,7 +732,8 @@ Status Session::run(const std::vector<std::string>& input_names,
         tensors[v] = *ordered[pv.input_index];
         break;
       case PlannedValue::Where::kArena:
-        tensors[v] = Tensor::wrap(pv.dtype, pv.shape, base + pv.offset, nullptr);
+        tensors[v] =
+            Tensor::wrap(pv.dtype, pv.shape, base + plan->layouts[layout].value_offset[v], nullptr);
         break;
       case PlannedValue::Where::kOutput: {
         auto t = Tensor::allocate(pv.dtype, pv.shape);
@@ -397,20 +746,12 @@ Status Session::run(const std::vector<std::string>& input_names,
       }
     }
   }
-  ExecContext exec{config_.num_threads};
-  for (Backend* b : config_.backends) b->set_num_threads(config_.num_threads);
-  KernelArgs args;
-  for (const PlanStep& step : plan->steps) {
-    args.inputs.clear();
-    args.outputs.clear();
-    for (int id : step.inputs) args.inputs.push_back(id < 0 ? nullptr : &tensors[id]);
-    for (int id : step.outputs) args.outputs.push_back(id < 0 ? nullptr : &tensors[id]);
-    Status st = step.kernel->run(args, exec);
-    if (!st.is_ok()) {
-      return st.with_prefix(str_cat(g.describe_node(step.node), " [", step.backend->name(), "/",
-                                    step.kernel->name(), "]"));
-    }
-  }
+  for (Backend* b : config_.backends) b->begin_run(f);
+  const bool det = f.on(FlagId::kDeterministicAlgorithms);
+  Status st = concurrent ? execute_concurrent(*plan, tensors, base, threads, interop, det)
+                         : execute_sequential(*plan, tensors, base, threads, det);
+  for (Backend* b : config_.backends) b->end_run(f);
+  TERN_RETURN_IF_ERROR(st);
   std::vector<Tensor> result;
   std::set<int> moved;
   for (int id : wanted) {

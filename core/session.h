@@ -1,7 +1,11 @@
 // Session: a model compiled for an ordered list of backends. Creation checks every node has a
-// schema and a backend, and folds constant subgraphs. Each distinct set of input shapes gets an
-// execution plan (shape inference, kernel choice per node, arena layout), built once and cached;
-// a run then only computes.
+// schema and a backend, folds constant subgraphs and finds fusable attention subgraphs. Each
+// distinct set of input shapes (and of the flags that decide kernel choice) gets an execution plan
+// (shape inference, fusion, kernel choice per node, arena layouts), built once and cached; a run
+// then only computes.
+//
+// Runs read the flags once, at their start: global values, overlaid with the session's overrides,
+// then the run's. So tern_set_num_threads, tern_flag_set and friends take effect at the next run.
 #pragma once
 
 #include <map>
@@ -10,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/attention_fusion.h"
 #include "core/backend.h"
+#include "core/flags.h"
 #include "core/model.h"
 #include "core/op_registry.h"
 
@@ -18,14 +24,16 @@ namespace tern {
 
 struct SessionConfig {
   std::vector<Backend*> backends;  // preference order; must not be empty
-  int num_threads = 1;             // intra-op threads given to kernels
+  FlagOverrides overrides;         // this session's flag values (num_threads, ...)
 };
 
 struct PlanStep {
-  size_t node = 0;
+  size_t node = 0;    // graph node (for a fused step, the node whose output it writes)
+  std::string label;  // "node 'x' (Conv)" or "fused Attention of nodes ..."
   Backend* backend = nullptr;
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs, outputs;  // value ids (-1: omitted)
+  std::vector<int> preds, succs;     // steps this one waits for / that wait for it
 };
 
 // Where a value's tensor comes from during a run.
@@ -35,7 +43,15 @@ struct PlannedValue {
   Shape shape;
   const Tensor* constant = nullptr;  // kConstant
   size_t input_index = 0;            // kInput: index into Model::inputs()
-  size_t offset = 0;                 // kArena
+};
+
+// One placement of the arena buffers. The sequential layout reuses memory along the step order;
+// the concurrent one only where every schedule the inter-op threads may take allows it.
+struct ArenaLayout {
+  std::vector<size_t> value_offset;      // by value id (kArena values)
+  std::vector<size_t> workspace_offset;  // by step
+  size_t bytes = 0;
+  size_t naive_bytes = 0;
 };
 
 class Plan {
@@ -43,16 +59,20 @@ class Plan {
   std::vector<PlannedValue> values;
   std::vector<PlanStep> steps;
   std::vector<std::unique_ptr<Tensor>> known;  // values computed while planning (shape math)
-  size_t arena_bytes = 0;
+  std::vector<std::unique_ptr<Node>> fused_nodes;
+  size_t fused_attention = 0;  // attention subgraphs run as one kernel
+  int width = 1;               // most steps that can run at once (widest level of the step DAG)
+  ArenaLayout layouts[2];      // [0] sequential, [1] concurrent (only when width > 1)
+  size_t arena_bytes = 0;      // sequential layout
   size_t naive_bytes = 0;
 
   // Arenas are pooled so concurrent runs each get their own and a steady run allocates none.
-  std::shared_ptr<void> acquire_arena() const;
-  void release_arena(std::shared_ptr<void> arena) const;
+  std::shared_ptr<void> acquire_arena(int layout) const;
+  void release_arena(int layout, std::shared_ptr<void> arena) const;
 
  private:
   mutable std::mutex mu_;
-  mutable std::vector<std::shared_ptr<void>> free_arenas_;
+  mutable std::vector<std::shared_ptr<void>> free_arenas_[2];
 };
 
 class Session {
@@ -60,14 +80,23 @@ class Session {
   static Expected<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model,
                                                    SessionConfig config);
 
-  // inputs[i] is named input_names[i]; outputs receives one tensor per output name.
+  // inputs[i] is named input_names[i]; outputs receives one tensor per output name. run_flags
+  // (may be null) overrides run-scoped flags for this run only.
   Status run(const std::vector<std::string>& input_names, const std::vector<const Tensor*>& inputs,
-             const std::vector<std::string>& output_names, std::vector<Tensor>* outputs);
+             const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
+             const FlagOverrides* run_flags = nullptr);
 
   const Model& model() const { return *model_; }
-  // The plan for these input shapes (built if needed); for tests and profiling.
-  Expected<std::shared_ptr<const Plan>> plan_for(const std::vector<Shape>& input_shapes);
+  // The flag values a run would use now.
+  FlagValues flags(const FlagOverrides* run_flags = nullptr) const;
+  // The plan for these input shapes under these flags (built if needed); for tests and profiling.
+  Expected<std::shared_ptr<const Plan>> plan_for(const std::vector<Shape>& input_shapes,
+                                                 const FlagValues& flags);
+  Expected<std::shared_ptr<const Plan>> plan_for(const std::vector<Shape>& input_shapes) {
+    return plan_for(input_shapes, flags());
+  }
   size_t folded_constant_count() const { return folded_count_; }
+  size_t attention_pattern_count() const { return patterns_.size(); }
 
  private:
   Session() = default;
@@ -75,11 +104,25 @@ class Session {
   Status check_inputs(const std::vector<std::string>& names, const std::vector<const Tensor*>& ins,
                       std::vector<const Tensor*>* ordered) const;
   Expected<std::shared_ptr<const Plan>> build_plan(const std::vector<Shape>& shapes,
-                                                   const std::vector<DType>& dtypes) const;
+                                                   const std::vector<DType>& dtypes,
+                                                   const FlagValues& flags) const;
   // Shape inference for one node from the current value infos; fills ctx.
+  Status make_context(const Node& node, const std::string& where,
+                      const std::vector<PlannedValue>& values, OpContext* ctx) const;
   Status make_context(size_t node, const std::vector<PlannedValue>& values, OpContext* ctx) const;
   // Runs a node whose inputs are all known, on the first backend that has a kernel.
   Status evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs) const;
+  // The fused Attention step for a match, or nothing when shapes/dtypes/kernels do not fit.
+  bool try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>& values,
+                const FlagValues& flags, Plan* plan, PlanStep* step) const;
+  // Picks the kernel for a context from the backends in order.
+  Status choose_kernel(const OpContext& ctx, PlanStep* step) const;
+  Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+                            int threads, bool deterministic) const;
+  Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+                            int threads, int interop, bool deterministic) const;
+  Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
+                  uint8_t* base, int layout, const ExecContext& exec) const;
 
   std::shared_ptr<const Model> model_;
   SessionConfig config_;
@@ -88,6 +131,7 @@ class Session {
   std::vector<std::unique_ptr<Tensor>> folded_;  // constants made by folding, by value id
   std::vector<bool> node_folded_;
   size_t folded_count_ = 0;
+  std::vector<AttentionMatch> patterns_;
 
   std::mutex plans_mu_;
   std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans_;

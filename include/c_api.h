@@ -153,19 +153,39 @@ TERN_API void tern_session_options_destroy(tern_session_options* o);
  * TERN_ERR_INVALID_ARGUMENT names an unknown backend. A known backend that is not built or has
  * no device is reported by tern_session_create with TERN_ERR_BACKEND_UNAVAILABLE. */
 TERN_API tern_status tern_session_options_set_backends(tern_session_options* o, const char* list);
-/* Intra-op threads for this session's runs; 0 means the process default. n < 0 is invalid. */
+/* Intra-op threads for this session's runs (the "num_threads" flag for this session only);
+ * 0 means follow the process value (tern_set_num_threads). n < 0 or > 4096 is invalid. */
 TERN_API tern_status tern_session_options_set_num_threads(tern_session_options* o, int n);
-/* Inter-op threads for this session's runs; 0 means the process default. n < 0 is invalid.
- * The value is validated and kept, but this version runs a graph's nodes in order on the calling
- * thread (intra-op threads parallelise inside each node), so it has no effect yet. */
+/* Inter-op threads for this session's runs: how many independent nodes may run at the same time
+ * (the "num_interop_threads" flag for this session only); 0 means follow the process value. */
 TERN_API tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n);
-/* Sets a session option by name. Known names: "num_threads", "num_interop_threads" (integers).
- * Unknown names give TERN_ERR_INVALID_ARGUMENT. */
+/* Overrides any flag of scope "session" or "run" for this session alone (names and values as in
+ * tern_flag_set; "num_threads" and "num_interop_threads" included). The session reads the global
+ * value of every flag it does not override at the start of each run. TERN_ERR_INVALID_ARGUMENT:
+ * unknown name, a global-scope flag (like "cpu.max_capability"), or a bad value (the message
+ * lists the allowed values). */
 TERN_API tern_status tern_session_options_set_flag(tern_session_options* o, const char* name,
                                                    const char* value);
 
+typedef enum {
+  TERN_SDP_MATH = 0,
+  TERN_SDP_FLASH,
+  TERN_SDP_MEM_EFFICIENT,
+  TERN_SDP_CUDNN
+} tern_sdp_backend;
+
+/* Per-run options, passed to tern_session_run (NULL: none). Not synchronised: one per thread. */
 TERN_API tern_status tern_run_options_create(tern_run_options** out);
 TERN_API void tern_run_options_destroy(tern_run_options* r);
+/* Overrides a flag of scope "run" (the sdp.* flags, "onednn.verbose") for the runs given these
+ * options. Session- and global-scope flags give TERN_ERR_INVALID_ARGUMENT. */
+TERN_API tern_status tern_run_options_set_flag(tern_run_options* r, const char* name,
+                                               const char* value);
+/* The sdpa_kernel idea: only the n listed attention backends may be used in runs given these
+ * options (n = 0 allows none); the others are disabled for those runs, whatever the global
+ * sdp flags say. */
+TERN_API tern_status tern_run_options_set_sdp_backends(tern_run_options* r,
+                                                       const tern_sdp_backend* list, size_t n);
 
 /* Compiles the model for the options' backends (NULL options: defaults, "cpu"). The session keeps
  * what it needs of the model, so the model may be destroyed first. When every input shape is
@@ -187,13 +207,47 @@ TERN_API tern_status tern_session_run(tern_session* s, const tern_run_options* r
 /* Destroys a session (NULL is ignored). No run may be in flight on it. */
 TERN_API void tern_session_destroy(tern_session* s);
 
+/* ---- Backends API: threads, flags and torch.backends-style queries (DESIGN §3) ----------------
+ */
+
+typedef enum { TERN_BLAS_DEFAULT = 0, TERN_BLAS_CUBLAS, TERN_BLAS_CUBLASLT } tern_blas_library;
+typedef enum {
+  TERN_LINALG_DEFAULT = 0,
+  TERN_LINALG_CUSOLVER,
+  TERN_LINALG_MAGMA
+} tern_linalg_library;
+typedef enum { TERN_VERBOSE_OFF = 0, TERN_VERBOSE_ON, TERN_VERBOSE_ON_CREATION } tern_verbose_level;
+
+/* Threads, with PyTorch's rules. Intra-op threads ("num_threads") are the threads one node may
+ * use: Tern's kernels, oneDNN and OpenBLAS all run on one OpenMP pool of that size, so a run
+ * never keeps more cores busy than asked. Inter-op threads ("num_interop_threads") run
+ * independent nodes of a graph at the same time; each then gets an equal share of the intra-op
+ * threads (at least one), so a run keeps at most max(intra, inter) cores busy.
+ * Defaults: the number of physical cores. Precedence for num_threads: tern_set_num_threads >
+ * MKL_NUM_THREADS > OMP_NUM_THREADS > default; for inter-op: tern_set_num_interop_threads >
+ * TERN_NUM_INTEROP_THREADS > default. Both may change at any time (unlike PyTorch's once-only
+ * inter-op setting) and take effect at the next run of every session that does not override
+ * them. n must be 1..4096 (else TERN_ERR_INVALID_ARGUMENT). Idle threads sleep: OpenMP's spin
+ * for a bounded time, the inter-op pool's block on a condition variable at once. */
+TERN_API tern_status tern_set_num_threads(int n);
+TERN_API int tern_get_num_threads(void);
+TERN_API tern_status tern_set_num_interop_threads(int n);
+TERN_API int tern_get_num_interop_threads(void);
+/* Like PyTorch's torch.__config__.parallel_info(): thread counts and where each came from, what
+ * oneDNN and OpenBLAS were given, the OpenMP runtime and the environment variables. */
+TERN_API const char* tern_parallel_info(void);
+
 /* ---- Build and machine queries --------------------------------------------------------------- */
 
-/* The build configuration (version, compiler, optional libraries and their versions, backends
- * built and available), as text. Static string. */
+/* The build configuration (version, compiler, optional libraries and their versions, CPU
+ * capability, thread settings, backends built and available), as text, like PyTorch's
+ * torch.__config__.show(). Rebuilt on each call. */
 TERN_API const char* tern_config_show(void);
-/* The CPU's vector capability as detected at run time: "DEFAULT" | "NO AVX" | "AVX2" |
- * "AVX512" | "VSX" | "Z VECTOR" | "SVE256". Static string. */
+/* The vector capability Tern's kernels dispatch to: what the CPU has (cpuid / auxv) capped by the
+ * "cpu.max_capability" flag (env TERN_CPU_CAPABILITY, e.g. AVX2 or DEFAULT): "DEFAULT" |
+ * "NO AVX" | "AVX2" | "AVX512" | "VSX" | "Z VECTOR" | "SVE256". Static string. The cap also
+ * limits oneDNN's ISA, which oneDNN accepts once per process: the value current when the first
+ * session is created. */
 TERN_API const char* tern_cpu_get_capability(void);
 /* 1 when the optional library was built in and can be used, else 0. */
 TERN_API int tern_onednn_is_available(void);
@@ -207,6 +261,110 @@ TERN_API int tern_vulkan_is_built(void);
 TERN_API int tern_vulkan_is_available(void);
 TERN_API int tern_mps_is_built(void);
 TERN_API int tern_mps_is_available(void);
+
+/* CUDA matmul flags (torch.backends.cuda.matmul). They keep their values in every build and take
+ * effect on CUDA sessions. */
+TERN_API int tern_cuda_matmul_get_allow_tf32(void);
+TERN_API void tern_cuda_matmul_set_allow_tf32(int on);
+TERN_API int tern_cuda_matmul_get_allow_fp16_reduced_precision_reduction(void);
+TERN_API void tern_cuda_matmul_set_allow_fp16_reduced_precision_reduction(int on);
+TERN_API int tern_cuda_matmul_get_allow_bf16_reduced_precision_reduction(void);
+TERN_API void tern_cuda_matmul_set_allow_bf16_reduced_precision_reduction(int on);
+/* Env TERN_BLAS_PREFER_CUBLASLT=1 makes CUBLASLT the initial value. An out-of-range value gives
+ * TERN_ERR_INVALID_ARGUMENT. */
+TERN_API tern_blas_library tern_cuda_get_preferred_blas_library(void);
+TERN_API tern_status tern_cuda_set_preferred_blas_library(tern_blas_library lib);
+/* Env TERN_LINALG_PREFER_CUSOLVER=1 makes CUSOLVER the initial value. */
+TERN_API tern_linalg_library tern_cuda_get_preferred_linalg_library(void);
+TERN_API tern_status tern_cuda_set_preferred_linalg_library(tern_linalg_library lib);
+
+/* Scaled-dot-product attention backends (torch.backends.cuda.*_sdp_enabled; on CPU, MATH and
+ * FLASH exist). The Attention op (ONNX Attention, and MatMul-Softmax-MatMul subgraphs fused by
+ * the mha fastpath) uses FLASH when it is enabled and can run the case, else MATH; when neither
+ * may run, the plan fails with TERN_ERR_INVALID_ARGUMENT saying why. The flags are
+ * "sdp.math_enabled", "sdp.flash_enabled", "sdp.mem_efficient_enabled", "sdp.cudnn_enabled"
+ * (scope run). */
+TERN_API int tern_sdp_enabled(tern_sdp_backend b); /* 0 also for an unknown b */
+TERN_API tern_status tern_sdp_enable(tern_sdp_backend b, int on);
+typedef struct {
+  size_t struct_size; /* = sizeof(tern_sdp_params); lets the struct grow */
+  int64_t batch, num_heads, seq_len_q, seq_len_kv, head_dim;
+  tern_dtype dtype;
+  int is_causal;
+  int has_mask;
+  float dropout_p;
+} tern_sdp_params;
+/* 1 when backend b is enabled, built and able to run attention with these parameters on this
+ * machine; else 0, with the reasons in why (NUL-terminated, truncated to why_len; why may be
+ * NULL when why_len is 0). */
+TERN_API int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why,
+                              size_t why_len);
+
+/* cuDNN (torch.backends.cudnn). tern_cudnn_version is -1 when cuDNN is not built in. */
+TERN_API int tern_cudnn_is_available(void);
+TERN_API int64_t tern_cudnn_version(void);
+TERN_API int tern_cudnn_get_enabled(void);
+TERN_API void tern_cudnn_set_enabled(int on);
+TERN_API int tern_cudnn_get_allow_tf32(void);
+TERN_API void tern_cudnn_set_allow_tf32(int on);
+TERN_API int tern_cudnn_get_deterministic(void);
+TERN_API void tern_cudnn_set_deterministic(int on);
+TERN_API int tern_cudnn_get_benchmark(void);
+TERN_API void tern_cudnn_set_benchmark(int on);
+TERN_API int tern_cudnn_get_benchmark_limit(void);
+/* limit 0..1048576 (0 = try every algorithm); else TERN_ERR_INVALID_ARGUMENT. */
+TERN_API tern_status tern_cudnn_set_benchmark_limit(int limit);
+
+/* torch.backends.mha: fuse MatMul-Softmax-MatMul attention subgraphs into one Attention kernel.
+ * Read when a plan is built (plans are cached per value). */
+TERN_API int tern_mha_get_fastpath_enabled(void);
+TERN_API void tern_mha_set_fastpath_enabled(int on);
+
+/* oneDNN verbose output on stdout (torch.backends.mkldnn.verbose): OFF, ON (each primitive
+ * execution), ON_CREATION (creation too). Applied at the start of the next run; for a single
+ * run, set the "onednn.verbose" flag in that run's options instead. TERN_ERR_BACKEND_UNAVAILABLE
+ * when oneDNN is not built in; TERN_ERR_INVALID_ARGUMENT for an unknown level. */
+TERN_API tern_status tern_onednn_set_verbose(tern_verbose_level level);
+
+/* torch.backends.opt_einsum: Einsum contracts its operands pairwise in the order a path search
+ * picks ("auto": optimal for up to 4 operands, else greedy; "greedy"; "optimal"); disabled, it
+ * contracts left to right. Same result, different cost. */
+TERN_API int tern_opt_einsum_get_enabled(void);
+TERN_API void tern_opt_einsum_set_enabled(int on);
+TERN_API const char* tern_opt_einsum_get_strategy(void); /* static string */
+TERN_API tern_status tern_opt_einsum_set_strategy(const char* s);
+
+/* torch.use_deterministic_algorithms: kernels whose outputs are bitwise identical across runs
+ * and thread counts (GEMMs on a fixed, shape-only partition; Conv by im2col + GEMM instead of
+ * oneDNN, whose partition follows the thread count). Slower. Env
+ * TERN_DETERMINISTIC_ALGORITHMS=1 sets the initial value. */
+TERN_API tern_status tern_use_deterministic_algorithms(int on);
+TERN_API int tern_are_deterministic_algorithms_enabled(void);
+
+/* The generic view of the one flags registry behind every function above. Names are PyTorch's
+ * dotted paths without "torch.backends." ("cudnn.benchmark", "num_threads", ...); `tern info
+ * --flags` lists them. Values are text: bools "true"/"false" (1/0, on/off accepted), ints in
+ * decimal, enums by name (case-insensitive).
+ * tern_flag_info: i < tern_flag_count(); type is "bool" | "int" | "enum"; strings are static.
+ * tern_flag_get: the current global value; TERN_ERR_INVALID_ARGUMENT for an unknown name or
+ *   when len is too small (the message gives the size needed).
+ * tern_flag_set: checks and sets the global value (takes effect at the next run); an invalid
+ *   value gives TERN_ERR_INVALID_ARGUMENT naming the allowed values. */
+TERN_API size_t tern_flag_count(void);
+TERN_API tern_status tern_flag_info(size_t i, const char** name, const char** type,
+                                    const char** doc);
+TERN_API tern_status tern_flag_get(const char* name, char* buf, size_t len);
+TERN_API tern_status tern_flag_set(const char* name, const char* value);
+/* Where the flag's global value came from ("default" | "environment" | "api"), its scope (the
+ * narrowest level that may override it: "global" | "session" | "run"), its default as text and
+ * its environment variable(s) ("" when none). Any out-pointer may be NULL; strings are static
+ * except default_value, which follows the usual rule. */
+TERN_API tern_status tern_flag_describe(const char* name, const char** source, const char** scope,
+                                        const char** default_value, const char** env_var);
+/* The value a run of session s would use now for flag `name`, and where it came from
+ * ("default" | "environment" | "api" | "session"). source may be NULL. */
+TERN_API tern_status tern_session_flag_get(const tern_session* s, const char* name, char* buf,
+                                           size_t len, const char** source);
 
 #ifdef __cplusplus
 }

@@ -66,7 +66,7 @@ struct SingleOp {
     TERN_ASSIGN_OR_RETURN(auto model, tern::Model::create(std::move(g), nullptr, "test"));
     tern::SessionConfig cfg;
     cfg.backends.push_back(tern::backends::get("cpu").value());
-    cfg.num_threads = 2;
+    cfg.overrides.set(tern::FlagId::kNumThreads, 2);
     TERN_ASSIGN_OR_RETURN(auto session, tern::Session::create(model, cfg));
     std::vector<std::string> names, outs;
     std::vector<const tern::Tensor*> ins;

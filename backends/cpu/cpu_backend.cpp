@@ -1,7 +1,9 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <atomic>
 #include <mutex>
 
+#include "backends/cpu/cpu_capability.h"
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
 
@@ -11,12 +13,70 @@
 #if defined(TERN_HAVE_OPENBLAS)
 #include <cblas.h>
 #endif
+#if defined(TERN_HAVE_ONEDNN)
+#include <dnnl.h>
+#endif
 
 namespace tern {
+
+namespace {
+
+std::atomic<int> g_last_run_threads{0};
+std::atomic<int> g_verbose_applied{-1};
+std::string g_onednn_max_isa;  // written once, under the call_once below
+
+#if defined(TERN_HAVE_ONEDNN)
+const char* onednn_isa_name(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_all:
+      return "all";
+    default:
+      return "other";
+  }
+}
+
+void apply_verbose(int64_t level) {
+  if (g_verbose_applied.exchange(static_cast<int>(level)) == level) return;
+  dnnl_set_verbose(static_cast<int>(level));  // 0 off, 1 executions, 2 also creation
+}
+#endif
+
+// Process-wide set-up of the CPU libraries, before any of them computes or reports.
+void init_cpu_runtime() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+#if defined(TERN_HAVE_OPENBLAS)
+    openblas_set_num_threads(1);
+#endif
+#if defined(TERN_HAVE_ONEDNN) && defined(__x86_64__)
+    // oneDNN accepts a max ISA once, before its first JIT kernel: give it the cap now.
+    const CpuIsa isa = effective_cpu_isa(Flags::global().get(FlagId::kCpuMaxCapability));
+    dnnl_cpu_isa_t want = isa == CpuIsa::kAvx512 ? dnnl_cpu_isa_all
+                          : isa == CpuIsa::kAvx2 ? dnnl_cpu_isa_avx2
+                                                 : dnnl_cpu_isa_sse41;
+    if (dnnl_set_max_cpu_isa(want) == dnnl_success) g_onednn_max_isa = onednn_isa_name(want);
+#endif
+  });
+}
+
+}  // namespace
 
 CpuBackend::CpuBackend() {
   static std::once_flag once;
   std::call_once(once, [] { register_cpu_kernels(KernelRegistry::global()); });
+  init_cpu_runtime();
 }
 
 bool CpuBackend::supports_op(const std::string& op_type) const {
@@ -40,9 +100,42 @@ void CpuBackend::set_num_threads(int n) {
   // Per calling thread: OpenMP's pool serves our kernels and oneDNN alike.
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
 #endif
-#if defined(TERN_HAVE_OPENBLAS)
-  openblas_set_num_threads(n);
+}
+
+void CpuBackend::begin_run(const FlagValues& flags) {
+  g_last_run_threads.store(static_cast<int>(flags[FlagId::kNumThreads]));
+#if defined(TERN_HAVE_ONEDNN)
+  apply_verbose(flags[FlagId::kOnednnVerbose]);
 #endif
+}
+
+void CpuBackend::end_run(const FlagValues& flags) {
+#if defined(TERN_HAVE_ONEDNN)
+  // A run-scoped verbose level lasts for that run only.
+  if (flags.source[static_cast<size_t>(FlagId::kOnednnVerbose)] == FlagSource::kRun) {
+    apply_verbose(Flags::global().get(FlagId::kOnednnVerbose));
+  }
+#else
+  (void)flags;
+#endif
+}
+
+const char* cpu_capability() {
+  return effective_cpu_capability(Flags::global().get(FlagId::kCpuMaxCapability));
+}
+
+CpuThreadReport cpu_thread_report() {
+  init_cpu_runtime();
+  CpuThreadReport r;
+  r.last_run_threads = g_last_run_threads.load();
+#if defined(TERN_HAVE_OPENBLAS)
+  r.openblas_threads = openblas_get_num_threads();
+#endif
+#if defined(TERN_HAVE_ONEDNN)
+  r.onednn_max_isa = g_onednn_max_isa;
+  r.onednn_effective = onednn_isa_name(dnnl_get_effective_cpu_isa());
+#endif
+  return r;
 }
 
 }  // namespace tern

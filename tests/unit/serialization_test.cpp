@@ -203,38 +203,37 @@ TEST_SUITE("serialization") {
     CHECK(m.status().code() == Code::kInvalidModel);
     CHECK(m.status().message().find("initializer 'w'") != std::string::npos);
   }
-TEST_CASE("ONNX external data: a malformed offset is INVALID_MODEL, an escaping path refused") {
-  onnx::ModelProto mp;
-  mp.add_opset_import()->set_version(13);
-  onnx::TensorProto* t = mp.mutable_graph()->add_initializer();
-  t->set_name("w");
-  t->set_data_type(1);
-  t->add_dims(2);
-  t->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* loc = t->add_external_data();
-  loc->set_key("location");
-  loc->set_value("w.bin");
-  auto* off = t->add_external_data();
-  off->set_key("offset");
-  off->set_value("12abc");
-  mp.mutable_graph()->add_output()->set_name("w");
-  {
-    std::ofstream f("ext.onnx", std::ios::binary);
-    f << mp.SerializeAsString();
+  TEST_CASE("ONNX external data: a malformed offset is INVALID_MODEL, an escaping path refused") {
+    onnx::ModelProto mp;
+    mp.add_opset_import()->set_version(13);
+    onnx::TensorProto* t = mp.mutable_graph()->add_initializer();
+    t->set_name("w");
+    t->set_data_type(1);
+    t->add_dims(2);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* loc = t->add_external_data();
+    loc->set_key("location");
+    loc->set_value("w.bin");
+    auto* off = t->add_external_data();
+    off->set_key("offset");
+    off->set_value("12abc");
+    mp.mutable_graph()->add_output()->set_name("w");
+    {
+      std::ofstream f("ext.onnx", std::ios::binary);
+      f << mp.SerializeAsString();
+    }
+    auto m = serialization::load_model_file("ext.onnx");
+    CHECK(m.status().code() == Code::kInvalidModel);
+    CHECK(m.status().message().find("offset '12abc'") != std::string::npos);
+    loc->set_value("../etc/passwd");
+    off->set_value("0");
+    {
+      std::ofstream f("ext.onnx", std::ios::binary);
+      f << mp.SerializeAsString();
+    }
+    m = serialization::load_model_file("ext.onnx");
+    CHECK(m.status().code() == Code::kInvalidModel);
+    CHECK(m.status().message().find("relative path inside") != std::string::npos);
+    std::remove("ext.onnx");
   }
-  auto m = serialization::load_model_file("ext.onnx");
-  CHECK(m.status().code() == Code::kInvalidModel);
-  CHECK(m.status().message().find("offset '12abc'") != std::string::npos);
-  loc->set_value("../etc/passwd");
-  off->set_value("0");
-  {
-    std::ofstream f("ext.onnx", std::ios::binary);
-    f << mp.SerializeAsString();
-  }
-  m = serialization::load_model_file("ext.onnx");
-  CHECK(m.status().code() == Code::kInvalidModel);
-  CHECK(m.status().message().find("relative path inside") != std::string::npos);
-  std::remove("ext.onnx");
-}
-
 }

@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+#include <time.h>
+
 #include "c_api.h"
 #include "tools/tern/npy.h"
 
@@ -129,8 +132,9 @@ int cmd_run(const std::vector<std::string>& args) {
   std::string model_path, backends = "cpu", out_dir;
   std::map<std::string, std::string> input_files;
   std::map<std::string, std::vector<int64_t>> input_shapes;
-  int threads = 0, runs = 10, seed = 0;
+  int threads = 0, interop = 0, runs = 10, seed = 0;
   bool zeros = false;
+  std::vector<std::pair<std::string, std::string>> session_flags, run_flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&](const char* flag) -> const std::string* {
@@ -173,9 +177,21 @@ int cmd_run(const std::vector<std::string>& args) {
       const std::string* v = next("--backends");
       if (!v) return 2;
       backends = *v;
-    } else if (a == "--threads" || a == "--runs" || a == "--seed") {
+    } else if (a == "--flag" || a == "--run-flag") {
       const std::string* v = next(a.c_str());
-      int* target = a == "--threads" ? &threads : a == "--runs" ? &runs : &seed;
+      if (!v) return 2;
+      size_t eq = v->find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::fprintf(stderr, "tern run: %s takes NAME=VALUE, got '%s'\n", a.c_str(), v->c_str());
+        return 2;
+      }
+      (a == "--flag" ? session_flags : run_flags).emplace_back(v->substr(0, eq), v->substr(eq + 1));
+    } else if (a == "--threads" || a == "--interop" || a == "--runs" || a == "--seed") {
+      const std::string* v = next(a.c_str());
+      int* target = a == "--threads"   ? &threads
+                    : a == "--interop" ? &interop
+                    : a == "--runs"    ? &runs
+                                       : &seed;
       if (!v || !parse_int(*v, a == "--runs" ? 1 : 0, 1 << 30, target)) {
         std::fprintf(stderr, "tern run: %s needs a non-negative integer\n", a.c_str());
         return 2;
@@ -218,6 +234,22 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if ((s = tern_session_options_set_num_threads(opts, threads)) != TERN_OK)
     return fail("--threads", s);
+  if ((s = tern_session_options_set_num_interop_threads(opts, interop)) != TERN_OK)
+    return fail("--interop", s);
+  for (const auto& f : session_flags) {
+    if ((s = tern_session_options_set_flag(opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
+      return fail("--flag", s);
+    }
+  }
+  tern_run_options* run_opts = nullptr;
+  if ((s = tern_run_options_create(&run_opts)) != TERN_OK) return fail("run options", s);
+  std::unique_ptr<tern_run_options, void (*)(tern_run_options*)> run_guard(
+      run_opts, tern_run_options_destroy);
+  for (const auto& f : run_flags) {
+    if ((s = tern_run_options_set_flag(run_opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
+      return fail("--run-flag", s);
+    }
+  }
   t0 = Clock::now();
   tern_session* session = nullptr;
   if ((s = tern_session_create(model.p, opts, &session)) != TERN_OK)
@@ -264,14 +296,25 @@ int cmd_run(const std::vector<std::string>& args) {
 
   std::vector<double> times;
   TensorList outputs;
+  double cpu_ms = 0, wall_ms = 0;
+  auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+  };
   for (int r = 0; r < runs + 1; ++r) {
     for (tern_tensor* t : outputs.v) tern_tensor_destroy(t);
     outputs.v.assign(out_names.size(), nullptr);
     t0 = Clock::now();
-    s = tern_session_run(session, nullptr, in_names.data(), inputs.v.data(), inputs.v.size(),
+    double c0 = cpu_now();
+    s = tern_session_run(session, run_opts, in_names.data(), inputs.v.data(), inputs.v.size(),
                          out_names.data(), out_names.size(), outputs.v.data());
     if (s != TERN_OK) return fail("running the model", s);
     times.push_back(ms_since(t0));
+    if (r > 0) {
+      cpu_ms += cpu_now() - c0;
+      wall_ms += times.back();
+    }
   }
   for (size_t j = 0; j < out_names.size(); ++j) print_output(out_names[j], outputs.v[j]);
   if (!out_dir.empty()) {
@@ -293,13 +336,50 @@ int cmd_run(const std::vector<std::string>& args) {
   std::sort(steady.begin(), steady.end());
   std::printf(
       "latency: load %.2f ms, session %.2f ms, first run %.3f ms, "
-      "%d runs: min %.3f ms, median %.3f ms, max %.3f ms (threads %s)\n",
-      load_ms, create_ms, first, runs, steady.front(), steady[steady.size() / 2], steady.back(),
-      threads ? std::to_string(threads).c_str() : "default");
+      "%d runs: min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms (threads %s, interop %s)\n",
+      load_ms, create_ms, first, runs, steady.front(), steady[steady.size() / 2],
+      steady[std::min(steady.size() - 1, steady.size() * 9 / 10)], steady.back(),
+      threads ? std::to_string(threads).c_str() : "default",
+      interop ? std::to_string(interop).c_str() : "default");
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf(
+      "cpu: %.2f busy cores during the timed runs (process CPU time / wall time); "
+      "peak RSS %.1f MiB\n",
+      wall_ms > 0 ? cpu_ms / wall_ms : 0.0, static_cast<double>(ru.ru_maxrss) / 1024.0);
   return 0;
 }
 
-int cmd_info(const std::vector<std::string>& args) {
+// `tern info --flags`: every flag with value, source, scope, default, env var and doc.
+int print_flags() {
+  std::printf("%-52s %-11s %-12s %-8s %-11s %-32s %s\n", "flag", "value", "source", "scope",
+              "default", "env", "doc");
+  for (size_t i = 0; i < tern_flag_count(); ++i) {
+    const char *name, *type, *doc, *source, *scope, *def, *env;
+    if (tern_flag_info(i, &name, &type, &doc) != TERN_OK)
+      return fail("flag info", TERN_ERR_INTERNAL);
+    char value[64];
+    if (tern_flag_get(name, value, sizeof value) != TERN_OK ||
+        tern_flag_describe(name, &source, &scope, &def, &env) != TERN_OK) {
+      return fail("reading a flag", TERN_ERR_INTERNAL);
+    }
+    std::string d = def;  // def is overwritten by the next describe call
+    std::printf("%-52s %-11s %-12s %-8s %-11s %-32s %s (%s)\n", name, value, source, scope,
+                d.c_str(), *env ? env : "-", doc, type);
+  }
+  return 0;
+}
+
+int cmd_info(const std::vector<std::string>& all_args) {
+  std::vector<std::string> args;
+  for (const std::string& a : all_args) {
+    if (a == "--flags") return print_flags();
+    if (a == "--parallel") {
+      std::printf("%s", tern_parallel_info());
+      return 0;
+    }
+    args.push_back(a);
+  }
   std::printf("%s", tern_config_show());
   std::printf("CPU capability: %s\n", tern_cpu_get_capability());
   std::printf(
@@ -310,7 +390,7 @@ int cmd_info(const std::vector<std::string>& args) {
       tern_mps_is_available());
   if (args.empty()) return 0;
   if (args.size() > 1) {
-    std::fprintf(stderr, "usage: tern info [MODEL]\n");
+    std::fprintf(stderr, "usage: tern info [--flags | --parallel | MODEL]\n");
     return 2;
   }
   ModelPtr model;

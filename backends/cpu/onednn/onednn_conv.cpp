@@ -14,6 +14,10 @@ class OnednnConv final : public Kernel {
   const char* name() const override { return "onednn"; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
+      // oneDNN picks its work split from the thread count, so bits may change with it.
+      return unsupported("oneDNN Conv is not deterministic across thread counts");
+    }
     TERN_ASSIGN_OR_RETURN(ops::ConvParams p, ops::parse_conv(ctx));
     auto k = std::make_unique<OnednnConv>();
     const size_t s = p.win.spatial;

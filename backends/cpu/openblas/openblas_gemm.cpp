@@ -1,42 +1,51 @@
-// MatMul and Gemm on OpenBLAS's sgemm.
-#include <cblas.h>
+// MatMul and Gemm on OpenBLAS's sgemm, split over the intra-op threads by cpu_sgemm.
+#include <algorithm>
+#include <vector>
 
+#include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
 #include "ops/matmul.h"
 
 namespace tern {
 namespace {
 
-Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecContext& exec) {
   const float* A = a.inputs[0]->data<float>();
   const float* B = a.inputs[1]->data<float>();
   float* Y = a.outputs[0]->data<float>();
   if (p.M == 0 || p.N == 0) return Status::ok();
-  for (size_t m = 0; m < p.a_offsets.size(); ++m) {
-    float* y = Y + static_cast<int64_t>(m) * p.M * p.N;
-    if (p.K == 0) {
-      std::fill(y, y + p.M * p.N, 0.0f);
-      continue;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(p.M),
-                static_cast<blasint>(p.N), static_cast<blasint>(p.K), 1.0f, A + p.a_offsets[m],
-                static_cast<blasint>(p.K), B + p.b_offsets[m], static_cast<blasint>(p.N), 0.0f, y,
-                static_cast<blasint>(p.N));
+  const int64_t count = static_cast<int64_t>(p.a_offsets.size());
+  if (p.K == 0) {
+    std::fill(Y, Y + count * p.M * p.N, 0.0f);
+    return Status::ok();
   }
+  GemmShape s{false, false, p.M, p.N, p.K, p.K, p.N, p.N};
+  if (count == 1) {
+    cpu_sgemm(s, 1.0f, A + p.a_offsets[0], B + p.b_offsets[0], 0.0f, Y, exec.num_threads,
+              exec.deterministic);
+    return Status::ok();
+  }
+  std::vector<const float*> as(static_cast<size_t>(count)), bs(static_cast<size_t>(count));
+  std::vector<float*> cs(static_cast<size_t>(count));
+  for (int64_t m = 0; m < count; ++m) {
+    as[static_cast<size_t>(m)] = A + p.a_offsets[static_cast<size_t>(m)];
+    bs[static_cast<size_t>(m)] = B + p.b_offsets[static_cast<size_t>(m)];
+    cs[static_cast<size_t>(m)] = Y + m * p.M * p.N;
+  }
+  cpu_sgemm_batch(s, 1.0f, as.data(), bs.data(), 0.0f, cs.data(), count, exec.num_threads,
+                  exec.deterministic);
   return Status::ok();
 }
 
-Status run_gemm(const ops::GemmParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_gemm(const ops::GemmParams& p, const KernelArgs& a, const ExecContext& exec) {
   const float* c = a.inputs.size() > 2 && a.inputs[2] ? a.inputs[2]->data<float>() : nullptr;
   float* Y = a.outputs[0]->data<float>();
   ops::gemm_fill_bias(p, c, Y);
   if (p.M == 0 || p.N == 0 || p.K == 0) return Status::ok();
-  cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
-              p.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(p.M),
-              static_cast<blasint>(p.N), static_cast<blasint>(p.K), p.alpha,
-              a.inputs[0]->data<float>(), static_cast<blasint>(p.trans_a ? p.M : p.K),
-              a.inputs[1]->data<float>(), static_cast<blasint>(p.trans_b ? p.K : p.N),
-              c ? 1.0f : 0.0f, Y, static_cast<blasint>(p.N));
+  GemmShape s{p.trans_a, p.trans_b, p.M, p.N, p.K, p.trans_a ? p.M : p.K, p.trans_b ? p.K : p.N,
+              p.N};
+  cpu_sgemm(s, p.alpha, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), c ? 1.0f : 0.0f, Y,
+            exec.num_threads, exec.deterministic);
   return Status::ok();
 }
 

@@ -1,0 +1,427 @@
+// The backends API (DESIGN §3 "threads" to "generic"): every function reads or writes the one
+// flags registry (core/flags.h).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "api/api_internal.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_libraries.h"
+#include "backends/cpu/kernels/attention.h"
+#include "backends/registry.h"
+#include "core/thread_pool.h"
+#include "core/threading.h"
+#include "serialization/model_io.h"
+
+#if defined(TERN_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+#ifndef TERN_BUILD_CONFIG
+#define TERN_BUILD_CONFIG "unknown"
+#endif
+
+using tern::FlagId;
+using tern::Flags;
+using tern::Status;
+
+namespace {
+
+int get_bool(FlagId id) {
+  return Flags::global().on(id) ? 1 : 0;
+}
+void set_bool(FlagId id, int on) {
+  (void)Flags::global().set(id, on ? 1 : 0);  // 0/1 is always in range
+}
+
+// Copies text into a caller buffer, or says how much is needed.
+Status copy_out(const std::string& text, char* buf, size_t len) {
+  TERN_API_REQUIRE(buf || len == 0, "buf is NULL with len = ", len);
+  if (text.size() + 1 > len) {
+    return tern::invalid_argument("buffer of ", len, " bytes is too small: ", text.size() + 1,
+                                  " needed");
+  }
+  std::memcpy(buf, text.c_str(), text.size() + 1);
+  return Status::ok();
+}
+
+std::string env_text(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? tern::str_cat("'", v, "'") : "[not set]";
+}
+
+std::string source_text(FlagId id) {
+  Flags& f = Flags::global();
+  std::string s = tern::flag_source_name(f.source(id));
+  std::string note = f.env_note(id);
+  if (f.source(id) == tern::FlagSource::kEnvironment) return s + " " + note;
+  if (!note.empty()) s += " (" + note + ")";
+  return s;
+}
+
+const tern::FlagId kSdpIds[] = {FlagId::kSdpMath, FlagId::kSdpFlash, FlagId::kSdpMemEfficient,
+                                FlagId::kSdpCudnn};
+
+}  // namespace
+
+extern "C" {
+
+/* ---- threads ---- */
+
+tern_status tern_set_num_threads(int n) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(n >= 1 && n <= 4096, "num_threads must be 1..4096, got ", n);
+    return Flags::global().set(FlagId::kNumThreads, n);
+  });
+}
+int tern_get_num_threads(void) {
+  return static_cast<int>(Flags::global().get(FlagId::kNumThreads));
+}
+tern_status tern_set_num_interop_threads(int n) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(n >= 1 && n <= 4096, "num_interop_threads must be 1..4096, got ", n);
+    return Flags::global().set(FlagId::kNumInteropThreads, n);
+  });
+}
+int tern_get_num_interop_threads(void) {
+  return static_cast<int>(Flags::global().get(FlagId::kNumInteropThreads));
+}
+
+const char* tern_parallel_info(void) {
+  thread_local std::string text;
+  const tern::CpuThreadReport r = tern::cpu_thread_report();
+  text = tern::str_cat("Tern ", TERN_VERSION_STRING, " parallel info\n");
+  text += tern::str_cat("  intra-op threads (tern_get_num_threads): ", tern_get_num_threads(),
+                        "  [source: ", source_text(FlagId::kNumThreads), "]\n");
+  text += tern::str_cat(
+      "  inter-op threads (tern_get_num_interop_threads): ", tern_get_num_interop_threads(),
+      "  [source: ", source_text(FlagId::kNumInteropThreads), "]\n");
+  text += "  precedence: API > MKL_NUM_THREADS > OMP_NUM_THREADS > default (physical cores)\n";
+  text +=
+      tern::str_cat("  latest run's intra-op threads: ",
+                    r.last_run_threads ? std::to_string(r.last_run_threads) : "no run yet", "\n");
+#if defined(TERN_HAVE_OPENMP)
+  text += tern::str_cat("  OpenMP ", _OPENMP, " (the intra-op pool)\n");
+  text += tern::str_cat("    omp_get_max_threads() on this thread: ", omp_get_max_threads(), "\n");
+  text += tern::str_cat("    idle policy: OMP_WAIT_POLICY=", env_text("OMP_WAIT_POLICY"),
+                        ", GOMP_SPINCOUNT=", env_text("GOMP_SPINCOUNT"),
+                        " (unset: spin a bounded time, then sleep)\n");
+#else
+  text += "  OpenMP: not built (kernels run on the calling thread)\n";
+#endif
+  if (tern::onednn_available()) {
+    text += tern::str_cat(
+        "  oneDNN: runs on the OpenMP pool with the run's intra-op threads; max ISA "
+        "given: ",
+        r.onednn_max_isa.empty() ? "none yet (set at first session)" : r.onednn_max_isa,
+        "; effective ISA: ", r.onednn_effective, "\n");
+  } else {
+    text += "  oneDNN: not built\n";
+  }
+  if (tern::openblas_available()) {
+    text += tern::str_cat("  OpenBLAS: openblas_get_num_threads() = ", r.openblas_threads,
+                          " per call; Tern splits each GEMM over the intra-op threads "
+                          "(its own pthread pool stays asleep)\n");
+  } else {
+    text += "  OpenBLAS: not built\n";
+  }
+  text += tern::str_cat("  inter-op pool threads started: ", tern::InterOpPool::global().size(),
+                        " (idle ones block on a condition variable)\n");
+  text +=
+      tern::str_cat("  std::thread::hardware_concurrency(): ", std::thread::hardware_concurrency(),
+                    "; physical cores: ", tern::physical_core_count(), "\n");
+  text += "  Environment variables:\n";
+  for (const char* v : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "TERN_NUM_INTEROP_THREADS",
+                        "OPENBLAS_NUM_THREADS", "TERN_CPU_CAPABILITY"}) {
+    text += tern::str_cat("    ", v, ": ", env_text(v), "\n");
+  }
+  return text.c_str();
+}
+
+const char* tern_config_show(void) {
+  thread_local std::string s;
+  s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(), ", .tern format ",
+                    tern_format_version(), ")\n");
+  s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
+  s += tern::str_cat("  CPU capability: ", tern::cpu_capability(), " (detected ",
+                     tern::detected_cpu_capability(),
+                     "; cap cpu.max_capability=", Flags::global().text(FlagId::kCpuMaxCapability),
+                     " [", source_text(FlagId::kCpuMaxCapability), "])\n");
+  s += tern::str_cat("  threads: intra-op ", tern_get_num_threads(), " [",
+                     source_text(FlagId::kNumThreads), "], inter-op ",
+                     tern_get_num_interop_threads(), " [", source_text(FlagId::kNumInteropThreads),
+                     "]\n");
+  s += tern::cpu_library_report();
+  s += "  backends:";
+  for (const auto& name : tern::backends::known_names()) {
+    s += tern::str_cat(" ", name, "(built=", tern::backends::is_built(name) ? 1 : 0,
+                       ", available=", tern::backends::is_available(name) ? 1 : 0, ")");
+  }
+  return (s += "\n").c_str();
+}
+
+/* ---- cpu ---- */
+
+const char* tern_cpu_get_capability(void) {
+  return tern::cpu_capability();
+}
+
+/* ---- cuda ---- */
+
+int tern_cuda_matmul_get_allow_tf32(void) {
+  return get_bool(FlagId::kCudaAllowTf32);
+}
+void tern_cuda_matmul_set_allow_tf32(int on) {
+  set_bool(FlagId::kCudaAllowTf32, on);
+}
+int tern_cuda_matmul_get_allow_fp16_reduced_precision_reduction(void) {
+  return get_bool(FlagId::kCudaAllowFp16Reduced);
+}
+void tern_cuda_matmul_set_allow_fp16_reduced_precision_reduction(int on) {
+  set_bool(FlagId::kCudaAllowFp16Reduced, on);
+}
+int tern_cuda_matmul_get_allow_bf16_reduced_precision_reduction(void) {
+  return get_bool(FlagId::kCudaAllowBf16Reduced);
+}
+void tern_cuda_matmul_set_allow_bf16_reduced_precision_reduction(int on) {
+  set_bool(FlagId::kCudaAllowBf16Reduced, on);
+}
+tern_blas_library tern_cuda_get_preferred_blas_library(void) {
+  return static_cast<tern_blas_library>(Flags::global().get(FlagId::kCudaBlasLibrary));
+}
+tern_status tern_cuda_set_preferred_blas_library(tern_blas_library lib) {
+  return tern::api::guard([&]() -> Status {
+    int v = static_cast<int>(lib);
+    TERN_API_REQUIRE(v >= 0 && v <= 2, "blas library ", v,
+                     " is not DEFAULT (0), CUBLAS (1) or CUBLASLT (2)");
+    return Flags::global().set(FlagId::kCudaBlasLibrary, v);
+  });
+}
+tern_linalg_library tern_cuda_get_preferred_linalg_library(void) {
+  return static_cast<tern_linalg_library>(Flags::global().get(FlagId::kCudaLinalgLibrary));
+}
+tern_status tern_cuda_set_preferred_linalg_library(tern_linalg_library lib) {
+  return tern::api::guard([&]() -> Status {
+    int v = static_cast<int>(lib);
+    TERN_API_REQUIRE(v >= 0 && v <= 2, "linalg library ", v,
+                     " is not DEFAULT (0), CUSOLVER (1) or MAGMA (2)");
+    return Flags::global().set(FlagId::kCudaLinalgLibrary, v);
+  });
+}
+
+/* ---- sdp ---- */
+
+int tern_sdp_enabled(tern_sdp_backend b) {
+  int i = static_cast<int>(b);
+  return i >= 0 && i < 4 ? get_bool(kSdpIds[i]) : 0;
+}
+tern_status tern_sdp_enable(tern_sdp_backend b, int on) {
+  return tern::api::guard([&]() -> Status {
+    int i = static_cast<int>(b);
+    TERN_API_REQUIRE(i >= 0 && i < 4, "sdp backend ", i,
+                     " is not MATH (0), FLASH (1), MEM_EFFICIENT (2) or CUDNN (3)");
+    return Flags::global().set(kSdpIds[i], on ? 1 : 0);
+  });
+}
+int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, size_t why_len) {
+  std::string reason;
+  const int i = static_cast<int>(b);
+  try {
+    if (i < 0 || i > 3) {
+      reason = tern::str_cat("unknown sdp backend ", i);
+    } else if (!p) {
+      reason = "params is NULL";
+    } else if (p->struct_size < sizeof(tern_sdp_params)) {
+      reason = tern::str_cat("params.struct_size is ", p->struct_size, ", expected at least ",
+                             sizeof(tern_sdp_params));
+    } else {
+      static const char* names[] = {"MATH", "FLASH", "MEM_EFFICIENT", "CUDNN"};
+      if (!tern_sdp_enabled(b)) {
+        reason = tern::str_cat(names[i], " is disabled (", tern::Flags::def(kSdpIds[i]).name,
+                               " = false)");
+      }
+      std::string refusal;
+      if (i >= 2) {
+        refusal = tern::backends::is_built("cuda")
+                      ? (tern::backends::is_available("cuda") ? "" : "no CUDA device")
+                      : tern::str_cat(names[i], " needs the CUDA backend, which is not built");
+      } else {
+        tern::ops::SdpCase c;
+        c.batch = p->batch;
+        c.heads = p->num_heads;
+        c.seq_q = p->seq_len_q;
+        c.seq_kv = p->seq_len_kv;
+        c.head_dim = p->head_dim;
+        c.dtype = static_cast<tern::DType>(p->dtype);
+        c.causal = p->is_causal != 0;
+        c.mask = p->has_mask != 0;
+        c.dropout = p->dropout_p;
+        refusal = tern::cpu_sdp_refusal(i == 0 ? tern::CpuSdp::kMath : tern::CpuSdp::kFlash, c);
+      }
+      if (!refusal.empty()) reason += (reason.empty() ? "" : "; ") + refusal;
+    }
+  } catch (...) {
+    reason = "internal error while checking";
+  }
+  if (why && why_len) {
+    size_t n = std::min(reason.size(), why_len - 1);
+    std::memcpy(why, reason.data(), n);
+    why[n] = '\0';
+  }
+  return reason.empty() ? 1 : 0;
+}
+
+/* ---- cudnn ---- */
+
+int tern_cudnn_is_available(void) {
+  return 0;  // cuDNN arrives with the CUDA backend; this build has none
+}
+int64_t tern_cudnn_version(void) {
+  return -1;
+}
+int tern_cudnn_get_enabled(void) {
+  return get_bool(FlagId::kCudnnEnabled);
+}
+void tern_cudnn_set_enabled(int on) {
+  set_bool(FlagId::kCudnnEnabled, on);
+}
+int tern_cudnn_get_allow_tf32(void) {
+  return get_bool(FlagId::kCudnnAllowTf32);
+}
+void tern_cudnn_set_allow_tf32(int on) {
+  set_bool(FlagId::kCudnnAllowTf32, on);
+}
+int tern_cudnn_get_deterministic(void) {
+  return get_bool(FlagId::kCudnnDeterministic);
+}
+void tern_cudnn_set_deterministic(int on) {
+  set_bool(FlagId::kCudnnDeterministic, on);
+}
+int tern_cudnn_get_benchmark(void) {
+  return get_bool(FlagId::kCudnnBenchmark);
+}
+void tern_cudnn_set_benchmark(int on) {
+  set_bool(FlagId::kCudnnBenchmark, on);
+}
+int tern_cudnn_get_benchmark_limit(void) {
+  return static_cast<int>(Flags::global().get(FlagId::kCudnnBenchmarkLimit));
+}
+tern_status tern_cudnn_set_benchmark_limit(int limit) {
+  return tern::api::guard(
+      [&]() -> Status { return Flags::global().set(FlagId::kCudnnBenchmarkLimit, limit); });
+}
+
+/* ---- mha / onednn / opt_einsum / determinism ---- */
+
+int tern_mha_get_fastpath_enabled(void) {
+  return get_bool(FlagId::kMhaFastpath);
+}
+void tern_mha_set_fastpath_enabled(int on) {
+  set_bool(FlagId::kMhaFastpath, on);
+}
+
+tern_status tern_onednn_set_verbose(tern_verbose_level level) {
+  return tern::api::guard([&]() -> Status {
+    int v = static_cast<int>(level);
+    TERN_API_REQUIRE(v >= 0 && v <= 2, "verbose level ", v,
+                     " is not OFF (0), ON (1) or ON_CREATION (2)");
+    if (!tern::onednn_available()) {
+      return Status(tern::Code::kBackendUnavailable, "oneDNN is not built into this library");
+    }
+    return Flags::global().set(FlagId::kOnednnVerbose, v);
+  });
+}
+
+int tern_opt_einsum_get_enabled(void) {
+  return get_bool(FlagId::kOptEinsumEnabled);
+}
+void tern_opt_einsum_set_enabled(int on) {
+  set_bool(FlagId::kOptEinsumEnabled, on);
+}
+const char* tern_opt_einsum_get_strategy(void) {
+  const tern::FlagDef& d = Flags::def(FlagId::kOptEinsumStrategy);
+  return d.choices[static_cast<size_t>(Flags::global().get(FlagId::kOptEinsumStrategy))];
+}
+tern_status tern_opt_einsum_set_strategy(const char* s) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(s, "strategy is NULL");
+    return Flags::global().set_text("opt_einsum.strategy", s);
+  });
+}
+
+tern_status tern_use_deterministic_algorithms(int on) {
+  return tern::api::guard([&]() -> Status {
+    return Flags::global().set(FlagId::kDeterministicAlgorithms, on ? 1 : 0);
+  });
+}
+int tern_are_deterministic_algorithms_enabled(void) {
+  return get_bool(FlagId::kDeterministicAlgorithms);
+}
+
+/* ---- generic ---- */
+
+size_t tern_flag_count(void) {
+  return tern::kFlagCount;
+}
+
+tern_status tern_flag_info(size_t i, const char** name, const char** type, const char** doc) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(i < tern::kFlagCount, "flag index ", i,
+                     " >= tern_flag_count() = ", tern::kFlagCount);
+    const tern::FlagDef& d = Flags::defs()[i];
+    if (name) *name = d.name;
+    if (type) *type = tern::flag_type_name(d.type);
+    if (doc) *doc = d.doc;
+    return Status::ok();
+  });
+}
+
+tern_status tern_flag_get(const char* name, char* buf, size_t len) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(name, "name is NULL");
+    const tern::FlagDef* d = Flags::find(name);
+    TERN_API_REQUIRE(d, "unknown flag '", name, "' (tern info --flags lists them)");
+    return copy_out(Flags::global().text(d->id), buf, len);
+  });
+}
+
+tern_status tern_flag_set(const char* name, const char* value) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(name && value, "name or value is NULL");
+    return Flags::global().set_text(name, value);
+  });
+}
+
+tern_status tern_flag_describe(const char* name, const char** source, const char** scope,
+                               const char** default_value, const char** env_var) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(name, "name is NULL");
+    const tern::FlagDef* d = Flags::find(name);
+    TERN_API_REQUIRE(d, "unknown flag '", name, "' (tern info --flags lists them)");
+    thread_local std::string def_text;
+    def_text = tern::flag_value_text(*d, d->default_value);
+    if (source) *source = tern::flag_source_name(Flags::global().source(d->id));
+    if (scope) *scope = tern::flag_scope_name(d->scope);
+    if (default_value) *default_value = def_text.c_str();
+    if (env_var) *env_var = d->env;
+    return Status::ok();
+  });
+}
+
+tern_status tern_session_flag_get(const tern_session* s, const char* name, char* buf, size_t len,
+                                  const char** source) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(s, "session is NULL");
+    TERN_API_REQUIRE(name, "name is NULL");
+    const tern::FlagDef* d = Flags::find(name);
+    TERN_API_REQUIRE(d, "unknown flag '", name, "' (tern info --flags lists them)");
+    const tern::FlagValues v = s->s->flags();
+    TERN_RETURN_IF_ERROR(copy_out(tern::flag_value_text(*d, v[d->id]), buf, len));
+    if (source) *source = tern::flag_source_name(v.source[static_cast<size_t>(d->id)]);
+    return Status::ok();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,224 @@
+// Attention on the CPU: two kernels, chosen per plan by the sdp flags.
+// MATH materialises the scores of every (batch, head) in the workspace: S = scale * Q Kᵀ by GEMM,
+// a row softmax, Y = P V by GEMM. FLASH never does: each task takes a block of query rows and
+// streams the keys in blocks with an online softmax (running max and sum per row), keeping only
+// a (rows x keys) tile and a (rows x v_dim) accumulator per thread. Both use the vectorised
+// primitives of the dispatched ISA, whose name is part of the kernel name ("flash.avx512").
+#include "backends/cpu/kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_gemm.h"
+#include "core/kernel_registry.h"
+#include "core/parallel.h"
+
+namespace tern {
+
+namespace {
+
+constexpr int64_t kBlockQ = 32;   // query rows per FLASH task
+constexpr int64_t kBlockK = 128;  // keys per FLASH tile
+constexpr int64_t kMaxFlashDim = 1024;
+
+struct CpuAttention {
+  ops::AttentionParams p;
+  const VecOps* vec = nullptr;
+};
+
+// The operands of one run; the KV cache is written to the present outputs first.
+struct Io {
+  ops::KvSource kv;
+  const float* q;
+  const void* mask;
+  float* y;
+};
+
+Io begin(const ops::AttentionParams& p, const KernelArgs& a) {
+  ops::write_present(p, a);
+  return {ops::kv_source(p, a), a.inputs[0]->data<float>(),
+          a.inputs.size() > 3 && a.inputs[3] ? a.inputs[3]->raw() : nullptr,
+          a.outputs[0]->data<float>()};
+}
+
+// Scale, softcap, mask and causal masking of one row of scores for query i, keys [j0, j0 + n).
+void finish_scores(const ops::AttentionParams& p, const void* mask, int64_t b, int64_t h, int64_t i,
+                   int64_t j0, int64_t n, float* s) {
+  if (p.softcap > 0) {
+    for (int64_t j = 0; j < n; ++j) s[j] = p.softcap * std::tanh(s[j] / p.softcap);
+  }
+  if (p.mask != ops::AttentionParams::Mask::kNone) {
+    for (int64_t j = 0; j < n; ++j) s[j] += ops::mask_bias(p, mask, b, h, i, j0 + j);
+  }
+  if (p.causal) {
+    for (int64_t j = std::max<int64_t>(0, i + 1 - j0); j < n; ++j) {
+      s[j] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
+Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
+  const ops::AttentionParams& p = k.p;
+  const VecOps& vec = *k.vec;
+  const Io io = begin(p, a);
+  const ops::KvSource& kv = io.kv;
+  const float* q = io.q;
+  const void* mask = io.mask;
+  float* y = io.y;
+  float* scores = static_cast<float*>(a.workspace);
+  const int64_t heads = p.batch * p.q_heads;
+  const int64_t plane = p.seq_q * p.seq_kv;
+  std::vector<const float*> qa(static_cast<size_t>(heads)), ka(static_cast<size_t>(heads));
+  std::vector<const float*> pa(static_cast<size_t>(heads)), va(static_cast<size_t>(heads));
+  std::vector<float*> sa(static_cast<size_t>(heads)), ya(static_cast<size_t>(heads));
+  for (int64_t bh = 0; bh < heads; ++bh) {
+    const int64_t b = bh / p.q_heads, h = bh % p.q_heads, hk = h / p.group();
+    const size_t i = static_cast<size_t>(bh);
+    qa[i] = q + p.q.offset(b, h, 0);
+    ka[i] = kv.k + kv.kv.offset(b, hk, 0);
+    va[i] = kv.v + kv.vv.offset(b, hk, 0);
+    sa[i] = scores + bh * plane;
+    pa[i] = sa[i];
+    ya[i] = y + p.y.offset(b, h, 0);
+  }
+  // S = scale * Q Kᵀ for every head.
+  GemmShape qk{false, true, p.seq_q, p.seq_kv, p.head_dim, p.q.stride_s, kv.kv.stride_s, p.seq_kv};
+  cpu_sgemm_batch(qk, p.scale, qa.data(), ka.data(), 0.0f, sa.data(), heads, exec.num_threads,
+                  exec.deterministic);
+  // Row softmax.
+  parallel_for(heads * p.seq_q, 8, exec.num_threads, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t bh = r / p.seq_q, i = r % p.seq_q;
+      float* s = scores + r * p.seq_kv;
+      finish_scores(p, mask, bh / p.q_heads, bh % p.q_heads, i, 0, p.seq_kv, s);
+      const float mx = vec.max(s, p.seq_kv);
+      if (mx == -std::numeric_limits<float>::infinity()) {  // every key masked: NaN, as the spec
+        std::fill(s, s + p.seq_kv, std::numeric_limits<float>::quiet_NaN());
+        continue;
+      }
+      const double sum = vec.exp_sum(s, mx, s, p.seq_kv);
+      vec.scale(s, static_cast<float>(1.0 / sum), p.seq_kv);
+    }
+  });
+  // Y = P V.
+  GemmShape pv{false,    false,    p.seq_q,        p.v_head_dim,
+               p.seq_kv, p.seq_kv, kv.vv.stride_s, p.y.stride_s};
+  cpu_sgemm_batch(pv, 1.0f, pa.data(), va.data(), 0.0f, ya.data(), heads, exec.num_threads,
+                  exec.deterministic);
+  return Status::ok();
+}
+
+// Per-thread FLASH scratch: one score tile and one output accumulator, reused across runs.
+float* flash_scratch(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
+  const ops::AttentionParams& p = k.p;
+  const VecOps& vec = *k.vec;
+  const Io io = begin(p, a);
+  const ops::KvSource& kv = io.kv;
+  const float* q = io.q;
+  const void* mask = io.mask;
+  float* y = io.y;
+  const int64_t qblocks = (p.seq_q + kBlockQ - 1) / kBlockQ;
+  const int64_t tasks = p.batch * p.q_heads * qblocks;
+  parallel_for(tasks, 1, exec.num_threads, [&](int64_t t0, int64_t t1) {
+    float* s = flash_scratch(static_cast<size_t>(kBlockQ * (kBlockK + p.v_head_dim + 2)));
+    float* o = s + kBlockQ * kBlockK;
+    float* m = o + kBlockQ * p.v_head_dim;
+    float* l = m + kBlockQ;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bh = t / qblocks, qb = t % qblocks;
+      const int64_t b = bh / p.q_heads, h = bh % p.q_heads, hk = h / p.group();
+      const int64_t i0 = qb * kBlockQ, rows = std::min(kBlockQ, p.seq_q - i0);
+      std::fill(o, o + rows * p.v_head_dim, 0.0f);
+      std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
+      std::fill(l, l + rows, 0.0f);
+      // Causal: keys after the block's last row are never seen.
+      const int64_t kv_end = p.causal ? std::min(p.seq_kv, i0 + rows) : p.seq_kv;
+      for (int64_t j0 = 0; j0 < kv_end; j0 += kBlockK) {
+        const int64_t cols = std::min(kBlockK, kv_end - j0);
+        vec.gemm_nt(q + p.q.offset(b, h, i0), p.q.stride_s, kv.k + kv.kv.offset(b, hk, j0),
+                    kv.kv.stride_s, s, kBlockK, rows, cols, p.head_dim, p.scale);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* sr = s + r * kBlockK;
+          finish_scores(p, mask, b, h, i0 + r, j0, cols, sr);
+          const float tile_max = vec.max(sr, cols);
+          const float m_new = std::max(m[r], tile_max);
+          if (m_new == -std::numeric_limits<float>::infinity()) continue;  // all masked so far
+          const float correction = std::exp(m[r] - m_new);                 // 0 when m[r] was -inf
+          const double tile_sum = vec.exp_sum(sr, m_new, sr, cols);
+          l[r] = static_cast<float>(l[r] * correction + tile_sum);
+          m[r] = m_new;
+          float* orow = o + r * p.v_head_dim;
+          if (correction != 1.0f) vec.scale(orow, correction, p.v_head_dim);
+          for (int64_t j = 0; j < cols; ++j) {
+            if (sr[j] != 0.0f)
+              vec.axpy(sr[j], kv.v + kv.vv.offset(b, hk, j0 + j), orow, p.v_head_dim);
+          }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        float* yr = y + p.y.offset(b, h, i0 + r);
+        const float* orow = o + r * p.v_head_dim;
+        const float inv = l[r] > 0 ? 1.0f / l[r] : std::numeric_limits<float>::quiet_NaN();
+        for (int64_t d = 0; d < p.v_head_dim; ++d) yr[d] = orow[d] * inv;
+      }
+    }
+  });
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ops::AttentionParams p, ops::parse_attention(ctx));
+  const ops::SdpCase c = ops::sdp_case(p);
+  CpuAttention k{p, &vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
+  std::string why_flash = ctx.flag(FlagId::kSdpFlash) ? cpu_sdp_refusal(CpuSdp::kFlash, c)
+                                                      : "disabled (sdp.flash_enabled)";
+  if (why_flash.empty()) return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash);
+  std::string why_math = ctx.flag(FlagId::kSdpMath) ? cpu_sdp_refusal(CpuSdp::kMath, c)
+                                                    : "disabled (sdp.math_enabled)";
+  if (why_math.empty()) {
+    size_t ws = static_cast<size_t>(p.batch * p.q_heads * p.seq_q * p.seq_kv) * sizeof(float);
+    return make_kernel(str_cat("math.", k.vec->isa), k, run_math, ws);
+  }
+  return invalid_argument(ctx.where,
+                          ": no enabled scaled-dot-product attention backend can run it on the "
+                          "CPU: FLASH: ",
+                          why_flash, "; MATH: ", why_math);
+}
+
+}  // namespace
+
+std::string cpu_sdp_refusal(CpuSdp kernel, const ops::SdpCase& c) {
+  if (c.dtype != DType::kFloat32) {
+    return str_cat("dtype ", dtype_name(c.dtype), " (the CPU kernels take float32)");
+  }
+  if (c.dropout > 0) return "dropout_p > 0 (inference kernels do not apply dropout)";
+  if (c.batch < 0 || c.heads < 0 || c.seq_q < 0 || c.seq_kv < 0 || c.head_dim < 0) {
+    return "negative sizes";
+  }
+  if (kernel == CpuSdp::kFlash && c.head_dim > kMaxFlashDim) {
+    return str_cat("head_dim ", c.head_dim, " > ", kMaxFlashDim);
+  }
+  if (kernel == CpuSdp::kMath) {
+    const double bytes = 4.0 * static_cast<double>(c.batch) * static_cast<double>(c.heads) *
+                         static_cast<double>(c.seq_q) * static_cast<double>(c.seq_kv);
+    if (bytes > static_cast<double>(int64_t{1} << 40)) {
+      return str_cat("the score matrix would take ", bytes, " bytes");
+    }
+  }
+  return "";
+}
+
+void register_cpu_attention(KernelRegistry& r) {
+  r.add("Attention", "cpu", DType::kFloat32, make_attention);
+}
+
+}  // namespace tern

@@ -1,0 +1,23 @@
+// avx2 build of the vectorised primitives (x86-64 only; chosen at run time when the CPU has it).
+#include "backends/cpu/vec/vec.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#endif
+
+#define TERN_VEC_NS vec_avx2
+#include "backends/cpu/vec/vec_impl.inc"
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+#pragma GCC pop_options
+
+namespace tern::vec_detail {
+const VecOps kAvx2Ops = {"avx2",        vec_avx2::dot,     vec_avx2::axpy,   vec_avx2::scale,
+                         vec_avx2::max, vec_avx2::exp_sum, vec_avx2::gemm_nt};
+}  // namespace tern::vec_detail
+#endif

@@ -1,0 +1,25 @@
+// avx512 build of the vectorised primitives (x86-64 only; chosen at run time when the CPU has it).
+#include "backends/cpu/vec/vec.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#if defined(__clang__)
+#pragma clang attribute push( \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))), apply_to = function)
+#endif
+
+#define TERN_VEC_NS vec_avx512
+#include "backends/cpu/vec/vec_impl.inc"
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+#pragma GCC pop_options
+
+namespace tern::vec_detail {
+const VecOps kAvx512Ops = {"avx512",           vec_avx512::dot, vec_avx512::axpy,
+                           vec_avx512::scale,  vec_avx512::max, vec_avx512::exp_sum,
+                           vec_avx512::gemm_nt};
+}  // namespace tern::vec_detail
+#endif

@@ -1,0 +1,25 @@
+// Scalar build of the vectorised primitives (the baseline every CPU runs) and the dispatcher.
+#include "backends/cpu/vec/vec.h"
+
+#define TERN_VEC_NS vec_scalar
+#include "backends/cpu/vec/vec_impl.inc"
+
+namespace tern {
+
+namespace vec_detail {
+const VecOps kScalarOps = {"scalar",           vec_scalar::dot, vec_scalar::axpy,
+                           vec_scalar::scale,  vec_scalar::max, vec_scalar::exp_sum,
+                           vec_scalar::gemm_nt};
+}  // namespace vec_detail
+
+const VecOps& vec_ops(CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::kAvx512) return vec_detail::kAvx512Ops;
+  if (isa == CpuIsa::kAvx2) return vec_detail::kAvx2Ops;
+#else
+  (void)isa;
+#endif
+  return vec_detail::kScalarOps;
+}
+
+}  // namespace tern

@@ -1,0 +1,121 @@
+#include "core/attention_fusion.h"
+
+namespace tern {
+
+namespace {
+
+struct Uses {
+  std::vector<int> producer;          // node producing each value, -1 for none
+  std::vector<int> readers;           // node inputs reading each value
+  std::vector<bool> is_graph_output;  // value is a graph output
+};
+
+Uses count_uses(const Graph& g) {
+  Uses u;
+  u.producer.assign(g.values.size(), -1);
+  u.readers.assign(g.values.size(), 0);
+  u.is_graph_output.assign(g.values.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0) u.producer[static_cast<size_t>(id)] = static_cast<int>(n);
+    }
+    for (int id : g.nodes[n].inputs) {
+      if (id >= 0) ++u.readers[static_cast<size_t>(id)];
+    }
+  }
+  for (int id : g.outputs) u.is_graph_output[static_cast<size_t>(id)] = true;
+  return u;
+}
+
+// True when value id is read by exactly one node input and is not a graph output: it can vanish.
+bool private_value(const Uses& u, int id) {
+  return id >= 0 && u.readers[static_cast<size_t>(id)] == 1 &&
+         !u.is_graph_output[static_cast<size_t>(id)];
+}
+
+const Node* producer(const Graph& g, const Uses& u, int id, const char* op_type, int* index) {
+  if (id < 0) return nullptr;
+  int p = u.producer[static_cast<size_t>(id)];
+  if (p < 0 || g.nodes[static_cast<size_t>(p)].op_type != op_type ||
+      !g.nodes[static_cast<size_t>(p)].domain.empty()) {
+    return nullptr;
+  }
+  *index = p;
+  return &g.nodes[static_cast<size_t>(p)];
+}
+
+bool single_output(const Node& n) {
+  return n.outputs.size() == 1 && n.outputs[0] >= 0;
+}
+
+}  // namespace
+
+std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
+                                                    const std::vector<bool>& constant) {
+  std::vector<AttentionMatch> out;
+  const Uses u = count_uses(g);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& mm2 = g.nodes[n];
+    if (mm2.op_type != "MatMul" || !mm2.domain.empty() || mm2.inputs.size() != 2) continue;
+    AttentionMatch m;
+    m.matmul_v = n;
+    m.v = mm2.inputs[1];
+    int idx = -1;
+    const Node* sm = producer(g, u, mm2.inputs[0], "Softmax", &idx);
+    if (!sm || !private_value(u, mm2.inputs[0]) || !single_output(*sm)) continue;
+    m.softmax = static_cast<size_t>(idx);
+    auto axis = sm->attrs.get_int("axis", -1);
+    if (!axis || *axis != -1) continue;
+    int cur = sm->inputs[0];
+    if (const Node* add = producer(g, u, cur, "Add", &idx); add && private_value(u, cur)) {
+      m.add_node = idx;
+      // The scores side is the one a Div/Mul/MatMul produces; the other is the mask.
+      int side = -1;
+      for (int s = 0; s < 2 && side < 0; ++s) {
+        int j = -1;
+        for (const char* op : {"Div", "Mul", "MatMul"}) {
+          if (producer(g, u, add->inputs[static_cast<size_t>(s)], op, &j)) side = s;
+        }
+      }
+      if (side < 0) continue;
+      m.mask = add->inputs[static_cast<size_t>(1 - side)];
+      cur = add->inputs[static_cast<size_t>(side)];
+    }
+    for (const char* op : {"Div", "Mul"}) {
+      const Node* sc = producer(g, u, cur, op, &idx);
+      if (!sc || !private_value(u, cur) || sc->inputs.size() != 2) continue;
+      int scalar_side = -1;
+      for (int s = 0; s < 2; ++s) {
+        int id = sc->inputs[static_cast<size_t>(s)];
+        if (id >= 0 && constant[static_cast<size_t>(id)]) scalar_side = s;
+      }
+      if (scalar_side < 0 || (op[0] == 'D' && scalar_side != 1)) continue;
+      m.scale_node = idx;
+      m.scale_value = sc->inputs[static_cast<size_t>(scalar_side)];
+      m.scale_divides = op[0] == 'D';
+      cur = sc->inputs[static_cast<size_t>(1 - scalar_side)];
+      break;
+    }
+    const Node* mm1 = producer(g, u, cur, "MatMul", &idx);
+    if (!mm1 || !private_value(u, cur)) continue;
+    m.matmul_qk = static_cast<size_t>(idx);
+    m.q = mm1->inputs[0];
+    const Node* tr = producer(g, u, mm1->inputs[1], "Transpose", &idx);
+    if (!tr) continue;
+    m.transpose = static_cast<size_t>(idx);
+    auto perm = tr->attrs.get_ints("perm");
+    if (!perm) continue;
+    const std::vector<int64_t> p4 = {0, 1, 3, 2}, p3 = {0, 2, 1};
+    if (*perm != p4 && *perm != p3) continue;
+    m.k = tr->inputs[0];
+    m.keep_transpose = !private_value(u, mm1->inputs[1]);
+    m.removed = {m.matmul_qk, m.softmax, m.matmul_v};
+    if (!m.keep_transpose) m.removed.push_back(m.transpose);
+    if (m.scale_node >= 0) m.removed.push_back(static_cast<size_t>(m.scale_node));
+    if (m.add_node >= 0) m.removed.push_back(static_cast<size_t>(m.add_node));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace tern

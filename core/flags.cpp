@@ -1,0 +1,375 @@
+#include "core/flags.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/threading.h"
+
+namespace tern {
+
+namespace {
+
+constexpr int64_t kMaxThreads = 4096;
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::vector<FlagDef> make_defs() {
+  using T = FlagType;
+  using S = FlagScope;
+  const int64_t cores = physical_core_count();
+  std::vector<FlagDef> d = {
+      {FlagId::kNumThreads,
+       "num_threads",
+       T::kInt,
+       S::kSession,
+       cores,
+       "MKL_NUM_THREADS, OMP_NUM_THREADS",
+       "intra-op threads: the threads one node may use (oneDNN and OpenBLAS included); default "
+       "= physical cores",
+       {},
+       1,
+       kMaxThreads},
+      {FlagId::kNumInteropThreads,
+       "num_interop_threads",
+       T::kInt,
+       S::kSession,
+       cores,
+       "TERN_NUM_INTEROP_THREADS",
+       "inter-op threads: how many independent nodes of a graph may run at the same time; "
+       "default = physical cores",
+       {},
+       1,
+       kMaxThreads},
+      {FlagId::kCpuMaxCapability,
+       "cpu.max_capability",
+       T::kEnum,
+       S::kGlobal,
+       0,
+       "TERN_CPU_CAPABILITY",
+       "caps the vector ISA Tern's kernels dispatch to and oneDNN may use (oneDNN takes it once, "
+       "at its first use in the process); auto = what the CPU has",
+       {"auto", "AVX512", "AVX2", "NO AVX", "DEFAULT", "VSX", "Z VECTOR", "SVE256"}},
+      {FlagId::kDeterministicAlgorithms, "deterministic_algorithms", T::kBool, S::kSession, 0,
+       "TERN_DETERMINISTIC_ALGORITHMS",
+       "choose kernels whose results are bitwise identical across runs and thread counts "
+       "(fixed work partitions; Conv by im2col + GEMM instead of oneDNN)"},
+      {FlagId::kOnednnVerbose,
+       "onednn.verbose",
+       T::kEnum,
+       S::kRun,
+       0,
+       "TERN_ONEDNN_VERBOSE",
+       "oneDNN verbose output on stdout: OFF, ON (each primitive execution), ON_CREATION (also "
+       "creation)",
+       {"OFF", "ON", "ON_CREATION"}},
+      {FlagId::kOptEinsumEnabled, "opt_einsum.enabled", T::kBool, S::kSession, 1, "",
+       "Einsum contracts operands in an optimised order (otherwise left to right)"},
+      {FlagId::kOptEinsumStrategy,
+       "opt_einsum.strategy",
+       T::kEnum,
+       S::kSession,
+       0,
+       "TERN_OPT_EINSUM_STRATEGY",
+       "Einsum path search: auto (optimal up to 4 operands, else greedy), greedy, optimal",
+       {"auto", "greedy", "optimal"}},
+      {FlagId::kSdpMath, "sdp.math_enabled", T::kBool, S::kRun, 1, "",
+       "scaled-dot-product attention may use the MATH kernel (materialises the score matrix)"},
+      {FlagId::kSdpFlash, "sdp.flash_enabled", T::kBool, S::kRun, 1, "",
+       "scaled-dot-product attention may use the FLASH kernel (tiled online softmax)"},
+      {FlagId::kSdpMemEfficient, "sdp.mem_efficient_enabled", T::kBool, S::kRun, 1, "",
+       "scaled-dot-product attention may use the memory-efficient kernel (CUDA only)"},
+      {FlagId::kSdpCudnn, "sdp.cudnn_enabled", T::kBool, S::kRun, 1, "",
+       "scaled-dot-product attention may use the cuDNN kernel (CUDA only)"},
+      {FlagId::kMhaFastpath, "mha.fastpath_enabled", T::kBool, S::kSession, 1, "",
+       "fuse MatMul-Softmax-MatMul attention subgraphs into one Attention kernel"},
+      {FlagId::kCudaAllowTf32, "cuda.matmul.allow_tf32", T::kBool, S::kSession, 0, "",
+       "CUDA float32 matmuls may use TF32 tensor cores"},
+      {FlagId::kCudaAllowFp16Reduced, "cuda.matmul.allow_fp16_reduced_precision_reduction",
+       T::kBool, S::kSession, 1, "", "CUDA float16 matmuls may reduce in float16"},
+      {FlagId::kCudaAllowBf16Reduced, "cuda.matmul.allow_bf16_reduced_precision_reduction",
+       T::kBool, S::kSession, 1, "", "CUDA bfloat16 matmuls may reduce in bfloat16"},
+      {FlagId::kCudaBlasLibrary,
+       "cuda.preferred_blas_library",
+       T::kEnum,
+       S::kSession,
+       0,
+       "TERN_BLAS_PREFER_CUBLASLT",
+       "BLAS library for CUDA matmuls",
+       {"DEFAULT", "CUBLAS", "CUBLASLT"}},
+      {FlagId::kCudaLinalgLibrary,
+       "cuda.preferred_linalg_library",
+       T::kEnum,
+       S::kSession,
+       0,
+       "TERN_LINALG_PREFER_CUSOLVER",
+       "linear-algebra library for CUDA",
+       {"DEFAULT", "CUSOLVER", "MAGMA"}},
+      {FlagId::kCudnnEnabled, "cudnn.enabled", T::kBool, S::kSession, 1, "",
+       "CUDA convolutions may use cuDNN"},
+      {FlagId::kCudnnAllowTf32, "cudnn.allow_tf32", T::kBool, S::kSession, 1, "",
+       "cuDNN convolutions may use TF32 tensor cores"},
+      {FlagId::kCudnnDeterministic, "cudnn.deterministic", T::kBool, S::kSession, 0, "",
+       "cuDNN uses deterministic algorithms only"},
+      {FlagId::kCudnnBenchmark, "cudnn.benchmark", T::kBool, S::kSession, 0, "",
+       "cuDNN times candidate algorithms per shape and keeps the fastest"},
+      {FlagId::kCudnnBenchmarkLimit,
+       "cudnn.benchmark_limit",
+       T::kInt,
+       S::kSession,
+       10,
+       "",
+       "how many cuDNN algorithms benchmark mode tries (0 = all)",
+       {},
+       0,
+       1 << 20},
+  };
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId
+  }
+  return d;
+}
+
+// The initial value from the environment, if any; *note says which variable, or why it was
+// ignored.
+bool env_value(const FlagDef& def, int64_t* value, std::string* note) {
+  auto read = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  auto one_or_zero = [&](const char* name, int64_t on_value) {
+    const char* v = read(name);
+    if (!v) return false;
+    std::string_view s(v);
+    if (s == "1" || iequals(s, "true") || iequals(s, "on")) {
+      *value = on_value;
+    } else if (s == "0" || iequals(s, "false") || iequals(s, "off")) {
+      *value = 0;
+    } else {
+      *note = str_cat(name, "='", v, "' ignored (use 1 or 0)");
+      return false;
+    }
+    *note = name;
+    return true;
+  };
+  switch (def.id) {
+    case FlagId::kNumThreads:
+      for (const char* name : {"MKL_NUM_THREADS", "OMP_NUM_THREADS"}) {
+        const char* v = read(name);
+        if (!v) continue;
+        auto parsed = parse_flag_value(def, v);
+        if (parsed) {
+          *value = *parsed;
+          *note = name;
+          return true;
+        }
+        *note += str_cat(note->empty() ? "" : "; ", name, "='", v, "' ignored (not 1..4096)");
+      }
+      return false;
+    case FlagId::kCudaBlasLibrary:
+      return one_or_zero("TERN_BLAS_PREFER_CUBLASLT", 2);
+    case FlagId::kCudaLinalgLibrary:
+      return one_or_zero("TERN_LINALG_PREFER_CUSOLVER", 1);
+    default:
+      break;
+  }
+  if (!*def.env) return false;
+  const char* v = read(def.env);
+  if (!v) return false;
+  auto parsed = parse_flag_value(def, v);
+  if (!parsed) {
+    *note = str_cat(def.env, "='", v, "' ignored: ", parsed.status().message());
+    return false;
+  }
+  *value = *parsed;
+  *note = def.env;
+  return true;
+}
+
+}  // namespace
+
+const char* flag_type_name(FlagType t) {
+  switch (t) {
+    case FlagType::kBool:
+      return "bool";
+    case FlagType::kInt:
+      return "int";
+    case FlagType::kEnum:
+      return "enum";
+  }
+  return "?";
+}
+
+const char* flag_source_name(FlagSource s) {
+  static const char* names[] = {"default", "environment", "api", "session", "run"};
+  return names[static_cast<int>(s)];
+}
+
+const char* flag_scope_name(FlagScope s) {
+  static const char* names[] = {"global", "session", "run"};
+  return names[static_cast<int>(s)];
+}
+
+Expected<int64_t> parse_flag_value(const FlagDef& def, std::string_view text) {
+  switch (def.type) {
+    case FlagType::kBool:
+      for (const char* t : {"1", "true", "on", "yes"}) {
+        if (iequals(text, t)) return int64_t{1};
+      }
+      for (const char* f : {"0", "false", "off", "no"}) {
+        if (iequals(text, f)) return int64_t{0};
+      }
+      return invalid_argument("flag '", def.name,
+                              "' is a bool: use true or false (or 1/0, on/off), got '", text, "'");
+    case FlagType::kInt: {
+      std::string s(text);
+      char* end = nullptr;
+      long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0' || v < def.min || v > def.max) {
+        return invalid_argument("flag '", def.name, "' needs an integer in ", def.min, "..",
+                                def.max, ", got '", text, "'");
+      }
+      return static_cast<int64_t>(v);
+    }
+    case FlagType::kEnum: {
+      std::string allowed;
+      for (size_t i = 0; i < def.choices.size(); ++i) {
+        if (iequals(text, def.choices[i])) return static_cast<int64_t>(i);
+        allowed += str_cat(i ? ", " : "", def.choices[i]);
+      }
+      return invalid_argument("flag '", def.name, "' must be one of ", allowed, "; got '", text,
+                              "'");
+    }
+  }
+  return internal_error("bad flag type");
+}
+
+std::string flag_value_text(const FlagDef& def, int64_t value) {
+  switch (def.type) {
+    case FlagType::kBool:
+      return value ? "true" : "false";
+    case FlagType::kInt:
+      return std::to_string(value);
+    case FlagType::kEnum:
+      return value >= 0 && static_cast<size_t>(value) < def.choices.size()
+                 ? def.choices[static_cast<size_t>(value)]
+                 : "?";
+  }
+  return "?";
+}
+
+Status FlagOverrides::set(std::string_view name, std::string_view text, FlagScope level) {
+  const FlagDef* def = Flags::find(name);
+  if (!def) return invalid_argument("unknown flag '", name, "' (tern info --flags lists them)");
+  if (static_cast<int>(def->scope) < static_cast<int>(level)) {
+    return invalid_argument("flag '", name, "' has scope ", flag_scope_name(def->scope),
+                            " and cannot be set per ", flag_scope_name(level),
+                            def->scope == FlagScope::kGlobal ? " (set it with tern_flag_set)" : "");
+  }
+  TERN_ASSIGN_OR_RETURN(int64_t v, parse_flag_value(*def, text));
+  set(def->id, v);
+  return Status::ok();
+}
+
+struct Flags::Impl {
+  mutable std::mutex mu;
+  std::array<int64_t, kFlagCount> value{};
+  std::array<FlagSource, kFlagCount> source{};
+  std::array<std::string, kFlagCount> env_note;  // written once, in the constructor
+};
+
+Flags::Flags() : impl_(new Impl()) {
+  for (const FlagDef& d : defs()) {
+    size_t i = static_cast<size_t>(d.id);
+    impl_->value[i] = d.default_value;
+    impl_->source[i] = FlagSource::kDefault;
+    int64_t v = 0;
+    if (env_value(d, &v, &impl_->env_note[i])) {
+      impl_->value[i] = v;
+      impl_->source[i] = FlagSource::kEnvironment;
+    }
+  }
+}
+
+Flags& Flags::global() {
+  static Flags* flags = new Flags();  // never destroyed: runs may read it during exit
+  return *flags;
+}
+
+const std::vector<FlagDef>& Flags::defs() {
+  static const std::vector<FlagDef> d = make_defs();
+  return d;
+}
+
+const FlagDef* Flags::find(std::string_view name) {
+  for (const FlagDef& d : defs()) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
+int64_t Flags::get(FlagId id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->value[static_cast<size_t>(id)];
+}
+
+FlagSource Flags::source(FlagId id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->source[static_cast<size_t>(id)];
+}
+
+std::string Flags::env_note(FlagId id) const {
+  return impl_->env_note[static_cast<size_t>(id)];
+}
+
+Status Flags::set(FlagId id, int64_t value) {
+  const FlagDef& d = def(id);
+  bool ok = d.type == FlagType::kBool ? (value == 0 || value == 1)
+            : d.type == FlagType::kInt
+                ? (value >= d.min && value <= d.max)
+                : (value >= 0 && static_cast<size_t>(value) < d.choices.size());
+  if (!ok) {
+    return invalid_argument("flag '", d.name, "': value ", value, " is out of range",
+                            d.type == FlagType::kInt ? str_cat(" ", d.min, "..", d.max) : "");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->value[static_cast<size_t>(id)] = value;
+  impl_->source[static_cast<size_t>(id)] = FlagSource::kApi;
+  return Status::ok();
+}
+
+Status Flags::set_text(std::string_view name, std::string_view text) {
+  const FlagDef* d = find(name);
+  if (!d) return invalid_argument("unknown flag '", name, "' (tern info --flags lists them)");
+  TERN_ASSIGN_OR_RETURN(int64_t v, parse_flag_value(*d, text));
+  return set(d->id, v);
+}
+
+FlagValues Flags::resolve(const FlagOverrides* session, const FlagOverrides* run) const {
+  FlagValues out;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    out.value = impl_->value;
+    out.source = impl_->source;
+  }
+  for (size_t i = 0; i < kFlagCount; ++i) {
+    FlagId id = static_cast<FlagId>(i);
+    if (session && session->has(id)) {
+      out.value[i] = session->get(id);
+      out.source[i] = FlagSource::kSession;
+    }
+    if (run && run->has(id)) {
+      out.value[i] = run->get(id);
+      out.source[i] = FlagSource::kRun;
+    }
+  }
+  return out;
+}
+
+}  // namespace tern
