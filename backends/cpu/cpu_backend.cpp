@@ -12,6 +12,10 @@
 #endif
 #if defined(TERN_HAVE_OPENBLAS)
 #include <cblas.h>
+// OpenBLAS's pthreads build starts its worker threads when it loads, and they spin for about
+// 2^28 cycles before sleeping. Tern never uses them (OpenBLAS runs at one thread), so they are
+// shut down. Weak: other OpenBLAS builds may not export it.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 #endif
 #if defined(TERN_HAVE_ONEDNN)
 #include <dnnl.h>
@@ -59,6 +63,7 @@ void init_cpu_runtime() {
   std::call_once(once, [] {
 #if defined(TERN_HAVE_OPENBLAS)
     openblas_set_num_threads(1);
+    if (openblas_get_parallel() == 1 && blas_thread_shutdown_) blas_thread_shutdown_();
 #endif
 #if defined(TERN_HAVE_ONEDNN) && defined(__x86_64__)
     // oneDNN accepts a max ISA once, before its first JIT kernel: give it the cap now.

@@ -144,25 +144,31 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
       const int64_t kv_end = p.causal ? std::min(p.seq_kv, i0 + rows) : p.seq_kv;
       for (int64_t j0 = 0; j0 < kv_end; j0 += kBlockK) {
         const int64_t cols = std::min(kBlockK, kv_end - j0);
-        vec.gemm_nt(q + p.q.offset(b, h, i0), p.q.stride_s, kv.k + kv.kv.offset(b, hk, j0),
-                    kv.kv.stride_s, s, kBlockK, rows, cols, p.head_dim, p.scale);
+        // Tile scores S = scale * Q Kᵀ on this thread (the task is already one of many).
+        cpu_sgemm(
+            GemmShape{false, true, rows, cols, p.head_dim, p.q.stride_s, kv.kv.stride_s, kBlockK},
+            p.scale, q + p.q.offset(b, h, i0), kv.k + kv.kv.offset(b, hk, j0), 0.0f, s,
+            /*threads=*/1, /*deterministic=*/false);
         for (int64_t r = 0; r < rows; ++r) {
           float* sr = s + r * kBlockK;
           finish_scores(p, mask, b, h, i0 + r, j0, cols, sr);
           const float tile_max = vec.max(sr, cols);
           const float m_new = std::max(m[r], tile_max);
-          if (m_new == -std::numeric_limits<float>::infinity()) continue;  // all masked so far
-          const float correction = std::exp(m[r] - m_new);                 // 0 when m[r] was -inf
+          if (m_new == -std::numeric_limits<float>::infinity()) {  // all masked so far
+            std::fill(sr, sr + cols, 0.0f);
+            continue;
+          }
+          const float correction = std::exp(m[r] - m_new);  // 0 when m[r] was -inf
           const double tile_sum = vec.exp_sum(sr, m_new, sr, cols);
           l[r] = static_cast<float>(l[r] * correction + tile_sum);
           m[r] = m_new;
-          float* orow = o + r * p.v_head_dim;
-          if (correction != 1.0f) vec.scale(orow, correction, p.v_head_dim);
-          for (int64_t j = 0; j < cols; ++j) {
-            if (sr[j] != 0.0f)
-              vec.axpy(sr[j], kv.v + kv.vv.offset(b, hk, j0 + j), orow, p.v_head_dim);
-          }
+          if (correction != 1.0f) vec.scale(o + r * p.v_head_dim, correction, p.v_head_dim);
         }
+        // O += P V for the tile.
+        cpu_sgemm(GemmShape{false, false, rows, p.v_head_dim, cols, kBlockK, kv.vv.stride_s,
+                            p.v_head_dim},
+                  1.0f, s, kv.v + kv.vv.offset(b, hk, j0), 1.0f, o, /*threads=*/1,
+                  /*deterministic=*/false);
       }
       for (int64_t r = 0; r < rows; ++r) {
         float* yr = y + p.y.offset(b, h, i0 + r);

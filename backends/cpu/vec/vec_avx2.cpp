@@ -17,7 +17,6 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx2Ops = {"avx2",        vec_avx2::dot,     vec_avx2::axpy,   vec_avx2::scale,
-                         vec_avx2::max, vec_avx2::exp_sum, vec_avx2::gemm_nt};
+const VecOps kAvx2Ops = {"avx2", vec_avx2::scale, vec_avx2::max, vec_avx2::exp_sum};
 }  // namespace tern::vec_detail
 #endif

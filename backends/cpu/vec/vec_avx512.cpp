@@ -18,8 +18,6 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx512Ops = {"avx512",           vec_avx512::dot, vec_avx512::axpy,
-                           vec_avx512::scale,  vec_avx512::max, vec_avx512::exp_sum,
-                           vec_avx512::gemm_nt};
+const VecOps kAvx512Ops = {"avx512", vec_avx512::scale, vec_avx512::max, vec_avx512::exp_sum};
 }  // namespace tern::vec_detail
 #endif

@@ -7,9 +7,7 @@
 namespace tern {
 
 namespace vec_detail {
-const VecOps kScalarOps = {"scalar",           vec_scalar::dot, vec_scalar::axpy,
-                           vec_scalar::scale,  vec_scalar::max, vec_scalar::exp_sum,
-                           vec_scalar::gemm_nt};
+const VecOps kScalarOps = {"scalar", vec_scalar::scale, vec_scalar::max, vec_scalar::exp_sum};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {
