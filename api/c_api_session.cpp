@@ -164,6 +164,14 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
     }
     std::vector<tern::Tensor> results;
     TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results, r ? &r->flags : nullptr));
+    for (size_t j = 0; j < results.size(); ++j) {
+      if (!tern::dtype_in_c_api(static_cast<int32_t>(results[j].dtype()))) {
+        return tern::unsupported("output '", out_names[j], "' has dtype ",
+                                 tern::dtype_name(results[j].dtype()),
+                                 ", which tern_dtype cannot express (string and the 8/4/2-bit "
+                                 "quantization types are internal)");
+      }
+    }
     std::vector<std::unique_ptr<tern_tensor>> handles;
     for (auto& t : results)
       handles.push_back(std::make_unique<tern_tensor>(tern_tensor{std::move(t)}));

@@ -5,7 +5,7 @@ using tern::Status;
 namespace {
 
 Status check_shape(tern_dtype dtype, const int64_t* shape, size_t rank, tern::Shape* out) {
-  TERN_API_REQUIRE(tern::dtype_is_valid(static_cast<int32_t>(dtype)), "unknown dtype ",
+  TERN_API_REQUIRE(tern::dtype_in_c_api(static_cast<int32_t>(dtype)), "unknown dtype ",
                    static_cast<int>(dtype));
   if (dtype == TERN_STRING) {
     return tern::unsupported("string tensors are not supported through the C API yet");

@@ -1,9 +1,53 @@
 #include "core/dtype.h"
 
+#include <string>
+
 namespace tern {
 
 bool dtype_is_valid(int32_t v) {
+  return (v >= 1 && v <= 13) || (v >= 16 && v <= 26);
+}
+
+bool dtype_in_c_api(int32_t v) {
   return (v >= 1 && v <= 13) || v == 16;
+}
+
+int dtype_file_bits(DType t) {
+  switch (t) {
+    case DType::kUInt4:
+    case DType::kInt4:
+    case DType::kFloat4E2M1:
+      return 4;
+    case DType::kUInt2:
+    case DType::kInt2:
+      return 2;
+    default:
+      return static_cast<int>(dtype_size(t) * 8);
+  }
+}
+
+bool dtype_is_low_float(DType t) {
+  switch (t) {
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1:
+    case DType::kFloat8E8M0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool dtype_is_signed_int(DType t) {
+  return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64 ||
+         t == DType::kInt4 || t == DType::kInt2;
+}
+
+bool dtype_is_unsigned_int(DType t) {
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
+         t == DType::kUInt64 || t == DType::kUInt4 || t == DType::kUInt2;
 }
 
 size_t dtype_size(DType t) {
@@ -24,8 +68,19 @@ size_t dtype_size(DType t) {
     case DType::kInt8:
     case DType::kUInt8:
     case DType::kBool:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kUInt4:
+    case DType::kInt4:
+    case DType::kFloat4E2M1:
+    case DType::kFloat8E8M0:
+    case DType::kUInt2:
+    case DType::kInt2:
       return 1;
     case DType::kString:
+      return sizeof(std::string);
     case DType::kUndefined:
       return 0;
   }
@@ -62,6 +117,26 @@ const char* dtype_name(DType t) {
       return "uint64";
     case DType::kBFloat16:
       return "bfloat16";
+    case DType::kFloat8E4M3FN:
+      return "float8e4m3fn";
+    case DType::kFloat8E4M3FNUZ:
+      return "float8e4m3fnuz";
+    case DType::kFloat8E5M2:
+      return "float8e5m2";
+    case DType::kFloat8E5M2FNUZ:
+      return "float8e5m2fnuz";
+    case DType::kUInt4:
+      return "uint4";
+    case DType::kInt4:
+      return "int4";
+    case DType::kFloat4E2M1:
+      return "float4e2m1";
+    case DType::kFloat8E8M0:
+      return "float8e8m0";
+    case DType::kUInt2:
+      return "uint2";
+    case DType::kInt2:
+      return "int2";
     case DType::kUndefined:
       return "undefined";
   }

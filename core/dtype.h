@@ -22,15 +22,34 @@ enum class DType : int32_t {
   kUInt32 = 12,
   kUInt64 = 13,
   kBFloat16 = 16,
+  // The 8-, 4- and 2-bit types of ONNX's quantization ops. Inside Tern every element of these
+  // takes one byte (4- and 2-bit values unpacked, in the low bits); files pack them.
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
 };
 
 // True for the values listed above other than kUndefined.
 bool dtype_is_valid(int32_t value);
-// Bytes per element; 0 for kUndefined and kString (strings are not stored inline).
+// True for the types of tern_dtype in the C API (float32 ... uint64, bfloat16).
+bool dtype_in_c_api(int32_t value);
+// Bytes per element in memory; 0 for kUndefined. kString elements are std::string objects.
 size_t dtype_size(DType t);
+// Bits per element in files (4 and 2 for the packed types, 8 * dtype_size otherwise).
+int dtype_file_bits(DType t);
 // "float32", "int64", ...; "undefined(N)" for values outside the enum.
 const char* dtype_name(DType t);
-bool dtype_is_float(DType t);
+bool dtype_is_float(DType t);  // float32/64, float16, bfloat16
+bool dtype_is_low_float(DType t);  // the float8 and float4 types
+bool dtype_is_signed_int(DType t);
+bool dtype_is_unsigned_int(DType t);  // bool excluded
 
 template <class T>
 struct DTypeOf;

@@ -36,6 +36,9 @@ struct OpContext {
   // The flag values the plan is built under (kernel choice may depend on them); null means the
   // global values.
   const FlagValues* flags = nullptr;
+  // Set when inference stopped because an input in the schema's value_inputs has no known value:
+  // the session then computes this graph node by node at run time (dynamic execution).
+  bool needs_values = false;
 
   const Attributes& attrs() const { return node->attrs; }
   int64_t flag(FlagId id) const { return flags ? (*flags)[id] : Flags::global().get(id); }

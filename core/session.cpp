@@ -151,6 +151,7 @@ Status Session::make_context(const Node& node, const std::string& where,
   for (int vi : schema->value_inputs) {
     size_t i = static_cast<size_t>(vi);
     if (ctx->has_input(i) && !ctx->inputs[i].value) {
+      ctx->needs_values = true;
       return unsupported(ctx->where, ": input ", i, " '", ctx->input_names[i],
                          "' decides the output shape but is computed from data at run time "
                          "(data-dependent shapes are not supported yet)");
@@ -165,9 +166,10 @@ Status Session::make_context(const Node& node, const std::string& where,
   return Status::ok();
 }
 
-Status Session::evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs) const {
+Status Session::evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs,
+                             const FlagValues* run_flags) const {
   Status last = unsupported(ctx.where, ": no backend can evaluate it");
-  const FlagValues f = flags();
+  const FlagValues f = run_flags ? *run_flags : flags();
   const int threads = static_cast<int>(f[FlagId::kNumThreads]);
   for (Backend* b : config_.backends) {
     if (!b->is_host()) continue;
@@ -380,7 +382,14 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     if (node_folded_[n]) continue;
     auto ctx = std::make_unique<OpContext>();
     ctx->flags = &flags;
-    TERN_RETURN_IF_ERROR(make_context(n, values, ctx.get()));
+    Status st = make_context(n, values, ctx.get());
+    if (!st.is_ok() && ctx->needs_values) {
+      plan->dynamic = true;
+      plan->dynamic_reason = st.message();
+      plan->steps.clear();
+      return std::shared_ptr<const Plan>(std::move(plan));
+    }
+    TERN_RETURN_IF_ERROR(st);
     const Node& node = g.nodes[n];
     bool all_known = std::all_of(ctx->inputs.begin(), ctx->inputs.end(),
                                  [](const TensorInfo& t) { return !t.present || t.value; });
@@ -392,7 +401,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
       if (from_shapes) {
         for (auto& v : ctx->output_values) outs.push_back(std::move(*v));
       } else {
-        TERN_RETURN_IF_ERROR(evaluate_now(*ctx, &outs));
+        TERN_RETURN_IF_ERROR(evaluate_now(*ctx, &outs, &flags));
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         int id = node.outputs[i];
@@ -407,6 +416,12 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int id = node.outputs[i];
       if (id < 0) continue;
+      if (ctx->outputs[i].dtype == DType::kString) {  // std::string objects never live in arenas
+        plan->dynamic = true;
+        plan->dynamic_reason = ctx->where + " computes strings";
+        plan->steps.clear();
+        return std::shared_ptr<const Plan>(std::move(plan));
+      }
       values[static_cast<size_t>(id)] = PlannedValue{
           PlannedValue::Where::kArena, ctx->outputs[i].dtype, ctx->outputs[i].shape, nullptr, 0};
     }
@@ -701,6 +716,12 @@ Status Session::run(const std::vector<std::string>& input_names,
   std::vector<Shape> shapes;
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
+  if (plan->dynamic) {
+    for (Backend* b : config_.backends) b->begin_run(f);
+    Status st = run_dynamic(ordered, wanted, f, outputs);
+    for (Backend* b : config_.backends) b->end_run(f);
+    return st;
+  }
   const int threads = static_cast<int>(f[FlagId::kNumThreads]);
   const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
   const bool concurrent = interop > 1 && plan->width > 1;
@@ -761,6 +782,70 @@ Status Session::run(const std::vector<std::string>& input_names,
       continue;
     }
     TERN_ASSIGN_OR_RETURN(Tensor copy, tensors[static_cast<size_t>(id)].clone());
+    result.push_back(std::move(copy));
+  }
+  *outputs = std::move(result);
+  return Status::ok();
+}
+
+Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
+                            const std::vector<int>& wanted, const FlagValues& flags,
+                            std::vector<Tensor>* outputs) const {
+  const Graph& g = model_->graph();
+  std::vector<PlannedValue> values(g.values.size());
+  std::vector<std::unique_ptr<Tensor>> held(g.values.size());  // computed during this run
+  auto hold = [&](size_t id, Tensor t) {
+    held[id] = std::make_unique<Tensor>(std::move(t));
+    const Tensor* p = held[id].get();
+    values[id] = PlannedValue{PlannedValue::Where::kConstant, p->dtype(), p->shape(), p, 0};
+  };
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : folded_[v].get();
+    if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
+  }
+  for (size_t i = 0; i < model_->inputs().size(); ++i) {
+    const Tensor* t = ordered[i];
+    values[static_cast<size_t>(model_->inputs()[i].value)] =
+        PlannedValue{PlannedValue::Where::kConstant, t->dtype(), t->shape(), t, 0};
+  }
+  // Readers left per value, so intermediate tensors are freed after their last use.
+  std::vector<int> readers(g.values.size(), 0);
+  for (size_t n : order_) {
+    if (node_folded_[n]) continue;
+    for (int id : g.nodes[n].inputs) {
+      if (id >= 0) ++readers[static_cast<size_t>(id)];
+    }
+  }
+  for (int id : g.outputs) readers[static_cast<size_t>(id)] += 1 << 20;  // never freed
+  for (size_t n : order_) {
+    if (node_folded_[n]) continue;
+    OpContext ctx;
+    ctx.flags = &flags;
+    TERN_RETURN_IF_ERROR(make_context(n, values, &ctx));
+    const Node& node = g.nodes[n];
+    std::vector<Tensor> outs;
+    const bool from_shapes = std::all_of(ctx.output_values.begin(), ctx.output_values.end(),
+                                         [](const auto& v) { return v.has_value(); });
+    if (from_shapes && !ctx.output_values.empty()) {
+      for (auto& v : ctx.output_values) outs.push_back(std::move(*v));
+    } else {
+      TERN_RETURN_IF_ERROR(evaluate_now(ctx, &outs, &flags));
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] >= 0) hold(static_cast<size_t>(node.outputs[i]), std::move(outs[i]));
+    }
+    for (int id : node.inputs) {
+      if (id >= 0 && --readers[static_cast<size_t>(id)] == 0 && held[static_cast<size_t>(id)]) {
+        held[static_cast<size_t>(id)].reset();
+        values[static_cast<size_t>(id)] = PlannedValue{};
+      }
+    }
+  }
+  std::vector<Tensor> result;
+  for (int id : wanted) {
+    const PlannedValue& pv = values[static_cast<size_t>(id)];
+    if (!pv.constant) return internal_error("output '", g.value_name(id), "' was not computed");
+    TERN_ASSIGN_OR_RETURN(Tensor copy, pv.constant->clone());
     result.push_back(std::move(copy));
   }
   *outputs = std::move(result);

@@ -65,6 +65,10 @@ class Plan {
   ArenaLayout layouts[2];      // [0] sequential, [1] concurrent (only when width > 1)
   size_t arena_bytes = 0;      // sequential layout
   size_t naive_bytes = 0;
+  // Output shapes depend on input values (Reshape to a shape fed at run time, NonZero, If...) or
+  // values are strings: every run infers and computes node by node instead (no steps, no arena).
+  bool dynamic = false;
+  std::string dynamic_reason;
 
   // Arenas are pooled so concurrent runs each get their own and a steady run allocates none.
   std::shared_ptr<void> acquire_arena(int layout) const;
@@ -111,7 +115,11 @@ class Session {
                       const std::vector<PlannedValue>& values, OpContext* ctx) const;
   Status make_context(size_t node, const std::vector<PlannedValue>& values, OpContext* ctx) const;
   // Runs a node whose inputs are all known, on the first backend that has a kernel.
-  Status evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs) const;
+  Status evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs,
+                      const FlagValues* flags = nullptr) const;
+  // A run of a dynamic plan: shape inference and a kernel per node, on the actual values.
+  Status run_dynamic(const std::vector<const Tensor*>& ordered, const std::vector<int>& wanted,
+                     const FlagValues& flags, std::vector<Tensor>* outputs) const;
   // The fused Attention step for a match, or nothing when shapes/dtypes/kernels do not fit.
   bool try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>& values,
                 const FlagValues& flags, Plan* plan, PlanStep* step) const;

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -44,7 +46,34 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
+namespace {
+
+// String elements are std::string objects: constructed on allocation, destroyed with the buffer.
+std::shared_ptr<void> string_buffer(size_t n) {
+  auto buf = aligned_buffer(n * sizeof(std::string));
+  if (!buf) return nullptr;
+  auto* p = static_cast<std::string*>(buf.get());
+  for (size_t i = 0; i < n; ++i) new (p + i) std::string();
+  return std::shared_ptr<void>(p, [buf, n](void* q) {
+    auto* s = static_cast<std::string*>(q);
+    for (size_t i = 0; i < n; ++i) s[i].~basic_string();
+  });
+}
+
+}  // namespace
+
 Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
+  if (dtype == DType::kString) {
+    TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape));
+    auto buf = string_buffer(static_cast<size_t>(n));
+    if (!buf) return out_of_memory("cannot allocate ", n, " strings");
+    Tensor t;
+    t.dtype_ = dtype;
+    t.shape_ = std::move(shape);
+    t.data_ = buf.get();
+    t.keepalive_ = std::move(buf);
+    return t;
+  }
   if (dtype_size(dtype) == 0) {
     return unsupported("tensors of dtype ", dtype_name(dtype), " are not supported");
   }
@@ -84,7 +113,11 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Expected<Tensor> Tensor::clone() const {
   TERN_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, shape_));
-  if (byte_size()) std::memcpy(t.raw(), data_, byte_size());
+  if (dtype_ == DType::kString) {
+    std::copy(data<std::string>(), data<std::string>() + numel(), t.data<std::string>());
+  } else if (byte_size()) {
+    std::memcpy(t.raw(), data_, byte_size());
+  }
   return t;
 }
 

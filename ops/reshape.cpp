@@ -114,7 +114,7 @@ Status infer_identity(OpContext& ctx) {
 }
 
 Expected<std::unique_ptr<Kernel>> make_copy(const OpContext& ctx) {
-  if (dtype_size(ctx.inputs[0].dtype) == 0) return ops::dtype_error(ctx, 0, "non-string types");
+  if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
   return make_kernel("reference", 0, [](int, const KernelArgs& a, const ExecContext&) {
     size_t n = a.inputs[0]->byte_size();
     if (n) std::memcpy(a.outputs[0]->raw(), a.inputs[0]->raw(), n);

@@ -107,7 +107,7 @@ Expected<ResizeParams> parse_resize(const OpContext& ctx) {
       if (p.out[i] != p.in[i]) return unsupported("linear Resize of a dim other than the last two");
     }
     if (p.dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32 (linear)");
-  } else if (dtype_size(p.dtype) == 0) {
+  } else if (p.dtype == DType::kString) {
     return ops::dtype_error(ctx, 0, "non-string types");
   }
   return p;

@@ -113,7 +113,7 @@ Status run_slice(const SliceParams& p, const KernelArgs& a, const ExecContext&) 
 }
 
 Expected<std::unique_ptr<Kernel>> make_slice(const OpContext& ctx) {
-  if (dtype_size(ctx.inputs[0].dtype) == 0) return ops::dtype_error(ctx, 0, "non-string types");
+  if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
   TERN_ASSIGN_OR_RETURN(SliceParams p, parse_slice(ctx));
   return make_kernel("reference", std::move(p), run_slice);
 }

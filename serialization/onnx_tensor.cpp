@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace tern::serialization {
 
@@ -72,19 +73,49 @@ Status check_count(const onnx::TensorProto& t, const Field& field, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// 4- and 2-bit types: `bits` per element packed into bytes, first element in the low bits.
+// In memory each takes a byte; INT4 and INT2 are sign-extended (an int8 value).
+void unpack_bits(const uint8_t* packed, DType dt, int64_t n, uint8_t* out) {
+  const int bits = dtype_file_bits(dt);
+  const int per_byte = 8 / bits;
+  const unsigned mask = (1u << bits) - 1;
+  const bool sign = dt == DType::kInt4 || dt == DType::kInt2;
+  for (int64_t i = 0; i < n; ++i) {
+    unsigned v = (packed[i / per_byte] >> ((i % per_byte) * bits)) & mask;
+    if (sign && (v >> (bits - 1))) v |= ~mask;
+    out[i] = static_cast<uint8_t>(v);
+  }
+}
+
+}  // namespace
+
 Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir) {
   if (!dtype_is_valid(t.data_type())) {
     return unsupported("tensor '", t.name(), "' has data type ", t.data_type(),
                        ", which Tern does not support");
   }
   const DType dt = static_cast<DType>(t.data_type());
-  if (dt == DType::kString) return unsupported("tensor '", t.name(), "': string tensors");
   Shape shape(t.dims().begin(), t.dims().end());
   auto n = checked_numel(shape);
   if (!n) return invalid_model("tensor '", t.name(), "': ", n.status().message());
   TERN_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(dt, shape));
-  const size_t bytes = out.byte_size();
+  if (dt == DType::kString) {
+    if (*n == 0) return out;
+    TERN_RETURN_IF_ERROR(check_count(t, t.string_data(), *n));
+    for (int64_t i = 0; i < *n; ++i) out.data<std::string>()[i] = t.string_data(static_cast<int>(i));
+    return out;
+  }
+  const int bits = dtype_file_bits(dt);
+  const size_t bytes = bits < 8 ? static_cast<size_t>((*n * bits + 7) / 8) : out.byte_size();
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (bits < 8) {
+      std::vector<uint8_t> packed(bytes);
+      TERN_RETURN_IF_ERROR(read_external(t, base_dir, bytes, packed.data()));
+      unpack_bits(packed.data(), dt, *n, out.data<uint8_t>());
+      return out;
+    }
     TERN_RETURN_IF_ERROR(read_external(t, base_dir, bytes, out.raw()));
     return out;
   }
@@ -93,7 +124,12 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
       return invalid_model("tensor '", t.name(), "' has ", t.raw_data().size(),
                            " bytes of raw data, its shape ", shape_str(shape), " needs ", bytes);
     }
-    if (bytes) std::memcpy(out.raw(), t.raw_data().data(), bytes);
+    const auto* src = reinterpret_cast<const uint8_t*>(t.raw_data().data());
+    if (bits < 8) {
+      unpack_bits(src, dt, *n, out.data<uint8_t>());
+    } else if (bytes) {
+      std::memcpy(out.raw(), src, bytes);
+    }
     return out;
   }
   if (*n == 0) return out;
@@ -121,6 +157,16 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
       }
       break;
     default: {  // int32 and every narrower type travel in int32_data
+      if (bits < 8) {  // one entry per packed byte
+        const int64_t nbytes = static_cast<int64_t>(bytes);
+        TERN_RETURN_IF_ERROR(check_count(t, t.int32_data(), nbytes));
+        std::vector<uint8_t> packed(bytes);
+        for (int64_t i = 0; i < nbytes; ++i) {
+          packed[static_cast<size_t>(i)] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
+        }
+        unpack_bits(packed.data(), dt, *n, out.data<uint8_t>());
+        break;
+      }
       TERN_RETURN_IF_ERROR(check_count(t, t.int32_data(), *n));
       const size_t es = dtype_size(dt);
       for (int64_t i = 0; i < *n; ++i) {

@@ -37,8 +37,8 @@ Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& wh
       break;
     case fb::AttributeKind::Tensor: {
       const fb::InlineTensor* t = a.t();
-      if (!t || !dtype_is_valid(t->dtype()) || dtype_size(static_cast<DType>(t->dtype())) == 0) {
-        return invalid_model(where, ": tensor has no valid dtype");
+      if (!t || !dtype_is_valid(t->dtype()) || t->dtype() == static_cast<int32_t>(DType::kString)) {
+        return invalid_model(where, ": tensor has no valid non-string dtype");
       }
       Shape shape;
       if (t->shape()) shape.assign(t->shape()->begin(), t->shape()->end());
@@ -135,7 +135,9 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
       if (v->segment() < 0 || static_cast<size_t>(v->segment()) >= nseg) {
         return invalid_model(where, ": segment ", v->segment(), " out of range (", nseg, ")");
       }
-      if (dtype_size(val.type.dtype) == 0) return invalid_model(where, ": constant without dtype");
+      if (dtype_size(val.type.dtype) == 0 || val.type.dtype == DType::kString) {
+        return invalid_model(where, ": constant without a non-string dtype");
+      }
       Shape shape;
       if (v->const_shape()) shape.assign(v->const_shape()->begin(), v->const_shape()->end());
       auto n = checked_numel(shape);

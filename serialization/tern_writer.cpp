@@ -86,6 +86,10 @@ Status save_tern(const Graph& g, const std::string& path) {
   uint64_t cursor = 0;
   for (size_t i = 0; i < g.values.size(); ++i) {
     if (!g.values[i].constant) continue;
+    if (g.values[i].constant->dtype() == DType::kString) {
+      return unsupported("constant '", g.values[i].name,
+                         "' is a string tensor; .tern segments hold fixed-width data only");
+    }
     seg_of_value[i] = static_cast<int>(seg_offset.size());
     seg_offset.push_back(cursor);
     cursor = align_up(cursor + g.values[i].constant->byte_size());

@@ -1,7 +1,10 @@
 // core/: tensors, shapes, half floats, graph validation, memory planning, sessions.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "core/half.h"
+#include "core/low_float.h"
 #include "core/memory_plan.h"
 #include "graph_builder.h"
 
@@ -24,7 +27,40 @@ TEST_SUITE("core") {
     CHECK(reinterpret_cast<uintptr_t>(t.raw()) % 64 == 0);
     CHECK(t.byte_size() == 60);
     for (int64_t i = 0; i < t.numel(); ++i) CHECK(t.data<float>()[i] == 0.0f);
-    CHECK(Tensor::allocate(DType::kString, {1}).status().code() == Code::kUnsupported);
+    CHECK(Tensor::allocate(DType::kUndefined, {1}).status().code() == Code::kUnsupported);
+  }
+
+  TEST_CASE("string tensors hold std::string elements; clone copies them") {
+    Tensor s = Tensor::allocate(DType::kString, {2}).value();
+    CHECK(s.data<std::string>()[0].empty());
+    s.data<std::string>()[1] = std::string(100, 'x');  // longer than the small-string buffer
+    Tensor c = s.clone().value();
+    s.data<std::string>()[1] = "changed";
+    CHECK(c.data<std::string>()[1] == std::string(100, 'x'));
+  }
+
+  TEST_CASE("float8 and float4 codes decode and round-trip with round-to-nearest-even") {
+    CHECK(low_float_to_float(DType::kFloat8E4M3FN, 0x7e) == 448.0f);
+    CHECK(std::isnan(low_float_to_float(DType::kFloat8E4M3FN, 0x7f)));
+    CHECK(low_float_to_float(DType::kFloat8E5M2, 0x7c) == INFINITY);
+    CHECK(std::isnan(low_float_to_float(DType::kFloat8E4M3FNUZ, 0x80)));
+    CHECK(low_float_to_float(DType::kFloat4E2M1, 0x7) == 6.0f);
+    CHECK(low_float_to_float(DType::kFloat4E2M1, 0x9) == -0.5f);
+    for (DType t : {DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,
+                    DType::kFloat8E5M2FNUZ, DType::kFloat4E2M1}) {
+      const int codes = t == DType::kFloat4E2M1 ? 16 : 256;
+      for (int c = 0; c < codes; ++c) {
+        float v = low_float_to_float(t, static_cast<uint8_t>(c));
+        if (std::isnan(v) || std::isinf(v) || (v == 0 && c != 0)) continue;
+        CHECK_MESSAGE(float_to_low_float(t, v) == c, dtype_name(t), " code ", c);
+      }
+    }
+    // 464 lies halfway between 448 (even mantissa) and the NaN code: ties to even keep 448.
+    CHECK(float_to_low_float(DType::kFloat8E4M3FN, 464.0f, false) == 0x7e);
+    CHECK(float_to_low_float(DType::kFloat8E4M3FN, 500.0f, false) == 0x7f);  // overflow: NaN
+    CHECK(float_to_low_float(DType::kFloat8E4M3FN, 500.0f, true) == 0x7e);   // saturates
+    CHECK(float_to_low_float(DType::kFloat8E5M2, 1e6f, false) == 0x7c);      // to infinity
+    CHECK(float_to_low_float(DType::kFloat8E4M3FN, 1.0625f) == 0x38);  // tie 1 / 1.125 -> 1
   }
 
   TEST_CASE("half and bfloat16 conversions round to nearest even") {

@@ -1,0 +1,34 @@
+// One ONNX backend node test (model.onnx + test_data_set_*/{input,output}_N.pb): loading,
+// running on Tern, and comparing with the expected outputs the way ONNX's own runner does.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tern_conformance {
+
+enum class Outcome { kPass, kFail, kUnsupported, kError };
+const char* outcome_name(Outcome o);
+
+struct CaseResult {
+  std::string test;  // directory name
+  std::string op;    // op under test
+  Outcome outcome = Outcome::kError;
+  std::string detail;  // why it failed / what is unsupported; the tolerance exception applied
+  double seconds = 0;
+};
+
+struct RunConfig {
+  std::vector<std::string> backends{"cpu"};
+  int threads = 1;
+};
+
+// The op a test exercises: the single node's type, or for an `_expanded` test the op of the
+// test it expands (read from the sibling directory), else the first node's type.
+std::string op_under_test(const std::string& dir);
+
+// Runs every data set of the test in `dir`. Never throws; a Tern status becomes kUnsupported
+// (TERN_ERR_UNSUPPORTED) or kError (anything else).
+CaseResult run_case(const std::string& dir, const RunConfig& cfg);
+
+}  // namespace tern_conformance
