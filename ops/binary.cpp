@@ -1,4 +1,5 @@
-// Add, Sub, Mul, Div: numpy broadcasting, every numeric dtype (both inputs the same dtype).
+// Add, Sub, Mul, Div: numpy broadcasting, every numeric dtype incl. float16/bfloat16 (both inputs
+// the same dtype).
 #include <cmath>
 
 #include "core/parallel.h"
@@ -83,7 +84,7 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
   const Tensor& b = *args.inputs[1];
   Tensor& out = *args.outputs[0];
   Status st;
-  ops::visit_numeric(p.dtype, [&](auto tag) {
+  ops::visit_all_numeric(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       if (p.kind == BinaryKind::kDiv && has_zero<T>(b)) {
@@ -115,8 +116,8 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
 template <BinaryKind K>
 Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
   DType dt = ctx.inputs[0].dtype;
-  if (!ops::visit_numeric(dt, [](auto) {})) {
-    return ops::dtype_error(ctx, 0, "float32, float64 and the integer types");
+  if (!ops::visit_all_numeric(dt, [](auto) {})) {
+    return ops::dtype_error(ctx, 0, "float types and the integer types");
   }
   BinaryParams p{
       K, dt, ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};

@@ -1,6 +1,8 @@
 #include "ops/common/op_utils.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 
 namespace tern::ops {
 
@@ -24,6 +26,27 @@ Expected<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
     out[i] = da == 1 ? db : da;
   }
   return out;
+}
+
+void copy_elements(DType dt, const void* src, int64_t src_index, void* dst, int64_t dst_index,
+                   int64_t n) {
+  if (n <= 0) return;
+  if (dt == DType::kString) {
+    const auto* s = static_cast<const std::string*>(src) + src_index;
+    std::copy(s, s + n, static_cast<std::string*>(dst) + dst_index);
+    return;
+  }
+  const size_t es = dtype_size(dt);
+  std::memmove(static_cast<uint8_t*>(dst) + static_cast<size_t>(dst_index) * es,
+               static_cast<const uint8_t*>(src) + static_cast<size_t>(src_index) * es,
+               static_cast<size_t>(n) * es);
+}
+
+Expected<std::vector<int64_t>> input_ints(const OpContext& ctx, size_t i) {
+  if (!ctx.has_input(i) || !ctx.inputs[i].value) {
+    return invalid_model(ctx.where, ": input ", i, " has no known value");
+  }
+  return read_ints(*ctx.inputs[i].value);
 }
 
 std::vector<int64_t> read_ints(const Tensor& t) {

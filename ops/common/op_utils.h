@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <type_traits>
 #include <vector>
 
+#include "core/half.h"
 #include "core/kernel.h"
 #include "core/op_registry.h"
 
@@ -58,6 +61,103 @@ bool visit_numeric(DType dt, Fn&& fn) {
 }
 
 template <class Fn>
+bool visit_float(DType dt, Fn&& fn);
+
+// float16 / bfloat16 elements as value types: arithmetic happens in float through the implicit
+// conversions, and assigning a float rounds to nearest even.
+struct Float16 {
+  uint16_t bits = 0;
+  Float16() = default;
+  Float16(float f) : bits(float_to_half(f)) {}  // NOLINT: implicit on purpose
+  operator float() const { return half_to_float(bits); }
+};
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  BFloat16(float f) : bits(float_to_bfloat16(f)) {}  // NOLINT: implicit on purpose
+  operator float() const { return bfloat16_to_float(bits); }
+};
+static_assert(sizeof(Float16) == 2 && sizeof(BFloat16) == 2);
+
+template <class T>
+inline constexpr bool is_float_like_v =
+    std::is_floating_point_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// Any numeric element as a double (float16/bfloat16 through float).
+template <class T>
+double as_double(T v) {
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+    return static_cast<float>(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+// A double rounded to T (float16/bfloat16 through float).
+template <class T>
+T from_double(double v) {
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// float32, float64, float16, bfloat16.
+template <class Fn>
+bool visit_any_float(DType dt, Fn&& fn) {
+  switch (dt) {
+    case DType::kFloat16:
+      fn(Float16{});
+      return true;
+    case DType::kBFloat16:
+      fn(BFloat16{});
+      return true;
+    default:
+      return visit_float(dt, fn);
+  }
+}
+
+// Every numeric type including float16 and bfloat16 (not bool, string or the 8/4/2-bit types).
+template <class Fn>
+bool visit_all_numeric(DType dt, Fn&& fn) {
+  switch (dt) {
+    case DType::kFloat16:
+      fn(Float16{});
+      return true;
+    case DType::kBFloat16:
+      fn(BFloat16{});
+      return true;
+    default:
+      return visit_numeric(dt, fn);
+  }
+}
+
+// Every fixed-width type by element size (for ops that only move elements), strings apart.
+template <class Fn>
+bool visit_by_size(DType dt, Fn&& fn) {
+  if (dt == DType::kString) {
+    fn(std::string{});
+    return true;
+  }
+  switch (dtype_size(dt)) {
+    case 1:
+      fn(uint8_t{});
+      return true;
+    case 2:
+      fn(uint16_t{});
+      return true;
+    case 4:
+      fn(uint32_t{});
+      return true;
+    case 8:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <class Fn>
 bool visit_float(DType dt, Fn&& fn) {
   switch (dt) {
     case DType::kFloat32:
@@ -84,6 +184,11 @@ struct BroadcastRows {
 BroadcastRows plan_broadcast(const Shape& out, const std::vector<Shape>& ins);
 
 Status dtype_error(const OpContext& ctx, size_t input, const char* allowed);
+// Copies n elements of any type (strings by value).
+void copy_elements(DType dt, const void* src, int64_t src_index, void* dst, int64_t dst_index,
+                   int64_t n);
+// The known value of input i as int64s, or INVALID_MODEL naming it when absent.
+Expected<std::vector<int64_t>> input_ints(const OpContext& ctx, size_t i);
 Status require_same_dtype(const OpContext& ctx, size_t a, size_t b);
 
 }  // namespace tern::ops

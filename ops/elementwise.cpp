@@ -1,0 +1,404 @@
+// Broadcasting elementwise ops beyond the four arithmetic ones: comparisons (bool out), logical
+// And/Or/Xor, bitwise ops and BitShift, Pow (mixed base/exponent types), Mod (fmod or Python's
+// sign-of-divisor remainder), PRelu, Where, and the variadic Max/Min/Sum/Mean.
+#include <cmath>
+#include <string>
+
+#include "ops/common/elementwise.h"
+
+namespace tern {
+namespace {
+
+// ---- helpers ------------------------------------------------------------------------------------
+
+Expected<Shape> broadcast_all(const OpContext& ctx) {
+  Shape out;
+  bool first = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (first) {
+      out = ctx.inputs[i].shape;
+      first = false;
+      continue;
+    }
+    auto s = ops::broadcast_shapes(out, ctx.inputs[i].shape);
+    if (!s) return s.status().with_prefix(ctx.where);
+    out = *s;
+  }
+  return out;
+}
+
+Status require_all_same_dtype(const OpContext& ctx, size_t from = 0) {
+  for (size_t i = from + 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i)) TERN_RETURN_IF_ERROR(ops::require_same_dtype(ctx, from, i));
+  }
+  return Status::ok();
+}
+
+// ---- comparisons and logical ops ---------------------------------------------------------------
+
+enum class Cmp { kEq, kLt, kGt, kLe, kGe, kAnd, kOr, kXor };
+
+struct CmpParams {
+  Cmp op;
+  DType dtype;
+  ops::BroadcastRows rows;
+};
+
+Status infer_cmp(OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_same_dtype(ctx, 0, 1));
+  TERN_ASSIGN_OR_RETURN(Shape out, broadcast_all(ctx));
+  ctx.set_output(0, DType::kBool, out);
+  return Status::ok();
+}
+
+template <class T>
+bool compare(Cmp op, const T& a, const T& b) {
+  switch (op) {
+    case Cmp::kEq:
+      return a == b;
+    case Cmp::kLt:
+      return a < b;
+    case Cmp::kGt:
+      return a > b;
+    case Cmp::kLe:
+      return a <= b;
+    case Cmp::kGe:
+      return a >= b;
+    default:
+      break;
+  }
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (op == Cmp::kAnd) return a && b;
+    if (op == Cmp::kOr) return a || b;
+    if (op == Cmp::kXor) return static_cast<bool>(a) != static_cast<bool>(b);
+  }
+  return false;
+}
+
+Status run_cmp(const CmpParams& p, const KernelArgs& a, const ExecContext& exec) {
+  uint8_t* y = a.outputs[0]->data<uint8_t>();
+  auto go = [&](auto tag) {
+    using T = decltype(tag);
+    const T* x0 = a.inputs[0]->data<T>();
+    const T* x1 = a.inputs[1]->data<T>();
+    ops::broadcast_for_each<2>(p.rows, exec.num_threads, [&](int64_t o, const int64_t* off) {
+      if constexpr (std::is_same_v<T, ops::Float16> || std::is_same_v<T, ops::BFloat16>) {
+        y[o] = compare(p.op, static_cast<float>(x0[off[0]]), static_cast<float>(x1[off[1]]));
+      } else {
+        y[o] = compare(p.op, x0[off[0]], x1[off[1]]);
+      }
+    });
+  };
+  if (p.dtype == DType::kBool) {
+    go(uint8_t{});
+  } else if (p.dtype == DType::kString) {
+    go(std::string{});
+  } else {
+    ops::visit_all_numeric(p.dtype, go);
+  }
+  return Status::ok();
+}
+
+template <Cmp Op>
+Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx) {
+  const DType dt = ctx.inputs[0].dtype;
+  const bool logical = Op == Cmp::kAnd || Op == Cmp::kOr || Op == Cmp::kXor;
+  bool ok = logical ? dt == DType::kBool
+                    : ops::visit_all_numeric(dt, [](auto) {}) || dt == DType::kBool ||
+                          (Op == Cmp::kEq && dt == DType::kString);
+  if (!ok) return ops::dtype_error(ctx, 0, logical ? "bool" : "numeric types, bool");
+  CmpParams p{Op, dt,
+              ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  return make_kernel("reference", std::move(p), run_cmp);
+}
+
+// ---- same-type binary ops: bitwise, BitShift, Mod, PRelu ----------------------------------------
+
+enum class Bin { kBitAnd, kBitOr, kBitXor, kShift, kMod, kPRelu };
+
+struct BinParams {
+  Bin op;
+  DType dtype;
+  ops::BroadcastRows rows;
+  bool left = true;   // BitShift direction
+  bool fmod = false;  // Mod
+};
+
+Status infer_same_type(OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(require_all_same_dtype(ctx));
+  TERN_ASSIGN_OR_RETURN(Shape out, broadcast_all(ctx));
+  ctx.set_output(0, ctx.inputs[0].dtype, out);
+  return Status::ok();
+}
+
+template <class T>
+T mod_python(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    T r = static_cast<T>(a % b);
+    if constexpr (std::is_signed_v<T>) {
+      if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+    }
+    return r;
+  } else {
+    double x = ops::as_double(a), y = ops::as_double(b);
+    double r = std::fmod(x, y);
+    if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    return ops::from_double<T>(r);
+  }
+}
+
+Status run_bin(const BinParams& p, const KernelArgs& a, const ExecContext& exec) {
+  ops::visit_all_numeric(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x0 = a.inputs[0]->data<T>();
+    const T* x1 = a.inputs[1]->data<T>();
+    T* y = a.outputs[0]->data<T>();
+    ops::broadcast_for_each<2>(p.rows, exec.num_threads, [&](int64_t o, const int64_t* off) {
+      const T u = x0[off[0]], v = x1[off[1]];
+      if constexpr (std::is_integral_v<T>) {
+        switch (p.op) {
+          case Bin::kBitAnd:
+            y[o] = static_cast<T>(u & v);
+            return;
+          case Bin::kBitOr:
+            y[o] = static_cast<T>(u | v);
+            return;
+          case Bin::kBitXor:
+            y[o] = static_cast<T>(u ^ v);
+            return;
+          case Bin::kShift: {
+            const auto n = static_cast<uint64_t>(v);
+            if (n >= sizeof(T) * 8) {
+              y[o] = 0;
+            } else {
+              y[o] = p.left ? static_cast<T>(u << n) : static_cast<T>(u >> n);
+            }
+            return;
+          }
+          default:
+            break;
+        }
+      }
+      if (p.op == Bin::kMod) {
+        if constexpr (std::is_integral_v<T>) {
+          y[o] = p.fmod ? (v == 0 ? T(0) : static_cast<T>(u % v)) : mod_python(u, v);
+        } else {
+          y[o] = p.fmod ? ops::from_double<T>(std::fmod(ops::as_double(u), ops::as_double(v)))
+                        : mod_python(u, v);
+        }
+      } else if (p.op == Bin::kPRelu) {
+        y[o] = ops::as_double(u) < 0 ? ops::from_double<T>(ops::as_double(u) * ops::as_double(v))
+                                     : u;
+      }
+    });
+  });
+  return Status::ok();
+}
+
+template <Bin Op>
+Expected<std::unique_ptr<Kernel>> make_bin(const OpContext& ctx) {
+  const DType dt = ctx.inputs[0].dtype;
+  const bool ints = dtype_is_signed_int(dt) || dtype_is_unsigned_int(dt);
+  if (Op == Bin::kShift && !dtype_is_unsigned_int(dt)) return ops::dtype_error(ctx, 0, "unsigned integers");
+  if ((Op == Bin::kBitAnd || Op == Bin::kBitOr || Op == Bin::kBitXor) && !ints) {
+    return ops::dtype_error(ctx, 0, "integer types");
+  }
+  if (!ops::visit_all_numeric(dt, [](auto) {})) return ops::dtype_error(ctx, 0, "numeric types");
+  BinParams p{Op, dt,
+              ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  if (Op == Bin::kShift) {
+    TERN_ASSIGN_OR_RETURN(std::string dir, ctx.attrs().get_string("direction", ""));
+    if (dir != "LEFT" && dir != "RIGHT") {
+      return invalid_model(ctx.where, ": direction must be LEFT or RIGHT, got '", dir, "'");
+    }
+    p.left = dir == "LEFT";
+  }
+  if (Op == Bin::kMod) {
+    TERN_ASSIGN_OR_RETURN(int64_t fm, ctx.attrs().get_int("fmod", 0));
+    p.fmod = fm != 0;
+    if (!p.fmod && !ints && dtype_is_float(dt)) p.fmod = false;
+  }
+  return make_kernel("reference", std::move(p), run_bin);
+}
+
+// ---- Pow: base and exponent may differ in type; the output has the base's type ----------------
+
+struct PowParams {
+  DType base, exp;
+  ops::BroadcastRows rows;
+};
+
+Status infer_pow(OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(Shape out, broadcast_all(ctx));
+  ctx.set_output(0, ctx.inputs[0].dtype, out);
+  return Status::ok();
+}
+
+Status run_pow(const PowParams& p, const KernelArgs& a, const ExecContext& exec) {
+  ops::visit_all_numeric(p.base, [&](auto btag) {
+    using B = decltype(btag);
+    ops::visit_all_numeric(p.exp, [&](auto etag) {
+      using E = decltype(etag);
+      const B* x = a.inputs[0]->data<B>();
+      const E* e = a.inputs[1]->data<E>();
+      B* y = a.outputs[0]->data<B>();
+      ops::broadcast_for_each<2>(p.rows, exec.num_threads, [&](int64_t o, const int64_t* off) {
+        if constexpr (std::is_integral_v<B> && std::is_integral_v<E>) {
+          B r = 1, b = x[off[0]];
+          for (E k = 0; k < e[off[1]]; ++k) r = static_cast<B>(r * b);
+          y[o] = r;
+        } else {
+          y[o] = ops::from_double<B>(std::pow(ops::as_double(x[off[0]]), ops::as_double(e[off[1]])));
+        }
+      });
+    });
+  });
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_pow(const OpContext& ctx) {
+  PowParams p{ctx.inputs[0].dtype, ctx.inputs[1].dtype,
+              ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  if (!ops::visit_all_numeric(p.base, [](auto) {})) return ops::dtype_error(ctx, 0, "numeric types");
+  if (!ops::visit_all_numeric(p.exp, [](auto) {})) return ops::dtype_error(ctx, 1, "numeric types");
+  return make_kernel("reference", std::move(p), run_pow);
+}
+
+// ---- Where(cond, x, y): any element type ------------------------------------------------------
+
+struct WhereParams {
+  DType dtype;
+  ops::BroadcastRows rows;
+};
+
+Status infer_where(OpContext& ctx) {
+  if (ctx.inputs[0].dtype != DType::kBool) {
+    return invalid_model(ctx.where, ": condition must be bool, got ",
+                         dtype_name(ctx.inputs[0].dtype));
+  }
+  TERN_RETURN_IF_ERROR(ops::require_same_dtype(ctx, 1, 2));
+  TERN_ASSIGN_OR_RETURN(Shape out, broadcast_all(ctx));
+  ctx.set_output(0, ctx.inputs[1].dtype, out);
+  return Status::ok();
+}
+
+Status run_where(const WhereParams& p, const KernelArgs& a, const ExecContext& exec) {
+  ops::visit_by_size(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const uint8_t* c = a.inputs[0]->data<uint8_t>();
+    const T* x = a.inputs[1]->data<T>();
+    const T* y = a.inputs[2]->data<T>();
+    T* out = a.outputs[0]->data<T>();
+    ops::broadcast_for_each<3>(p.rows, exec.num_threads, [&](int64_t o, const int64_t* off) {
+      out[o] = c[off[0]] ? x[off[1]] : y[off[2]];
+    });
+  });
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_where(const OpContext& ctx) {
+  WhereParams p{ctx.inputs[1].dtype,
+                ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape,
+                                                           ctx.inputs[2].shape})};
+  if (!ops::visit_by_size(p.dtype, [](auto) {})) return ops::dtype_error(ctx, 1, "any fixed type");
+  return make_kernel("reference", std::move(p), run_where);
+}
+
+// ---- variadic Max / Min / Sum / Mean ------------------------------------------------------------
+
+enum class Var { kMax, kMin, kSum, kMean };
+
+struct VarParams {
+  Var op;
+  DType dtype;
+  Shape out;
+  std::vector<ops::BroadcastRows> rows;  // (output, input k) for k >= 1
+  ops::BroadcastRows first;              // input 0 -> output
+};
+
+Status run_var(const VarParams& p, const KernelArgs& a, const ExecContext& exec) {
+  ops::visit_all_numeric(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* y = a.outputs[0]->data<T>();
+    const T* x0 = a.inputs[0]->data<T>();
+    ops::broadcast_for_each<1>(p.first, exec.num_threads,
+                               [&](int64_t o, const int64_t* off) { y[o] = x0[off[0]]; });
+    for (size_t k = 1; k < a.inputs.size(); ++k) {
+      const T* xk = a.inputs[k]->data<T>();
+      ops::broadcast_for_each<2>(p.rows[k - 1], exec.num_threads,
+                                 [&](int64_t o, const int64_t* off) {
+                                   const T u = y[off[0]], v = xk[off[1]];
+                                   if constexpr (ops::is_float_like_v<T>) {
+                                     const double du = ops::as_double(u), dv = ops::as_double(v);
+                                     if (std::isnan(du) || std::isnan(dv)) {
+                                       if (p.op == Var::kMax || p.op == Var::kMin) {
+                                         y[o] = std::isnan(du) ? u : v;
+                                         return;
+                                       }
+                                     }
+                                   }
+                                   switch (p.op) {
+                                     case Var::kMax:
+                                       y[o] = u < v ? v : u;
+                                       break;
+                                     case Var::kMin:
+                                       y[o] = v < u ? v : u;
+                                       break;
+                                     default:
+                                       y[o] = static_cast<T>(u + v);
+                                   }
+                                 });
+    }
+    if (p.op == Var::kMean) {
+      const double n = static_cast<double>(a.inputs.size());
+      for (int64_t i = 0; i < a.outputs[0]->numel(); ++i) {
+        y[i] = ops::from_double<T>(ops::as_double(y[i]) / n);
+      }
+    }
+  });
+  return Status::ok();
+}
+
+template <Var Op>
+Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx) {
+  VarParams p{Op, ctx.inputs[0].dtype, ctx.outputs[0].shape, {}, {}};
+  const bool floats_only = Op == Var::kMean;
+  if (floats_only ? !ops::visit_any_float(p.dtype, [](auto) {})
+                  : !ops::visit_all_numeric(p.dtype, [](auto) {})) {
+    return ops::dtype_error(ctx, 0, floats_only ? "float types" : "numeric types");
+  }
+  p.first = ops::plan_broadcast(p.out, {ctx.inputs[0].shape});
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    p.rows.push_back(ops::plan_broadcast(p.out, {p.out, ctx.inputs[k].shape}));
+  }
+  return make_kernel("reference", std::move(p), run_var);
+}
+
+}  // namespace
+
+void register_op_elementwise(OpRegistry& r) {
+  r.add({"Equal", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kEq>, {}});
+  r.add({"Less", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLt>, {}});
+  r.add({"Greater", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGt>, {}});
+  r.add({"LessOrEqual", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLe>, {}});
+  r.add({"GreaterOrEqual", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGe>, {}});
+  r.add({"And", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kAnd>, {}});
+  r.add({"Or", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kOr>, {}});
+  r.add({"Xor", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kXor>, {}});
+  r.add({"BitwiseAnd", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitAnd>, {}});
+  r.add({"BitwiseOr", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitOr>, {}});
+  r.add({"BitwiseXor", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitXor>, {}});
+  r.add({"BitShift", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kShift>, {}});
+  r.add({"Mod", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kMod>, {}});
+  r.add({"PRelu", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kPRelu>, {}});
+  r.add({"Pow", 2, 2, 1, 1, infer_pow, make_pow, {}});
+  r.add({"Where", 3, 3, 1, 1, infer_where, make_where, {}});
+  r.add({"Max", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMax>, {}});
+  r.add({"Min", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMin>, {}});
+  r.add({"Sum", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kSum>, {}});
+  r.add({"Mean", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMean>, {}});
+}
+
+}  // namespace tern
