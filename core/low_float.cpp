@@ -97,7 +97,7 @@ uint8_t float_to_low_float(DType t, float x, bool saturate) {
                            : f.has_inf ? static_cast<uint8_t>(inf_code | sign)
                                        : nan_code;
   if (std::isnan(x)) {
-    if (t == DType::kFloat4E2M1) return 0x7;  // float4 has no NaN; ONNX maps NaN to +max
+    if (t == DType::kFloat4E2M1) return sign;  // float4 has no NaN: ±0, as ml_dtypes does
     return nan_code;
   }
   if (std::isinf(x)) {
