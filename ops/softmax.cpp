@@ -1,6 +1,7 @@
-// Softmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1) and normalised over
+// Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1) and normalised over
 // the flattened trailing dims; from opset 13 it is normalised over one axis (default -1).
 #include <cmath>
+#include <vector>
 
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
@@ -8,16 +9,19 @@
 namespace tern {
 namespace {
 
+enum class Mode { kSoftmax, kLogSoftmax, kHardmax };
+
 struct SoftmaxParams {
   int64_t outer, axis_len, inner;  // normalise over axis_len with stride inner
   DType dtype;
+  Mode mode = Mode::kSoftmax;
 };
 
 Expected<SoftmaxParams> parse_softmax(const OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
   const int64_t r = static_cast<int64_t>(x.size());
-  if (!ops::visit_float(ctx.inputs[0].dtype, [](auto) {}))
-    return ops::dtype_error(ctx, 0, "float32, float64");
+  if (!ops::visit_any_float(ctx.inputs[0].dtype, [](auto) {}))
+    return ops::dtype_error(ctx, 0, "float types");
   const bool legacy = ctx.opset > 0 && ctx.opset < 13;
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
   TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, r));
@@ -36,6 +40,32 @@ Status infer_softmax(OpContext& ctx) {
   TERN_RETURN_IF_ERROR(parse_softmax(ctx).status());
   ctx.set_output(0, ctx.inputs[0].dtype, ctx.inputs[0].shape);
   return Status::ok();
+}
+
+template <class T>
+void other_rows(const SoftmaxParams& p, const T* x, T* y, int threads) {
+  parallel_for(p.outer * p.inner, 1, threads, [&](int64_t b, int64_t e) {
+    std::vector<double> v(static_cast<size_t>(p.axis_len));
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t o = row / p.inner, in = row % p.inner;
+      const int64_t base = o * p.axis_len * p.inner + in;
+      double mx = -INFINITY;
+      int64_t arg = 0;
+      for (int64_t i = 0; i < p.axis_len; ++i) {
+        v[static_cast<size_t>(i)] = ops::as_double(x[base + i * p.inner]);
+        if (v[static_cast<size_t>(i)] > mx) mx = v[static_cast<size_t>(i)], arg = i;
+      }
+      double sum = 0;
+      for (double d : v) sum += std::exp(d - mx);
+      for (int64_t i = 0; i < p.axis_len; ++i) {
+        const double r = p.mode == Mode::kHardmax ? (i == arg ? 1.0 : 0.0)
+                         : p.mode == Mode::kLogSoftmax
+                             ? v[static_cast<size_t>(i)] - mx - std::log(sum)
+                             : std::exp(v[static_cast<size_t>(i)] - mx) / sum;
+        y[base + i * p.inner] = ops::from_double<T>(r);
+      }
+    }
+  });
 }
 
 template <class T>
@@ -60,14 +90,23 @@ void softmax_rows(const SoftmaxParams& p, const T* x, T* y, int threads) {
                });
 }
 
+template <Mode M>
 Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(SoftmaxParams p, parse_softmax(ctx));
+  p.mode = M;
   return make_kernel(
       "reference", p, [](const SoftmaxParams& q, const KernelArgs& a, const ExecContext& exec) {
         if (q.axis_len == 0) return Status::ok();
-        ops::visit_float(q.dtype, [&](auto tag) {
+        ops::visit_any_float(q.dtype, [&](auto tag) {
           using T = decltype(tag);
-          softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
+          if constexpr (std::is_floating_point_v<T>) {
+            if (q.mode == Mode::kSoftmax) {
+              softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(),
+                              exec.num_threads);
+              return;
+            }
+          }
+          other_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
         });
         return Status::ok();
       });
@@ -76,7 +115,9 @@ Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
 }  // namespace
 
 void register_op_softmax(OpRegistry& r) {
-  r.add({"Softmax", 1, 1, 1, 1, infer_softmax, make_softmax, {}});
+  r.add({"Softmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kSoftmax>, {}});
+  r.add({"LogSoftmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kLogSoftmax>, {}});
+  r.add({"Hardmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kHardmax>, {}});
 }
 
 }  // namespace tern
