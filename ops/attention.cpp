@@ -29,18 +29,14 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     if (ctx.inputs[i].dtype != DType::kFloat32) return dtype_error(ctx, i, "float32");
   }
-  if (ctx.num_inputs() > 6 && ctx.has_input(6)) {
-    return unsupported(ctx.where, ": the nonpad_kv_seqlen input is not supported");
-  }
-  if (ctx.outputs.size() > 3 && ctx.outputs[3].present) {
-    return unsupported(ctx.where, ": the qk_matmul_output output is not supported");
-  }
+  p.nonpad = ctx.num_inputs() > 6 && ctx.has_input(6);
+  p.want_qk = ctx.outputs.size() > 3 && ctx.outputs[3].present;
   TERN_ASSIGN_OR_RETURN(int64_t qh_attr, ctx.attrs().get_int("q_num_heads", 0));
   TERN_ASSIGN_OR_RETURN(int64_t kvh_attr, ctx.attrs().get_int("kv_num_heads", 0));
   TERN_ASSIGN_OR_RETURN(int64_t causal, ctx.attrs().get_int("is_causal", 0));
   TERN_ASSIGN_OR_RETURN(int64_t qk_mode, ctx.attrs().get_int("qk_matmul_output_mode", 0));
   TERN_ASSIGN_OR_RETURN(p.softcap, ctx.attrs().get_float("softcap", 0.0f));
-  (void)qk_mode;  // only matters for the unsupported qk_matmul_output
+  p.qk_mode = qk_mode;
   p.causal = causal != 0;
   if (q.size() != k.size() || q.size() != v.size() || (q.size() != 3 && q.size() != 4)) {
     return invalid_argument(ctx.where, ": Q, K and V must all be 3-D or all be 4-D, got ",
@@ -112,6 +108,7 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
                               shape_str(pv), " must be (batch, kv_heads, past, head_size)");
     }
     p.past = pk[2];
+    p.causal_offset = p.past;
   }
   p.seq_kv = p.past + seq_new;
   p.want_present_key = ctx.outputs.size() > 1 && ctx.outputs[1].present;
@@ -140,7 +137,9 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
     for (int d = 3, md = static_cast<int>(m.shape.size()) - 1; d >= 0; --d, --md) {
       if (md < 0) break;
       int64_t dim = m.shape[static_cast<size_t>(md)];
-      if (dim != 1 && dim != full[static_cast<size_t>(d)]) {
+      if (d == 3 && dim > 1 && dim < p.seq_kv) {
+        p.mask_len = dim;  // a shorter mask: the keys past it are masked out
+      } else if (dim != 1 && dim != full[static_cast<size_t>(d)]) {
         return invalid_argument(ctx.where, ": attn_mask ", shape_str(m.shape),
                                 " does not broadcast to ", shape_str(full));
       }
@@ -211,6 +210,7 @@ Status infer_attention(OpContext& ctx) {
   if (ctx.outputs.size() > 2 && ctx.outputs[2].present) {
     ctx.set_output(2, DType::kFloat32, {p.batch, p.kv_heads, p.seq_kv, p.v_head_dim});
   }
+  if (p.want_qk) ctx.set_output(3, DType::kFloat32, {p.batch, p.q_heads, p.seq_q, p.seq_kv});
   return Status::ok();
 }
 
@@ -220,29 +220,45 @@ Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const E
   const ops::KvSource kv = ops::kv_source(p, a);
   const float* q = a.inputs[0]->data<float>();
   const void* mask = a.inputs.size() > 3 && a.inputs[3] ? a.inputs[3]->raw() : nullptr;
+  const Tensor* nonpad = p.nonpad ? a.inputs[6] : nullptr;
   float* y = a.outputs[0]->data<float>();
+  float* qk_out = p.want_qk ? a.outputs[3]->data<float>() : nullptr;
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   std::vector<double> s(static_cast<size_t>(p.seq_kv));
   for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t valid = nonpad ? nonpad->int_at(b) : p.seq_kv;
+    // Without a past, a static cache's causal frontier is its valid length minus the queries.
+    const int64_t offset = nonpad && !p.has_past ? valid - p.seq_q : p.causal_offset;
     for (int64_t h = 0; h < p.q_heads; ++h) {
       const int64_t hk = h / p.group();
       for (int64_t i = 0; i < p.seq_q; ++i) {
         const float* qi = q + p.q.offset(b, h, i);
-        double mx = -std::numeric_limits<double>::infinity();
+        float* qk_row = qk_out ? qk_out + ((b * p.q_heads + h) * p.seq_q + i) * p.seq_kv : nullptr;
+        double mx = kNegInf;
         for (int64_t j = 0; j < p.seq_kv; ++j) {
           const float* kj = kv.k + kv.kv.offset(b, hk, j);
           double dot = 0;
           for (int64_t d = 0; d < p.head_dim; ++d) dot += static_cast<double>(qi[d]) * kj[d];
           dot *= p.scale;
+          if (qk_row && p.qk_mode == 0) qk_row[j] = static_cast<float>(dot);
           if (p.softcap > 0) dot = p.softcap * std::tanh(dot / p.softcap);
+          if (qk_row && p.qk_mode == 1) qk_row[j] = static_cast<float>(dot);
           dot += ops::mask_bias(p, mask, b, h, i, j);
-          if (!p.causal_ok(i, j)) dot = -std::numeric_limits<double>::infinity();
+          if (p.causal && j > i + offset) dot = kNegInf;
+          if (j >= valid) dot = kNegInf;
+          if (qk_row && p.qk_mode == 2) qk_row[j] = static_cast<float>(dot);
           s[static_cast<size_t>(j)] = dot;
           mx = std::max(mx, dot);
         }
         double sum = 0;
         for (double& e : s) {
-          e = std::isinf(mx) && mx < 0 ? std::nan("") : std::exp(e - mx);
+          e = mx == kNegInf ? 0.0 : std::exp(e - mx);  // a fully masked row gives zeros
           sum += e;
+        }
+        if (qk_row && p.qk_mode == 3) {
+          for (int64_t j = 0; j < p.seq_kv; ++j) {
+            qk_row[j] = static_cast<float>(sum > 0 ? s[static_cast<size_t>(j)] / sum : 0.0);
+          }
         }
         float* yi = y + p.y.offset(b, h, i);
         for (int64_t d = 0; d < p.v_head_dim; ++d) {
@@ -250,7 +266,7 @@ Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const E
           for (int64_t j = 0; j < p.seq_kv; ++j) {
             acc += s[static_cast<size_t>(j)] * kv.v[kv.vv.offset(b, hk, j) + d];
           }
-          yi[d] = static_cast<float>(acc / sum);
+          yi[d] = static_cast<float>(sum > 0 ? acc / sum : 0.0);
         }
       }
     }

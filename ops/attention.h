@@ -1,9 +1,12 @@
 // Attention (ONNX opset 23): scaled-dot-product attention with MHA / GQA / MQA heads, 3-D
 // (batch, seq, heads*dim) or 4-D (batch, heads, seq, dim) layouts, an optional boolean or
-// additive mask, is_causal (upper-left aligned, as the spec says), softcap, and a KV cache
-// (past_key/past_value in, present_key/present_value out). The qk_matmul_output output and
-// nonpad_kv_seqlen are not supported.
+// additive mask, is_causal (bottom-right aligned after a KV cache), softcap, a KV cache
+// (past_key/past_value in, present_key/present_value out), nonpad_kv_seqlen and the
+// qk_matmul_output output (the last two in the reference kernel only). A row whose keys are all
+// masked gives zeros.
 #pragma once
+
+#include <cstdint>
 
 #include <string>
 
@@ -27,12 +30,19 @@ struct AttentionParams {
   bool want_present_key = false, want_present_value = false;
   float scale = 1, softcap = 0;
   bool causal = false;
+  // Causal masking is bottom-right aligned: query i sees keys j <= i + causal_offset, where the
+  // offset is the number of cached keys before this query block (past length).
+  int64_t causal_offset = 0;
+  bool nonpad = false;  // nonpad_kv_seqlen given: keys at or past it are padding (reference only)
+  bool want_qk = false;  // the qk_matmul_output output (reference only)
+  int64_t qk_mode = 0;   // 0 scaled QK, 1 after softcap, 2 + mask, 3 softmax
   enum class Mask { kNone, kBool, kFloat } mask = Mask::kNone;
   int64_t mask_stride[4] = {0, 0, 0, 0};  // over (batch, q head, i, j); 0 where broadcast
+  int64_t mask_len = INT64_MAX;           // a mask shorter than seq_kv masks the keys past it
 
   int64_t group() const { return q_heads / kv_heads; }  // q heads per kv head
   // Whether query i may see key j because of is_causal.
-  bool causal_ok(int64_t i, int64_t j) const { return !causal || j <= i; }
+  bool causal_ok(int64_t i, int64_t j) const { return !causal || j <= i + causal_offset; }
 };
 
 Expected<AttentionParams> parse_attention(const OpContext& ctx);
@@ -61,6 +71,7 @@ KvSource kv_source(const AttentionParams& p, const KernelArgs& a);
 inline float mask_bias(const AttentionParams& p, const void* mask, int64_t b, int64_t h, int64_t i,
                        int64_t j) {
   if (p.mask == AttentionParams::Mask::kNone) return 0.0f;
+  if (j >= p.mask_len) return -__builtin_inff();
   const int64_t off =
       b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] + j * p.mask_stride[3];
   if (p.mask == AttentionParams::Mask::kBool) {

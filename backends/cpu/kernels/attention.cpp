@@ -54,7 +54,7 @@ void finish_scores(const ops::AttentionParams& p, const void* mask, int64_t b, i
     for (int64_t j = 0; j < n; ++j) s[j] += ops::mask_bias(p, mask, b, h, i, j0 + j);
   }
   if (p.causal) {
-    for (int64_t j = std::max<int64_t>(0, i + 1 - j0); j < n; ++j) {
+    for (int64_t j = std::max<int64_t>(0, i + 1 + p.causal_offset - j0); j < n; ++j) {
       s[j] = -std::numeric_limits<float>::infinity();
     }
   }
@@ -95,8 +95,8 @@ Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& e
       float* s = scores + r * p.seq_kv;
       finish_scores(p, mask, bh / p.q_heads, bh % p.q_heads, i, 0, p.seq_kv, s);
       const float mx = vec.max(s, p.seq_kv);
-      if (mx == -std::numeric_limits<float>::infinity()) {  // every key masked: NaN, as the spec
-        std::fill(s, s + p.seq_kv, std::numeric_limits<float>::quiet_NaN());
+      if (mx == -std::numeric_limits<float>::infinity()) {  // every key masked: zeros
+        std::fill(s, s + p.seq_kv, 0.0f);
         continue;
       }
       const double sum = vec.exp_sum(s, mx, s, p.seq_kv);
@@ -141,7 +141,7 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
       std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
       std::fill(l, l + rows, 0.0f);
       // Causal: keys after the block's last row are never seen.
-      const int64_t kv_end = p.causal ? std::min(p.seq_kv, i0 + rows) : p.seq_kv;
+      const int64_t kv_end = p.causal ? std::min(p.seq_kv, i0 + rows + p.causal_offset) : p.seq_kv;
       for (int64_t j0 = 0; j0 < kv_end; j0 += kBlockK) {
         const int64_t cols = std::min(kBlockK, kv_end - j0);
         // Tile scores S = scale * Q Kᵀ on this thread (the task is already one of many).
@@ -173,7 +173,7 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
       for (int64_t r = 0; r < rows; ++r) {
         float* yr = y + p.y.offset(b, h, i0 + r);
         const float* orow = o + r * p.v_head_dim;
-        const float inv = l[r] > 0 ? 1.0f / l[r] : std::numeric_limits<float>::quiet_NaN();
+        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;  // all keys masked: zeros
         for (int64_t d = 0; d < p.v_head_dim; ++d) yr[d] = orow[d] * inv;
       }
     }
@@ -183,6 +183,9 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
 
 Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::AttentionParams p, ops::parse_attention(ctx));
+  if (p.nonpad || p.want_qk) {
+    return unsupported(ctx.where, ": nonpad_kv_seqlen and qk_matmul_output run in the reference");
+  }
   const ops::SdpCase c = ops::sdp_case(p);
   CpuAttention k{p, &vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
   std::string why_flash = ctx.flag(FlagId::kSdpFlash) ? cpu_sdp_refusal(CpuSdp::kFlash, c)
