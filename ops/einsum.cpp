@@ -257,7 +257,10 @@ Expected<ops::EinsumSpec> spec_of(const OpContext& ctx) {
   std::vector<Shape> shapes;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) return invalid_model("input ", i, " is missing");
-    if (ctx.inputs[i].dtype != DType::kFloat32) return ops::dtype_error(ctx, i, "float32");
+    if (!ops::visit_any_float(ctx.inputs[i].dtype, [](auto) {})) {
+      return ops::dtype_error(ctx, i, "float types");
+    }
+    if (ctx.inputs[i].dtype != ctx.inputs[0].dtype) TERN_RETURN_IF_ERROR(ops::require_same_dtype(ctx, 0, i));
     shapes.push_back(ctx.inputs[i].shape);
   }
   return ops::parse_einsum(eq, shapes);
@@ -267,7 +270,7 @@ Status infer_einsum(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::EinsumSpec s, spec_of(ctx));
   Shape out;
   for (char c : s.output) out.push_back(s.dim[static_cast<int>(c)]);
-  ctx.set_output(0, DType::kFloat32, out);
+  ctx.set_output(0, ctx.inputs[0].dtype, out);
   return Status::ok();
 }
 
@@ -275,9 +278,24 @@ Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::EinsumSpec s, spec_of(ctx));
   return make_kernel("reference", EinsumParams{s},
                      [](const EinsumParams& p, const KernelArgs& a, const ExecContext&) {
+                       std::vector<std::vector<float>> copies;  // non-float32 inputs
                        std::vector<const float*> in;
-                       for (const Tensor* t : a.inputs) in.push_back(t->data<float>());
-                       ops::einsum_reference(p.spec, in, a.outputs[0]->data<float>());
+                       const bool f32 = a.outputs[0]->dtype() == DType::kFloat32;
+                       for (const Tensor* t : a.inputs) {
+                         if (f32) {
+                           in.push_back(t->data<float>());
+                         } else {
+                           copies.push_back(ops::to_float32(*t));
+                           in.push_back(copies.back().data());
+                         }
+                       }
+                       if (f32) {
+                         ops::einsum_reference(p.spec, in, a.outputs[0]->data<float>());
+                         return Status::ok();
+                       }
+                       std::vector<float> y(static_cast<size_t>(a.outputs[0]->numel()));
+                       ops::einsum_reference(p.spec, in, y.data());
+                       ops::from_float32(y, *a.outputs[0]);
                        return Status::ok();
                      });
 }

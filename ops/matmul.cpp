@@ -6,7 +6,7 @@ namespace tern {
 namespace ops {
 
 Expected<MatMulParams> parse_matmul(const OpContext& ctx) {
-  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  if (!visit_any_float(ctx.inputs[0].dtype, [](auto) {})) return dtype_error(ctx, 0, "float types");
   TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
   Shape a = ctx.inputs[0].shape, b = ctx.inputs[1].shape;
   if (a.empty() || b.empty()) return invalid_argument("MatMul inputs must have rank >= 1");
@@ -63,7 +63,7 @@ void matmul_reference(const MatMulParams& p, const float* a, const float* b, flo
 }
 
 Expected<GemmParams> parse_gemm(const OpContext& ctx) {
-  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  if (!visit_any_float(ctx.inputs[0].dtype, [](auto) {})) return dtype_error(ctx, 0, "float types");
   TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
   const Shape &a = ctx.inputs[0].shape, &b = ctx.inputs[1].shape;
   if (a.size() != 2 || b.size() != 2) {
@@ -126,13 +126,13 @@ namespace {
 
 Status infer_matmul(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
-  ctx.set_output(0, DType::kFloat32, p.out);
+  ctx.set_output(0, ctx.inputs[0].dtype, p.out);
   return Status::ok();
 }
 
 Status infer_gemm(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::GemmParams p, ops::parse_gemm(ctx));
-  ctx.set_output(0, DType::kFloat32, {p.M, p.N});
+  ctx.set_output(0, ctx.inputs[0].dtype, {p.M, p.N});
   return Status::ok();
 }
 
@@ -140,9 +140,17 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
   return make_kernel("reference", std::move(p),
                      [](const ops::MatMulParams& q, const KernelArgs& a, const ExecContext&) {
-                       ops::matmul_reference(q, a.inputs[0]->data<float>(),
-                                             a.inputs[1]->data<float>(),
-                                             a.outputs[0]->data<float>());
+                       if (a.inputs[0]->dtype() == DType::kFloat32) {
+                         ops::matmul_reference(q, a.inputs[0]->data<float>(),
+                                               a.inputs[1]->data<float>(),
+                                               a.outputs[0]->data<float>());
+                         return Status::ok();
+                       }
+                       // Other float types: float32 in, float32 accumulation (in double), back.
+                       const auto x = ops::to_float32(*a.inputs[0]), w = ops::to_float32(*a.inputs[1]);
+                       std::vector<float> y(static_cast<size_t>(a.outputs[0]->numel()));
+                       ops::matmul_reference(q, x.data(), w.data(), y.data());
+                       ops::from_float32(y, *a.outputs[0]);
                        return Status::ok();
                      });
 }
@@ -152,9 +160,18 @@ Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
   return make_kernel(
       "reference", std::move(p),
       [](const ops::GemmParams& q, const KernelArgs& a, const ExecContext&) {
-        const float* c = a.inputs.size() > 2 && a.inputs[2] ? a.inputs[2]->data<float>() : nullptr;
-        ops::gemm_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), c,
-                            a.outputs[0]->data<float>());
+        const bool has_c = a.inputs.size() > 2 && a.inputs[2];
+        if (a.inputs[0]->dtype() == DType::kFloat32) {
+          const float* c = has_c ? a.inputs[2]->data<float>() : nullptr;
+          ops::gemm_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), c,
+                              a.outputs[0]->data<float>());
+          return Status::ok();
+        }
+        const auto x = ops::to_float32(*a.inputs[0]), w = ops::to_float32(*a.inputs[1]);
+        const auto c = has_c ? ops::to_float32(*a.inputs[2]) : std::vector<float>();
+        std::vector<float> y(static_cast<size_t>(a.outputs[0]->numel()));
+        ops::gemm_reference(q, x.data(), w.data(), has_c ? c.data() : nullptr, y.data());
+        ops::from_float32(y, *a.outputs[0]);
         return Status::ok();
       });
 }

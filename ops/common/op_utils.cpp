@@ -42,6 +42,19 @@ void copy_elements(DType dt, const void* src, int64_t src_index, void* dst, int6
                static_cast<size_t>(n) * es);
 }
 
+std::vector<float> to_float32(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.float_at(i));
+  return v;
+}
+
+void from_float32(const std::vector<float>& v, Tensor& t) {
+  visit_any_float(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = from_double<T>(v[i]);
+  });
+}
+
 Expected<std::vector<int64_t>> input_ints(const OpContext& ctx, size_t i) {
   if (!ctx.has_input(i) || !ctx.inputs[i].value) {
     return invalid_model(ctx.where, ": input ", i, " has no known value");

@@ -184,6 +184,10 @@ struct BroadcastRows {
 BroadcastRows plan_broadcast(const Shape& out, const std::vector<Shape>& ins);
 
 Status dtype_error(const OpContext& ctx, size_t input, const char* allowed);
+// Float tensors of any float type as float32 (a reference computes in float32 or wider, then
+// stores back with from_float32).
+std::vector<float> to_float32(const Tensor& t);
+void from_float32(const std::vector<float>& v, Tensor& t);
 // Copies n elements of any type (strings by value).
 void copy_elements(DType dt, const void* src, int64_t src_index, void* dst, int64_t dst_index,
                    int64_t n);
