@@ -1,4 +1,5 @@
-// MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool on float tensors, 1-D to 3-D.
+// MaxPool (with its Indices output), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool,
+// GlobalLpPool, 1-D to 3-D. MaxPool takes every numeric type, the others float types.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,7 +11,7 @@
 namespace tern {
 namespace {
 
-enum class PoolKind { kMax, kAverage };
+enum class PoolKind { kMax, kAverage, kLp };
 
 struct PoolParams {
   PoolKind kind;
@@ -18,21 +19,24 @@ struct PoolParams {
   int64_t planes = 0;  // N * C
   bool count_include_pad = false;
   DType dtype;
+  int64_t p_norm = 2;         // LpPool
+  bool want_indices = false;  // MaxPool's second output
 };
 
 Expected<PoolParams> parse_pool(const OpContext& ctx, PoolKind kind, bool global) {
   const Shape& x = ctx.inputs[0].shape;
-  if (!ops::visit_float(ctx.inputs[0].dtype, [](auto) {})) {
-    return ops::dtype_error(ctx, 0, "float32, float64");
-  }
+  const bool ok = kind == PoolKind::kMax ? ops::visit_all_numeric(ctx.inputs[0].dtype, [](auto) {})
+                                         : ops::visit_any_float(ctx.inputs[0].dtype, [](auto) {});
+  if (!ok) return ops::dtype_error(ctx, 0, kind == PoolKind::kMax ? "numeric types" : "float types");
   if (x.size() < 3) {
     return invalid_argument("input '", ctx.input_names[0], "' must be [N, C, spatial...], got ",
                             shape_str(x));
   }
-  if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
-    return unsupported("the Indices output of MaxPool is not supported");
-  }
   PoolParams p;
+  p.want_indices = ctx.outputs.size() > 1 && ctx.outputs[1].present;
+  if (kind == PoolKind::kLp) {
+    TERN_ASSIGN_OR_RETURN(p.p_norm, ctx.attrs().get_int("p", 2));
+  }
   p.kind = kind;
   p.dtype = ctx.inputs[0].dtype;
   p.planes = x[0] * x[1];
@@ -62,13 +66,13 @@ Shape pool_out_shape(const OpContext& ctx, const PoolParams& p) {
 }
 
 template <class T>
-void pool_plane(const PoolParams& p, const T* x, T* y) {
+void pool_plane(const PoolParams& p, const T* x, T* y, int64_t* idx, int64_t plane_base) {
   const ops::Window& v = p.win;
   for (int64_t od = 0; od < v.out[0]; ++od)
     for (int64_t oh = 0; oh < v.out[1]; ++oh)
       for (int64_t ow = 0; ow < v.out[2]; ++ow) {
         double acc = p.kind == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0.0;
-        int64_t count = 0, padded_count = 0;
+        int64_t count = 0, padded_count = 0, arg = 0;
         for (int64_t kd = 0; kd < v.kernel[0]; ++kd) {
           const int64_t id = od * v.strides[0] - v.pads_begin[0] + kd * v.dilations[0];
           for (int64_t kh = 0; kh < v.kernel[1]; ++kh) {
@@ -83,9 +87,12 @@ void pool_plane(const PoolParams& p, const T* x, T* y) {
               if (id < 0 || id >= v.in[0] || ih < 0 || ih >= v.in[1] || iw < 0 || iw >= v.in[2]) {
                 continue;
               }
-              const double xv = x[(id * v.in[1] + ih) * v.in[2] + iw];
+              const int64_t at = (id * v.in[1] + ih) * v.in[2] + iw;
+              const double xv = ops::as_double(x[at]);
               if (p.kind == PoolKind::kMax) {
-                acc = std::isnan(xv) || xv > acc ? xv : acc;
+                if (std::isnan(xv) || xv > acc) acc = xv, arg = at;
+              } else if (p.kind == PoolKind::kLp) {
+                acc += std::pow(std::fabs(xv), static_cast<double>(p.p_norm));
               } else {
                 acc += xv;
               }
@@ -97,21 +104,26 @@ void pool_plane(const PoolParams& p, const T* x, T* y) {
           const int64_t div = p.count_include_pad ? padded_count : count;
           acc = div ? acc / static_cast<double>(div) : 0.0;
         }
-        y[(od * v.out[1] + oh) * v.out[2] + ow] = static_cast<T>(acc);
+        if (p.kind == PoolKind::kLp) acc = std::pow(acc, 1.0 / static_cast<double>(p.p_norm));
+        y[(od * v.out[1] + oh) * v.out[2] + ow] = ops::from_double<T>(acc);
+        if (idx) idx[(od * v.out[1] + oh) * v.out[2] + ow] = plane_base + arg;
       }
 }
 
 Status run_pool(const PoolParams& p, const KernelArgs& a, const ExecContext& exec) {
   const int64_t in_plane = p.win.in[0] * p.win.in[1] * p.win.in[2];
   const int64_t out_plane = p.win.out[0] * p.win.out[1] * p.win.out[2];
-  ops::visit_float(p.dtype, [&](auto tag) {
+  int64_t* idx = p.want_indices && a.outputs[1] ? a.outputs[1]->data<int64_t>() : nullptr;
+  ops::visit_all_numeric(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = a.inputs[0]->data<T>();
     T* y = a.outputs[0]->data<T>();
     parallel_for(p.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(in_plane, 1)),
                  exec.num_threads, [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i)
-                     pool_plane<T>(p, x + i * in_plane, y + i * out_plane);
+                   for (int64_t i = b; i < e; ++i) {
+                     pool_plane<T>(p, x + i * in_plane, y + i * out_plane,
+                                   idx ? idx + i * out_plane : nullptr, i * in_plane);
+                   }
                  });
   });
   return Status::ok();
@@ -150,6 +162,10 @@ void register_op_pool(OpRegistry& r) {
          infer_pool<PoolKind::kAverage, false>,
          make_pool<PoolKind::kAverage, false>,
          {}});
+  r.add({"LpPool", 1, 1, 1, 1, infer_pool<PoolKind::kLp, false>, make_pool<PoolKind::kLp, false>,
+         {}});
+  r.add({"GlobalLpPool", 1, 1, 1, 1, infer_pool<PoolKind::kLp, true>,
+         make_pool<PoolKind::kLp, true>, {}});
   r.add({"GlobalMaxPool",
          1,
          1,
