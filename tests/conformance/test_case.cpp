@@ -59,7 +59,9 @@ struct ToleranceException {
   const char* reason;
 };
 const ToleranceException kToleranceExceptions[] = {
-    {"", {1e-3, 1e-7}, ""},  // sentinel, never matches a non-empty name below
+    {"test_dft_inverse", {1e-3, 1e-6},
+     "bins whose exact value is 0 hold float32 rounding noise (1.9e-7) in the reference; Tern "
+     "transforms in double and gets ~1e-15"},
 };
 
 Tolerance tolerance_for(const std::string& test, std::string* note) {
