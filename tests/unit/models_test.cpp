@@ -102,6 +102,9 @@ TEST_SUITE("models") {
   TEST_CASE("mobilenet_v2 matches ONNX Runtime") {
     check_against_reference("mobilenet_v2");
   }
+  TEST_CASE("tiny_bert matches ONNX Runtime") {  // int64 inputs; Gather, Erf, ReduceMean, Pow...
+    check_against_reference("tiny_bert");
+  }
 
   TEST_CASE("onnx -> .tern -> load gives identical outputs") {
     if (!have_shared_models()) {
