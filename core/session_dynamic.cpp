@@ -1,0 +1,73 @@
+// Dynamic execution (Plan::dynamic): shape inference and a kernel per node on the run's actual
+// values, for graphs whose shapes depend on computed values or that compute strings.
+#include <algorithm>
+
+#include "core/session.h"
+
+namespace tern {
+
+Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
+                            const std::vector<int>& wanted, const FlagValues& flags,
+                            std::vector<Tensor>* outputs) const {
+  const Graph& g = model_->graph();
+  std::vector<PlannedValue> values(g.values.size());
+  std::vector<std::unique_ptr<Tensor>> held(g.values.size());  // computed during this run
+  auto hold = [&](size_t id, Tensor t) {
+    held[id] = std::make_unique<Tensor>(std::move(t));
+    const Tensor* p = held[id].get();
+    values[id] = PlannedValue{PlannedValue::Where::kConstant, p->dtype(), p->shape(), p, 0};
+  };
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : folded_[v].get();
+    if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
+  }
+  for (size_t i = 0; i < model_->inputs().size(); ++i) {
+    const Tensor* t = ordered[i];
+    values[static_cast<size_t>(model_->inputs()[i].value)] =
+        PlannedValue{PlannedValue::Where::kConstant, t->dtype(), t->shape(), t, 0};
+  }
+  // Readers left per value, so intermediate tensors are freed after their last use.
+  std::vector<int> readers(g.values.size(), 0);
+  for (size_t n : order_) {
+    if (node_folded_[n]) continue;
+    for (int id : g.nodes[n].inputs) {
+      if (id >= 0) ++readers[static_cast<size_t>(id)];
+    }
+  }
+  for (int id : g.outputs) readers[static_cast<size_t>(id)] += 1 << 20;  // never freed
+  for (size_t n : order_) {
+    if (node_folded_[n]) continue;
+    OpContext ctx;
+    ctx.flags = &flags;
+    TERN_RETURN_IF_ERROR(make_context(n, values, &ctx));
+    const Node& node = g.nodes[n];
+    std::vector<Tensor> outs;
+    const bool from_shapes = std::all_of(ctx.output_values.begin(), ctx.output_values.end(),
+                                         [](const auto& v) { return v.has_value(); });
+    if (from_shapes && !ctx.output_values.empty()) {
+      for (auto& v : ctx.output_values) outs.push_back(std::move(*v));
+    } else {
+      TERN_RETURN_IF_ERROR(evaluate_now(ctx, &outs, &flags));
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] >= 0) hold(static_cast<size_t>(node.outputs[i]), std::move(outs[i]));
+    }
+    for (int id : node.inputs) {
+      if (id >= 0 && --readers[static_cast<size_t>(id)] == 0 && held[static_cast<size_t>(id)]) {
+        held[static_cast<size_t>(id)].reset();
+        values[static_cast<size_t>(id)] = PlannedValue{};
+      }
+    }
+  }
+  std::vector<Tensor> result;
+  for (int id : wanted) {
+    const PlannedValue& pv = values[static_cast<size_t>(id)];
+    if (!pv.constant) return internal_error("output '", g.value_name(id), "' was not computed");
+    TERN_ASSIGN_OR_RETURN(Tensor copy, pv.constant->clone());
+    result.push_back(std::move(copy));
+  }
+  *outputs = std::move(result);
+  return Status::ok();
+}
+
+}  // namespace tern
