@@ -17,12 +17,6 @@ bool resolve(int64_t& idx, int64_t dim) {
   return idx >= 0 && idx < dim;
 }
 
-Shape strides_of(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
-  return st;
-}
-
 bool is_index_type(DType t) {
   return t == DType::kInt32 || t == DType::kInt64;
 }
@@ -99,7 +93,7 @@ Status infer_gather_elements(OpContext& ctx) {
 // Walks every index element: fn(index element position, data offset it addresses).
 template <class Fn>
 Status walk_elements(const ElemParams& p, const Tensor& idx, Fn&& fn) {
-  const Shape ds = strides_of(p.data);
+  const Shape ds = ops::contiguous_strides(p.data);
   const size_t r = p.idx.size();
   std::vector<int64_t> pos(r, 0);
   const int64_t n = numel(p.idx);
@@ -234,7 +228,7 @@ Status infer_gather_nd(OpContext& ctx) {
 template <class Fn>
 Status walk_nd(const NDParams& p, const Tensor& idx, Fn&& fn) {
   const int64_t k = p.idx.back();
-  const Shape ds = strides_of(p.data);
+  const Shape ds = ops::contiguous_strides(p.data);
   int64_t batch = 1;
   for (int64_t d = 0; d < p.batch_dims; ++d) batch *= p.data[static_cast<size_t>(d)];
   const int64_t tuples = numel(p.idx) / k;
@@ -349,7 +343,7 @@ struct TileParams {
 };
 
 Status run_tile(const TileParams& p, const KernelArgs& a, const ExecContext&) {
-  const Shape is = strides_of(p.in);
+  const Shape is = ops::contiguous_strides(p.in);
   const int64_t n = numel(p.out);
   const size_t r = p.out.size();
   std::vector<int64_t> pos(r, 0);

@@ -34,11 +34,6 @@ std::vector<int64_t> broadcast_index(const Shape& s, const Shape& full) {
   return idx;
 }
 
-template <class Fn>
-bool visit_float_in(DType dt, Fn&& fn) {
-  return ops::visit_any_float(dt, fn);
-}
-
 std::vector<double> to_doubles(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.float_at(i);

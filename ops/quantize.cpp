@@ -135,19 +135,6 @@ Expected<ScaleMap> scale_map(const OpContext& ctx) {
   return m;
 }
 
-template <class Fn>
-void for_each_pos(const Shape& shape, Fn&& fn) {
-  std::vector<int64_t> pos(shape.size(), 0);
-  const int64_t n = numel(shape);
-  for (int64_t i = 0; i < n; ++i) {
-    fn(i, pos);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++pos[d] < shape[d]) break;
-      pos[d] = 0;
-    }
-  }
-}
-
 // ---- QuantizeLinear ---------------------------------------------------------------------------
 
 struct QParams {
@@ -173,7 +160,7 @@ Status run_quantize(const QParams& p, const KernelArgs& a, const ExecContext&) {
   const Tensor& s = *a.inputs[1];
   const Tensor* zp = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
   Tensor& y = *a.outputs[0];
-  for_each_pos(p.map.x, [&](int64_t i, const std::vector<int64_t>& pos) {
+  ops::for_each_index(p.map.x, [&](int64_t i, const std::vector<int64_t>& pos) {
     const int64_t k = p.map.index(pos);
     const double z = zp ? load(*zp, k) : 0.0;
     double v = load(x, i) / load(s, k);
@@ -203,7 +190,7 @@ Status run_dequantize(const QParams& p, const KernelArgs& a, const ExecContext&)
   const Tensor& x = *a.inputs[0];
   const Tensor& s = *a.inputs[1];
   const Tensor* zp = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
-  for_each_pos(p.map.x, [&](int64_t i, const std::vector<int64_t>& pos) {
+  ops::for_each_index(p.map.x, [&](int64_t i, const std::vector<int64_t>& pos) {
     const int64_t k = p.map.index(pos);
     const double z = zp ? load(*zp, k) : 0.0;
     store_float(*a.outputs[0], i, (load(x, i) - z) * load(s, k));
@@ -281,7 +268,7 @@ Expected<MmShape> matmul_shape(const OpContext& ctx, const Shape& a0, const Shap
     Shape al(r_, 1);
     for (size_t i = 0; i < s.size(); ++i) al[r_ - s.size() + i] = s[i];
     std::vector<int64_t> offs;
-    for_each_pos(batch, [&](int64_t, const std::vector<int64_t>& pos) {
+    ops::for_each_index(batch, [&](int64_t, const std::vector<int64_t>& pos) {
       int64_t o = 0;
       for (size_t d = 0; d < r_; ++d) o = o * al[d] + (al[d] == 1 ? 0 : pos[d]);
       offs.push_back(o * mat);

@@ -12,26 +12,6 @@
 namespace tern {
 namespace {
 
-Shape strides_of(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
-  return st;
-}
-
-// Walks every index of `shape`: fn(flat index, position).
-template <class Fn>
-void for_each_index(const Shape& shape, Fn&& fn) {
-  const int64_t n = numel(shape);
-  std::vector<int64_t> pos(shape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    fn(i, pos);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++pos[d] < shape[d]) break;
-      pos[d] = 0;
-    }
-  }
-}
-
 // ---- Split --------------------------------------------------------------------------------------
 
 struct SplitParams {
@@ -188,9 +168,9 @@ Status run_pad(const PadParams& p, const KernelArgs& a, const ExecContext&) {
   Tensor& y = *a.outputs[0];
   const Tensor* cval = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
   if (cval && cval->numel() == 0) cval = nullptr;
-  const Shape xs = strides_of(p.in);
+  const Shape xs = ops::contiguous_strides(p.in);
   Status st;
-  for_each_index(p.out, [&](int64_t o, const std::vector<int64_t>& pos) {
+  ops::for_each_index(p.out, [&](int64_t o, const std::vector<int64_t>& pos) {
     int64_t off = 0;
     bool inside = true;
     for (size_t d = 0; d < pos.size(); ++d) {
@@ -260,7 +240,7 @@ Status run_d2s(const D2SParams& p, const KernelArgs& a, const ExecContext&) {
   Tensor& y = *a.outputs[0];
   const Shape& ys = y.shape();
   const int64_t b = p.b;
-  for_each_index(p.to_space ? ys : p.in, [&](int64_t i, const std::vector<int64_t>& pos) {
+  ops::for_each_index(p.to_space ? ys : p.in, [&](int64_t i, const std::vector<int64_t>& pos) {
     // pos indexes the space-side tensor [n, c, h*b, w*b]; find the depth-side element.
     const int64_t n = pos[0], c = pos[1], h = pos[2], w = pos[3];
     const int64_t bh = h % b, bw = w % b;
@@ -299,9 +279,9 @@ Status infer_same(OpContext& ctx) {
 Status run_reverse(const RevParams& p, const KernelArgs& a, const ExecContext&) {
   const Tensor& x = *a.inputs[0];
   const Tensor& lens = *a.inputs[1];
-  const Shape xs = strides_of(p.in);
+  const Shape xs = ops::contiguous_strides(p.in);
   Status st;
-  for_each_index(p.in, [&](int64_t i, const std::vector<int64_t>& pos) {
+  ops::for_each_index(p.in, [&](int64_t i, const std::vector<int64_t>& pos) {
     const int64_t bi = pos[static_cast<size_t>(p.batch_axis)];
     const int64_t t = pos[static_cast<size_t>(p.time_axis)];
     const int64_t len = std::min<int64_t>(lens.int_at(bi), p.in[static_cast<size_t>(p.time_axis)]);

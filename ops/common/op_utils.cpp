@@ -62,6 +62,12 @@ Expected<std::vector<int64_t>> input_ints(const OpContext& ctx, size_t i) {
   return read_ints(*ctx.inputs[i].value);
 }
 
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
 std::vector<int64_t> read_ints(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.int_at(i);

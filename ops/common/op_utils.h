@@ -183,6 +183,23 @@ struct BroadcastRows {
 };
 BroadcastRows plan_broadcast(const Shape& out, const std::vector<Shape>& ins);
 
+// Row-major element strides of a shape.
+Shape contiguous_strides(const Shape& s);
+
+// Walks every index of `shape` in row-major order: fn(flat index, position per dim).
+template <class Fn>
+void for_each_index(const Shape& shape, Fn&& fn) {
+  const int64_t n = numel(shape);
+  std::vector<int64_t> pos(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, static_cast<const std::vector<int64_t>&>(pos));
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++pos[d] < shape[d]) break;
+      pos[d] = 0;
+    }
+  }
+}
+
 Status dtype_error(const OpContext& ctx, size_t input, const char* allowed);
 // Float tensors of any float type as float32 (a reference computes in float32 or wider, then
 // stores back with from_float32).
