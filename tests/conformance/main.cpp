@@ -62,7 +62,8 @@ std::string encode(const CaseResult& r) {
                        one_line(r.detail), '\n');
 }
 
-bool decode(const std::string& line, CaseResult* r) {
+bool decode(std::string line, CaseResult* r) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   std::vector<std::string> f;
   std::stringstream ss(line);
   std::string part;
