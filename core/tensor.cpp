@@ -1,12 +1,14 @@
 #include "core/tensor.h"
 
 #include <algorithm>
-
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "core/half.h"
+#include "core/low_float.h"
 
 namespace tern {
 
@@ -141,12 +143,25 @@ int64_t Tensor::int_at(int64_t i) const {
       return static_cast<int64_t>(data<uint64_t>()[i]);
     case DType::kBool:
       return data<uint8_t>()[i] != 0;
-    default:
-      return static_cast<int64_t>(float_at(i));
+    case DType::kInt4:  // stored sign-extended, one per byte
+    case DType::kInt2:
+      return data<int8_t>()[i];
+    case DType::kUInt4:
+    case DType::kUInt2:
+      return data<uint8_t>()[i];
+    case DType::kString:
+      return 0;
+    default: {  // the float types; NaN and out-of-range values give 0 / the int64 limits
+      const double v = float_at(i);
+      if (std::isnan(v)) return 0;
+      if (v <= -9.2e18) return INT64_MIN;
+      return v >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(v);
+    }
   }
 }
 
 double Tensor::float_at(int64_t i) const {
+  if (dtype_is_low_float(dtype_)) return low_float_to_float(dtype_, data<uint8_t>()[i]);
   switch (dtype_) {
     case DType::kFloat32:
       return data<float>()[i];
@@ -156,7 +171,12 @@ double Tensor::float_at(int64_t i) const {
       return half_to_float(data<uint16_t>()[i]);
     case DType::kBFloat16:
       return bfloat16_to_float(data<uint16_t>()[i]);
-    default:
+    case DType::kUInt64:
+      return static_cast<double>(data<uint64_t>()[i]);
+    case DType::kString:
+    case DType::kUndefined:
+      return std::nan("");
+    default:  // the integer types, bool (the float8/float4 types are decoded above)
       return static_cast<double>(int_at(i));
   }
 }

@@ -44,7 +44,8 @@ class Tensor {
   Tensor reshaped(Shape shape) const;
   // Deep copy into owned storage.
   Expected<Tensor> clone() const;
-  // Reads element i converted to int64 (integer and bool tensors) or double (floats).
+  // Reads element i converted to int64 (integer and bool tensors) or double (floats). Every
+  // dtype is covered: the float8/float4 types decode, strings read as 0 / NaN.
   int64_t int_at(int64_t i) const;
   double float_at(int64_t i) const;
 

@@ -72,16 +72,10 @@ struct Scalar {
 Scalar load(const Tensor& in, int64_t i) {
   const DType t = in.dtype();
   Scalar s;
-  if (dtype_is_low_float(t)) {
-    s.f = low_float_to_float(t, in.data<uint8_t>()[i]);
-  } else if (t == DType::kInt4 || t == DType::kInt2) {
-    s.integral = true, s.i = in.data<int8_t>()[i];
-  } else if (t == DType::kUInt4 || t == DType::kUInt2) {
-    s.integral = true, s.i = in.data<uint8_t>()[i];
-  } else if (t == DType::kString) {
+  if (t == DType::kString) {
     const std::string& str = in.data<std::string>()[i];
     s.f = std::strtod(str.c_str(), nullptr);
-  } else if (dtype_is_float(t)) {
+  } else if (dtype_is_float(t) || dtype_is_low_float(t)) {
     s.f = in.float_at(i);
   } else {
     s.integral = true, s.i = in.int_at(i);

@@ -218,7 +218,6 @@ Expected<std::unique_ptr<Kernel>> make_bin(const OpContext& ctx) {
   if (Op == Bin::kMod) {
     TERN_ASSIGN_OR_RETURN(int64_t fm, ctx.attrs().get_int("fmod", 0));
     p.fmod = fm != 0;
-    if (!p.fmod && !ints && dtype_is_float(dt)) p.fmod = false;
   }
   return make_kernel("reference", std::move(p), run_bin);
 }

@@ -11,11 +11,6 @@ namespace tern {
 namespace {
 
 double load(const Tensor& t, int64_t i) {
-  const DType d = t.dtype();
-  if (dtype_is_low_float(d)) return low_float_to_float(d, t.data<uint8_t>()[i]);
-  if (d == DType::kInt4 || d == DType::kInt2) return t.data<int8_t>()[i];
-  if (d == DType::kUInt4 || d == DType::kUInt2) return t.data<uint8_t>()[i];
-  if (d == DType::kUInt64) return static_cast<double>(t.data<uint64_t>()[i]);
   return t.float_at(i);
 }
 

@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "core/half.h"
-#include "core/low_float.h"
 
 namespace tern_conformance {
 
@@ -12,21 +11,7 @@ using tern::DType;
 using tern::Tensor;
 
 double element_as_double(const Tensor& t, int64_t i) {
-  if (tern::dtype_is_low_float(t.dtype())) {
-    return tern::low_float_to_float(t.dtype(), t.data<uint8_t>()[i]);
-  }
-  switch (t.dtype()) {
-    case DType::kInt4:
-    case DType::kInt2:
-      return t.data<int8_t>()[i];
-    case DType::kUInt4:
-    case DType::kUInt2:
-      return t.data<uint8_t>()[i];
-    case DType::kUInt64:
-      return static_cast<double>(t.data<uint64_t>()[i]);
-    default:
-      return t.float_at(i);
-  }
+  return t.float_at(i);
 }
 
 namespace {

@@ -63,6 +63,23 @@ TEST_SUITE("core") {
     CHECK(float_to_low_float(DType::kFloat8E4M3FN, 1.0625f) == 0x38);  // tie 1 / 1.125 -> 1
   }
 
+  TEST_CASE("int_at / float_at read every dtype (no recursion for the 8/4/2-bit types)") {
+    Tensor f8 = Tensor::allocate(DType::kFloat8E4M3FN, {1}).value();
+    f8.data<uint8_t>()[0] = 0x7e;
+    CHECK(f8.float_at(0) == 448.0);
+    CHECK(f8.int_at(0) == 448);
+    Tensor i4 = Tensor::allocate(DType::kInt4, {1}).value();
+    i4.data<int8_t>()[0] = -3;
+    CHECK(i4.int_at(0) == -3);
+    CHECK(i4.float_at(0) == -3.0);
+    Tensor u64 = Tensor::allocate(DType::kUInt64, {1}).value();
+    u64.data<uint64_t>()[0] = uint64_t{1} << 63;
+    CHECK(u64.float_at(0) == 9223372036854775808.0);
+    Tensor s = Tensor::allocate(DType::kString, {1}).value();
+    CHECK(std::isnan(s.float_at(0)));
+    CHECK(s.int_at(0) == 0);
+  }
+
   TEST_CASE("half and bfloat16 conversions round to nearest even") {
     for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) {
       CHECK(half_to_float(float_to_half(f)) == f);
