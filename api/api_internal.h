@@ -20,10 +20,15 @@ struct tern_model {
 };
 struct tern_session {
   std::unique_ptr<tern::Session> s;
+  bool profile_written = false;
+  ~tern_session() {
+    if (s && s->profiler() && !profile_written) (void)s->profiler()->write();
+  }
 };
 struct tern_session_options {
   std::vector<std::string> backends{"cpu"};
   tern::FlagOverrides flags;  // num_threads, num_interop_threads and any session-scoped flag
+  std::string profile_path;   // empty: no profiling
 };
 struct tern_run_options {
   tern::FlagOverrides flags;  // run-scoped flags (sdp.*, onednn.verbose)

@@ -134,6 +134,7 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
       cfg.backends.push_back(b);
     }
     cfg.overrides = opts.flags;
+    cfg.profile_path = opts.profile_path;
     TERN_ASSIGN_OR_RETURN(auto s, tern::Session::create(m->m, std::move(cfg)));
     *out = new tern_session{std::move(s)};
     return Status::ok();
@@ -182,6 +183,40 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
 
 void tern_session_destroy(tern_session* s) {
   delete s;
+}
+
+tern_status tern_session_options_enable_profiling(tern_session_options* o, const char* path) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(o, "options is NULL");
+    o->profile_path = path ? path : "";
+    return Status::ok();
+  });
+}
+
+tern_status tern_session_end_profiling(tern_session* s) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(s, "session is NULL");
+    TERN_API_REQUIRE(s->s->profiler(),
+                     "the session was not created with profiling "
+                     "(tern_session_options_enable_profiling)");
+    TERN_RETURN_IF_ERROR(s->s->profiler()->write());
+    s->profile_written = true;
+    return Status::ok();
+  });
+}
+
+tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes,
+                                     size_t* packed_weight_bytes) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(s, "session is NULL");
+    std::shared_ptr<const tern::Plan> plan = s->s->last_plan();
+    TERN_API_REQUIRE(plan,
+                     "the session has no plan yet: its input shapes are dynamic, so the plan is "
+                     "built by the first run");
+    if (activation_bytes) *activation_bytes = plan->arena_bytes;
+    if (packed_weight_bytes) *packed_weight_bytes = plan->packed_weight_bytes;
+    return Status::ok();
+  });
 }
 
 }  // extern "C"

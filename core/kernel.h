@@ -71,6 +71,8 @@ class Kernel {
   virtual Status run(const KernelArgs& args, const ExecContext& exec) const = 0;
   // Scratch memory one run needs; the memory planner places it in the run arena.
   virtual size_t workspace_bytes() const { return 0; }
+  // Bytes of weight copies this kernel holds in its own layout (counted in the plan's memory).
+  virtual size_t packed_bytes() const { return 0; }
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);

@@ -34,21 +34,6 @@ Shape plan_flag_key(const FlagValues& f) {
           f[FlagId::kMhaFastpath]};
 }
 
-// Bit sets over steps, for "must finish before" questions.
-class StepSets {
- public:
-  explicit StepSets(size_t n) : words_((n + 63) / 64), bits_(n * words_, 0) {}
-  bool test(size_t set, size_t s) const { return (bits_[set * words_ + s / 64] >> (s % 64)) & 1; }
-  void add(size_t set, size_t s) { bits_[set * words_ + s / 64] |= uint64_t{1} << (s % 64); }
-  void merge(size_t into, size_t from) {
-    for (size_t w = 0; w < words_; ++w) bits_[into * words_ + w] |= bits_[from * words_ + w];
-  }
-
- private:
-  size_t words_;
-  std::vector<uint64_t> bits_;
-};
-
 }  // namespace
 
 std::shared_ptr<void> Plan::acquire_arena(int layout) const {
@@ -72,7 +57,9 @@ void Plan::release_arena(int layout, std::shared_ptr<void> arena) const {
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                    SessionConfig config) {
   if (config.backends.empty()) return invalid_argument("no backend given");
+  const auto t0 = Profiler::Clock::now();
   std::unique_ptr<Session> s(new Session());
+  if (!config.profile_path.empty()) s->profiler_ = std::make_unique<Profiler>(config.profile_path);
   s->model_ = std::move(model);
   s->config_ = std::move(config);
   const Graph& g = s->model_->graph();
@@ -112,6 +99,14 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
     shapes.push_back(in.dims);
   }
   if (all_static) TERN_RETURN_IF_ERROR(s->plan_for(shapes).status());
+  if (s->profiler_) {
+    ProfileEvent e{"session_create", "session", s->profiler_->since_start_us(t0), 0,
+                   Profiler::thread_number(), {}};
+    e.dur_us = s->profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
+    e.args.emplace_back("nodes", std::to_string(g.nodes.size()));
+    e.args.emplace_back("folded_constants", std::to_string(s->folded_count_));
+    s->profiler_->record(std::move(e));
+  }
   return s;
 }
 
@@ -253,7 +248,10 @@ Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>
   {
     std::lock_guard<std::mutex> lock(plans_mu_);
     auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
+    if (it != plans_.end()) {
+      last_plan_ = it->second;
+      return it->second;
+    }
   }
   std::vector<DType> dtypes;
   for (const IOInfo& in : model_->inputs()) dtypes.push_back(in.dtype);
@@ -261,314 +259,8 @@ Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>
   std::lock_guard<std::mutex> lock(plans_mu_);
   if (plans_.size() >= kMaxCachedPlans) plans_.erase(plans_.begin());
   plans_[key] = plan;
+  last_plan_ = plan;
   return plan;
-}
-
-Status Session::choose_kernel(const OpContext& ctx, PlanStep* step) const {
-  std::string reasons;
-  for (Backend* b : config_.backends) {
-    auto kernel = b->prepare(ctx);
-    if (kernel) {
-      step->backend = b;
-      step->kernel = std::move(kernel).value();
-      return Status::ok();
-    }
-    if (kernel.status().code() != Code::kUnsupported) return kernel.status().with_prefix(ctx.where);
-    reasons += (reasons.empty() ? "" : "; ") + kernel.status().message();
-  }
-  return unsupported(ctx.where, ": ", reasons);
-}
-
-bool Session::try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>& values,
-                       const FlagValues& flags, Plan* plan, PlanStep* step) const {
-  const Graph& g = model_->graph();
-  auto arena_value = [&](int id) {
-    return id >= 0 && values[static_cast<size_t>(id)].where == PlannedValue::Where::kArena;
-  };
-  // Every replaced node must be a run-time step (not folded or shape math).
-  for (size_t n : m.removed) {
-    for (int id : g.nodes[n].outputs) {
-      if (id >= 0 && !arena_value(id) &&
-          values[static_cast<size_t>(id)].where != PlannedValue::Where::kOutput) {
-        return false;
-      }
-    }
-  }
-  auto pv = [&](int id) -> const PlannedValue& { return values[static_cast<size_t>(id)]; };
-  const Shape& q = pv(m.q).shape;
-  const Shape& k = pv(m.k).shape;
-  const Shape& v = pv(m.v).shape;
-  if (pv(m.q).dtype != DType::kFloat32 || pv(m.k).dtype != DType::kFloat32 ||
-      pv(m.v).dtype != DType::kFloat32) {
-    return false;
-  }
-  const size_t r = q.size();
-  if ((r != 3 && r != 4) || k.size() != r || v.size() != r) return false;
-  // MatMul broadcasts batch dims; Attention needs them equal.
-  for (size_t d = 0; d + 2 < r; ++d) {
-    if (q[d] != k[d] || q[d] != v[d]) return false;
-  }
-  float scale = 1.0f;
-  if (m.scale_value >= 0) {
-    const PlannedValue& sv = pv(m.scale_value);
-    if (sv.where != PlannedValue::Where::kConstant || sv.dtype != DType::kFloat32 ||
-        sv.constant->numel() != 1) {
-      return false;
-    }
-    float c = sv.constant->data<float>()[0];
-    if (m.scale_divides) {
-      if (c == 0.0f) return false;
-      scale = 1.0f / c;
-    } else {
-      scale = c;
-    }
-  }
-  const Shape& scores = pv(g.nodes[m.matmul_qk].outputs[0]).shape;
-  if (m.add_node >= 0) {
-    const PlannedValue& mask = pv(m.mask);
-    if (mask.dtype != DType::kFloat32) return false;
-    if (pv(g.nodes[static_cast<size_t>(m.add_node)].outputs[0]).shape != scores) return false;
-  }
-  auto node = std::make_unique<Node>();
-  node->name = g.nodes[m.matmul_v].name;
-  node->op_type = "Attention";
-  node->inputs = {m.q, m.k, m.v};
-  if (m.mask >= 0) node->inputs.push_back(m.mask);
-  node->outputs = g.nodes[m.matmul_v].outputs;
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = scale;
-  node->attrs.set("scale", a);
-  if (r == 3) {  // [N, S, D] reads as one head per batch entry
-    Attribute h;
-    h.kind = Attribute::Kind::kInt;
-    h.i = 1;
-    node->attrs.set("q_num_heads", h);
-    node->attrs.set("kv_num_heads", h);
-  }
-  std::string where = str_cat("fused Attention (mha fastpath) of ", g.describe_node(m.matmul_qk),
-                              " .. ", g.describe_node(m.matmul_v));
-  OpContext ctx;
-  ctx.flags = &flags;
-  if (!make_context(*node, where, values, &ctx).is_ok()) return false;
-  if (ctx.outputs[0].shape != pv(node->outputs[0]).shape) return false;
-  step->node = m.matmul_v;
-  step->label = where;
-  step->inputs = node->inputs;
-  step->outputs = node->outputs;
-  if (!choose_kernel(ctx, step).is_ok()) return false;
-  plan->fused_nodes.push_back(std::move(node));
-  return true;
-}
-
-Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shape>& shapes,
-                                                          const std::vector<DType>& dtypes,
-                                                          const FlagValues& flags) const {
-  const Graph& g = model_->graph();
-  auto plan = std::make_shared<Plan>();
-  auto& values = plan->values;
-  values.resize(g.values.size());
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : folded_[v].get();
-    if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
-  }
-  for (size_t i = 0; i < model_->inputs().size(); ++i) {
-    PlannedValue& pv = values[static_cast<size_t>(model_->inputs()[i].value)];
-    pv = PlannedValue{PlannedValue::Where::kInput, dtypes[i], shapes[i], nullptr, i};
-  }
-  // 1. Shape inference over the whole graph; shape math is computed now.
-  std::vector<std::unique_ptr<OpContext>> ctxs(g.nodes.size());
-  for (size_t n : order_) {
-    if (node_folded_[n]) continue;
-    auto ctx = std::make_unique<OpContext>();
-    ctx->flags = &flags;
-    Status st = make_context(n, values, ctx.get());
-    if (!st.is_ok() && ctx->needs_values) {
-      plan->dynamic = true;
-      plan->dynamic_reason = st.message();
-      plan->steps.clear();
-      return std::shared_ptr<const Plan>(std::move(plan));
-    }
-    TERN_RETURN_IF_ERROR(st);
-    const Node& node = g.nodes[n];
-    bool all_known = std::all_of(ctx->inputs.begin(), ctx->inputs.end(),
-                                 [](const TensorInfo& t) { return !t.present || t.value; });
-    bool from_shapes = std::all_of(ctx->output_values.begin(), ctx->output_values.end(),
-                                   [](const auto& v) { return v.has_value(); });
-    if (all_known || from_shapes) {
-      // Shape math (Shape -> Slice -> Concat -> Reshape): computed now, constant during runs.
-      std::vector<Tensor> outs;
-      if (from_shapes) {
-        for (auto& v : ctx->output_values) outs.push_back(std::move(*v));
-      } else {
-        TERN_RETURN_IF_ERROR(evaluate_now(*ctx, &outs, &flags));
-      }
-      for (size_t i = 0; i < node.outputs.size(); ++i) {
-        int id = node.outputs[i];
-        if (id < 0) continue;
-        plan->known.push_back(std::make_unique<Tensor>(std::move(outs[i])));
-        const Tensor* t = plan->known.back().get();
-        values[static_cast<size_t>(id)] =
-            PlannedValue{PlannedValue::Where::kConstant, t->dtype(), t->shape(), t, 0};
-      }
-      continue;
-    }
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      int id = node.outputs[i];
-      if (id < 0) continue;
-      if (ctx->outputs[i].dtype == DType::kString) {  // std::string objects never live in arenas
-        plan->dynamic = true;
-        plan->dynamic_reason = ctx->where + " computes strings";
-        plan->steps.clear();
-        return std::shared_ptr<const Plan>(std::move(plan));
-      }
-      values[static_cast<size_t>(id)] = PlannedValue{
-          PlannedValue::Where::kArena, ctx->outputs[i].dtype, ctx->outputs[i].shape, nullptr, 0};
-    }
-    ctxs[n] = std::move(ctx);
-  }
-  for (int id : g.outputs) {
-    PlannedValue& pv = values[static_cast<size_t>(id)];
-    if (pv.where == PlannedValue::Where::kArena) pv.where = PlannedValue::Where::kOutput;
-  }
-  // 2. The mha fastpath: attention subgraphs that fit become one step.
-  std::vector<int> fused_at(g.nodes.size(), -1);  // node -> index into fused_steps
-  std::vector<bool> removed(g.nodes.size(), false);
-  std::vector<PlanStep> fused_steps;
-  if (flags.on(FlagId::kMhaFastpath)) {
-    for (const AttentionMatch& m : patterns_) {
-      if (std::any_of(m.removed.begin(), m.removed.end(), [&](size_t n) { return removed[n]; })) {
-        continue;
-      }
-      PlanStep step;
-      if (!try_fuse(m, values, flags, plan.get(), &step)) continue;
-      for (size_t n : m.removed) removed[n] = true;
-      fused_at[m.matmul_v] = static_cast<int>(fused_steps.size());
-      fused_steps.push_back(std::move(step));
-      ++plan->fused_attention;
-    }
-    // Values only the removed nodes wrote or read in between are never materialised.
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      if (!removed[n] || fused_at[n] >= 0) continue;
-      for (int id : g.nodes[n].outputs) {
-        if (id >= 0) values[static_cast<size_t>(id)].where = PlannedValue::Where::kNone;
-      }
-    }
-  }
-  // 3. Kernels, in topological order.
-  std::vector<int> producer_step(values.size(), -1);
-  for (size_t n : order_) {
-    PlanStep step;
-    if (fused_at[n] >= 0) {
-      step = std::move(fused_steps[static_cast<size_t>(fused_at[n])]);
-    } else {
-      if (!ctxs[n] || removed[n]) continue;
-      step.node = n;
-      step.label = ctxs[n]->where;
-      step.inputs = g.nodes[n].inputs;
-      step.outputs = g.nodes[n].outputs;
-      TERN_RETURN_IF_ERROR(choose_kernel(*ctxs[n], &step));
-    }
-    int s = static_cast<int>(plan->steps.size());
-    for (int id : step.inputs) {
-      int p = id < 0 ? -1 : producer_step[static_cast<size_t>(id)];
-      if (p >= 0 && std::find(step.preds.begin(), step.preds.end(), p) == step.preds.end()) {
-        step.preds.push_back(p);
-        plan->steps[static_cast<size_t>(p)].succs.push_back(s);
-      }
-    }
-    for (int id : step.outputs) {
-      if (id >= 0) producer_step[static_cast<size_t>(id)] = s;
-    }
-    plan->steps.push_back(std::move(step));
-  }
-  // 4. Arena layouts. Buffers: arena values, then one workspace per step that asks for one.
-  const size_t nsteps = plan->steps.size();
-  struct Buffer {
-    size_t bytes;
-    int value;  // -1 for a workspace
-    int step;   // producer (or owner) step
-    std::vector<int> readers;
-  };
-  std::vector<Buffer> buffers;
-  std::vector<int> buffer_of_value(values.size(), -1);
-  for (size_t v = 0; v < values.size(); ++v) {
-    if (values[v].where != PlannedValue::Where::kArena) continue;
-    TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(values[v].shape));
-    buffer_of_value[v] = static_cast<int>(buffers.size());
-    buffers.push_back(Buffer{static_cast<size_t>(n) * dtype_size(values[v].dtype),
-                             static_cast<int>(v),
-                             producer_step[v],
-                             {}});
-  }
-  for (size_t s = 0; s < nsteps; ++s) {
-    for (int id : plan->steps[s].inputs) {
-      int b = id < 0 ? -1 : buffer_of_value[static_cast<size_t>(id)];
-      if (b >= 0) buffers[static_cast<size_t>(b)].readers.push_back(static_cast<int>(s));
-    }
-  }
-  std::vector<int> workspace_buffer(nsteps, -1);
-  for (size_t s = 0; s < nsteps; ++s) {
-    if (size_t ws = plan->steps[s].kernel->workspace_bytes()) {
-      workspace_buffer[s] = static_cast<int>(buffers.size());
-      buffers.push_back(Buffer{ws, -1, static_cast<int>(s), {static_cast<int>(s)}});
-    }
-  }
-  for (Buffer& b : buffers) {
-    if (b.readers.empty()) b.readers.push_back(b.step);
-  }
-  auto fill_layout = [&](const MemoryPlan& mp, ArenaLayout* l) {
-    l->value_offset.assign(values.size(), 0);
-    l->workspace_offset.assign(nsteps, 0);
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      if (buffers[i].value >= 0) {
-        l->value_offset[static_cast<size_t>(buffers[i].value)] = mp.offsets[i];
-      } else {
-        l->workspace_offset[static_cast<size_t>(buffers[i].step)] = mp.offsets[i];
-      }
-    }
-    l->bytes = mp.arena_bytes;
-    l->naive_bytes = mp.naive_bytes;
-  };
-  {
-    std::vector<BufferRequest> requests;
-    for (const Buffer& b : buffers) {
-      int last = *std::max_element(b.readers.begin(), b.readers.end());
-      requests.push_back(BufferRequest{b.bytes, b.step, std::max(b.step, last)});
-    }
-    fill_layout(plan_memory(requests), &plan->layouts[0]);
-  }
-  // Ancestors (steps that always finish before a step starts) and the widest DAG level.
-  StepSets anc(nsteps);
-  std::vector<int> level(nsteps, 0);
-  for (size_t s = 0; s < nsteps; ++s) {
-    for (int p : plan->steps[s].preds) {
-      anc.merge(s, static_cast<size_t>(p));
-      anc.add(s, static_cast<size_t>(p));
-      level[s] = std::max(level[s], level[static_cast<size_t>(p)] + 1);
-    }
-  }
-  std::map<int, int> per_level;
-  for (int l : level) plan->width = std::max(plan->width, ++per_level[l]);
-  if (plan->width > 1) {
-    std::vector<size_t> bytes;
-    for (const Buffer& b : buffers) bytes.push_back(b.bytes);
-    auto before = [&](const Buffer& x, const Buffer& y) {  // x is dead before y is written
-      if (y.step < 0) return false;
-      return std::all_of(x.readers.begin(), x.readers.end(), [&](int r) {
-        return anc.test(static_cast<size_t>(y.step), static_cast<size_t>(r));
-      });
-    };
-    fill_layout(plan_memory_general(bytes,
-                                    [&](size_t i, size_t j) {
-                                      return !before(buffers[i], buffers[j]) &&
-                                             !before(buffers[j], buffers[i]);
-                                    }),
-                &plan->layouts[1]);
-  }
-  plan->arena_bytes = plan->layouts[0].bytes;
-  plan->naive_bytes = plan->layouts[0].naive_bytes;
-  return std::shared_ptr<const Plan>(std::move(plan));
 }
 
 Status Session::check_inputs(const std::vector<std::string>& names,
@@ -619,12 +311,38 @@ Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Ten
     size_t s = static_cast<size_t>(&step - plan.steps.data());
     args.workspace = base + plan.layouts[layout].workspace_offset[s];
   }
+  const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   Status st = step.kernel->run(args, exec);
+  if (profiler_) record_step(step, args, t0, exec);
   if (!st.is_ok()) {
     return st.with_prefix(
         str_cat(step.label, " [", step.backend->name(), "/", step.kernel->name(), "]"));
   }
   return Status::ok();
+}
+
+void Session::record_step(const PlanStep& step, const KernelArgs& args,
+                          Profiler::Clock::time_point t0, const ExecContext& exec) const {
+  const Graph& g = model_->graph();
+  const Node& node = g.nodes[step.node];
+  ProfileEvent e{node.name.empty() ? step.label : node.name, "node", profiler_->since_start_us(t0),
+                 0, Profiler::thread_number(), {}};
+  e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
+  auto shapes = [](const auto& tensors) {
+    std::string s;
+    for (const Tensor* t : tensors) {
+      if (!s.empty()) s += ' ';
+      s += t ? str_cat(dtype_name(t->dtype()), shape_str(t->shape())) : std::string("-");
+    }
+    return s;
+  };
+  e.args = {{"op", step.label.find("fused") == 0 ? step.label : node.op_type},
+            {"backend", step.backend->name()},
+            {"kernel", step.kernel->name()},
+            {"inputs", shapes(args.inputs)},
+            {"outputs", shapes(args.outputs)},
+            {"threads", std::to_string(exec.num_threads)}};
+  profiler_->record(std::move(e));
 }
 
 Status Session::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
@@ -769,9 +487,19 @@ Status Session::run(const std::vector<std::string>& input_names,
   }
   for (Backend* b : config_.backends) b->begin_run(f);
   const bool det = f.on(FlagId::kDeterministicAlgorithms);
+  const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   Status st = concurrent ? execute_concurrent(*plan, tensors, base, threads, interop, det)
                          : execute_sequential(*plan, tensors, base, threads, det);
   for (Backend* b : config_.backends) b->end_run(f);
+  if (profiler_) {
+    ProfileEvent e{"run", "run", profiler_->since_start_us(t0), 0, Profiler::thread_number(), {}};
+    e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
+    e.args = {{"steps", std::to_string(plan->steps.size())},
+              {"threads", std::to_string(threads)},
+              {"interop", std::to_string(concurrent ? interop : 1)},
+              {"arena_bytes", std::to_string(plan->layouts[layout].bytes)}};
+    profiler_->record(std::move(e));
+  }
   TERN_RETURN_IF_ERROR(st);
   std::vector<Tensor> result;
   std::set<int> moved;

@@ -19,12 +19,14 @@
 #include "core/flags.h"
 #include "core/model.h"
 #include "core/op_registry.h"
+#include "core/profiler.h"
 
 namespace tern {
 
 struct SessionConfig {
   std::vector<Backend*> backends;  // preference order; must not be empty
   FlagOverrides overrides;         // this session's flag values (num_threads, ...)
+  std::string profile_path;        // non-empty: record a trace of every run (see Profiler)
 };
 
 struct PlanStep {
@@ -64,6 +66,7 @@ class Plan {
   int width = 1;               // most steps that can run at once (widest level of the step DAG)
   ArenaLayout layouts[2];      // [0] sequential, [1] concurrent (only when width > 1)
   size_t arena_bytes = 0;      // sequential layout
+  size_t packed_weight_bytes = 0;  // weight copies the kernels made (Kernel::packed_bytes)
   size_t naive_bytes = 0;
   // Output shapes depend on input values (Reshape to a shape fed at run time, NonZero, If...) or
   // values are strings: every run infers and computes node by node instead (no steps, no arena).
@@ -100,6 +103,13 @@ class Session {
     return plan_for(input_shapes, flags());
   }
   size_t folded_constant_count() const { return folded_count_; }
+  // The profiler when profiling was asked for, else null.
+  Profiler* profiler() const { return profiler_.get(); }
+  // The plan built or used most recently (null before any).
+  std::shared_ptr<const Plan> last_plan() const {
+    std::lock_guard<std::mutex> lock(plans_mu_);
+    return last_plan_;
+  }
   size_t attention_pattern_count() const { return patterns_.size(); }
 
  private:
@@ -129,6 +139,8 @@ class Session {
                             int threads, bool deterministic) const;
   Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                             int threads, int interop, bool deterministic) const;
+  void record_step(const PlanStep& step, const KernelArgs& args, Profiler::Clock::time_point t0,
+                   const ExecContext& exec) const;
   Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
                   uint8_t* base, int layout, const ExecContext& exec) const;
 
@@ -141,7 +153,10 @@ class Session {
   size_t folded_count_ = 0;
   std::vector<AttentionMatch> patterns_;
 
-  std::mutex plans_mu_;
+  std::unique_ptr<Profiler> profiler_;
+
+  mutable std::mutex plans_mu_;
+  std::shared_ptr<const Plan> last_plan_;
   std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans_;
 };
 

@@ -204,8 +204,31 @@ TERN_API tern_status tern_session_run(tern_session* s, const tern_run_options* r
                                       const tern_tensor* const* inputs, size_t n_inputs,
                                       const char* const* output_names, size_t n_outputs,
                                       tern_tensor** outputs);
-/* Destroys a session (NULL is ignored). No run may be in flight on it. */
+/* Destroys a session (NULL is ignored). No run may be in flight on it. A profiling session whose
+ * trace was not written by tern_session_end_profiling writes it now (errors are ignored here). */
 TERN_API void tern_session_destroy(tern_session* s);
+
+/* Profiling, like ONNX Runtime's enable_profiling: sessions created with these options record one
+ * event per executed node of every run (node name, op type, backend, kernel, input and output
+ * dtypes and shapes, threads, duration) plus one per run and one for session creation. path
+ * (copied) is where tern_session_end_profiling writes them as a Chrome trace JSON
+ * (chrome://tracing, Perfetto); NULL or "" turns profiling off. Recording costs a clock read and
+ * a few strings per node. TERN_ERR_INVALID_ARGUMENT: o is NULL. */
+TERN_API tern_status tern_session_options_enable_profiling(tern_session_options* o,
+                                                           const char* path);
+/* Writes the trace of every event recorded so far to the path given at creation (each call
+ * rewrites the whole file). TERN_ERR_INVALID_ARGUMENT: s is NULL or was not created with
+ * profiling; TERN_ERR_IO: the file cannot be written. */
+TERN_API tern_status tern_session_end_profiling(tern_session* s);
+/* Memory of the session's most recent plan (the one built at creation for static input shapes,
+ * else the one the last run used): *activation_bytes is the run arena holding every intermediate
+ * tensor, with buffers reused once their last reader ran; *packed_weight_bytes counts the weight
+ * copies kernels made into their own layouts (oneDNN's blocked formats, packed GEMM panels).
+ * Weights used in place from the model are not counted; graph outputs are allocated per run and
+ * not counted either. Either pointer may be NULL. TERN_ERR_INVALID_ARGUMENT: s is NULL, or no
+ * plan exists yet (dynamic input shapes before the first run). */
+TERN_API tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes,
+                                              size_t* packed_weight_bytes);
 
 /* ---- Backends API: threads, flags and torch.backends-style queries (DESIGN §3) ----------------
  */

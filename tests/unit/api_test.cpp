@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -173,6 +176,68 @@ TEST_SUITE("api") {
     tern_run_options* r = nullptr;
     REQUIRE(tern_run_options_create(&r) == TERN_OK);
     tern_run_options_destroy(r);
+  }
+
+  TEST_CASE("profiling writes a Chrome trace with one event per node per run; memory info") {
+    tern_session_options* o = nullptr;
+    REQUIRE(tern_session_options_create(&o) == TERN_OK);
+    CHECK(tern_session_options_enable_profiling(nullptr, "x") == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(tern_session_end_profiling(nullptr) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(tern_session_memory_info(nullptr, nullptr, nullptr) == TERN_ERR_INVALID_ARGUMENT);
+    if (!have_shared_models()) {
+      MESSAGE("skipped: ../shared/models is absent");
+      tern_session_options_destroy(o);
+      return;
+    }
+    const std::string path = std::filesystem::temp_directory_path() / "tern_api_profile.json";
+    std::filesystem::remove(path);
+    REQUIRE(tern_session_options_enable_profiling(o, path.c_str()) == TERN_OK);
+    tern_model* m = nullptr;
+    REQUIRE(tern_model_load_file((model_dir("ppocr_cls") + "/model.onnx").c_str(), &m) == TERN_OK);
+    tern_session *s = nullptr, *plain = nullptr;
+    REQUIRE(tern_session_create(m, o, &s) == TERN_OK);
+    REQUIRE(tern_session_create(m, nullptr, &plain) == TERN_OK);
+    CHECK(tern_session_end_profiling(plain) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(has("not created with profiling"));
+    // The classifier's input has dynamic dims: no plan before the first run.
+    CHECK(tern_session_memory_info(s, nullptr, nullptr) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(has("no plan yet"));
+    const int64_t shape[] = {1, 3, 48, 192};
+    tern_tensor* x = nullptr;
+    REQUIRE(tern_tensor_create(TERN_FLOAT32, shape, 4, &x) == TERN_OK);
+    const char* in[] = {"x"};
+    const char* out[] = {tern_model_output_name(m, 0)};
+    for (int r = 0; r < 2; ++r) {
+      tern_tensor* y = nullptr;
+      REQUIRE(tern_session_run(s, nullptr, in, &x, 1, out, 1, &y) == TERN_OK);
+      tern_tensor_destroy(y);
+    }
+    size_t act = 0, packed = 0;
+    CHECK(tern_session_memory_info(s, &act, &packed) == TERN_OK);
+    CHECK(act > 0);
+    REQUIRE(tern_session_end_profiling(s) == TERN_OK);
+    std::ifstream f(path);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto count = [&](const std::string& needle) {
+      size_t n = 0;
+      for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+      return n;
+    };
+    CHECK(text.rfind("{\"displayTimeUnit\"", 0) == 0);
+    CHECK(count("\"cat\":\"run\"") == 2);
+    CHECK(count("\"cat\":\"session\"") == 1);
+    const size_t nodes = count("\"cat\":\"node\"");
+    CHECK(nodes > 20);
+    CHECK(nodes % 2 == 0);  // the same steps in both runs
+    CHECK(count("\"op\":\"Conv\"") + count("\"op\":\"FusedConv\"") > 0);
+    CHECK(count("\"kernel\":") == nodes);
+    CHECK(count("\"outputs\":\"float32[1,") > 0);
+    tern_tensor_destroy(x);
+    tern_session_destroy(plain);
+    tern_session_destroy(s);
+    tern_model_destroy(m);
+    tern_session_options_destroy(o);
+    std::filesystem::remove(path);
   }
 
   TEST_CASE("run: bad names, dtypes, shapes and NULLs are INVALID_ARGUMENT with the input named") {

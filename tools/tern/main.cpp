@@ -19,6 +19,14 @@ static void usage(FILE* to) {
                "      after one warm-up run, the busy cores and the peak RSS. --output-dir\n"
                "      writes DIR/<output>.npy. --flag sets a flag for the session,\n"
                "      --run-flag a run-scoped flag (sdp.*, onednn.verbose) for the runs.\n"
+               "  tern bench MODEL [--threads N] [--interop N] [--runs R] [--warmup W]\n"
+               "                   [--input NAME=FILE.npy ...] [--shape NAME=1x3x48x192 ...]\n"
+               "                   [--json] [--profile FILE.json] [--no-progress]\n"
+               "                   [--backends LIST] [--flag NAME=VALUE ...] [--run-flag ...]\n"
+               "      Creates a session (timed from the file to a ready session), runs W warm-up\n"
+               "      and R timed runs, prints min/p50/p90 latency, throughput, planned\n"
+               "      activation and packed-weight bytes and peak RSS; --json prints one JSON\n"
+               "      object instead; --profile writes a Chrome trace with one event per node.\n"
                "  tern info [MODEL | --flags | --parallel]\n"
                "      Version, build configuration, backends, CPU capability; with MODEL its\n"
                "      inputs and outputs; --flags lists every flag (value, source, scope,\n"
@@ -37,6 +45,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return tern_cli::cmd_run(args);
   if (cmd == "info") return tern_cli::cmd_info(args);
   if (cmd == "convert") return tern_cli::cmd_convert(args);
+  if (cmd == "bench") return tern_cli::cmd_bench(args);
   std::fprintf(stderr, "tern: unknown command '%s'\n", cmd.c_str());
   usage(stderr);
   return 2;

@@ -1,0 +1,129 @@
+// `tern bench MODEL`: session creation time, then warm-up runs and timed runs; prints latency
+// percentiles, throughput, planned memory and peak RSS, or one JSON object with --json.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "c_api.h"
+#include "tools/tern/cli_util.h"
+#include "tools/tern/commands.h"
+
+namespace tern_cli {
+
+namespace {
+
+void progress(int done, int total, bool on) {
+  if (!on) return;
+  const int width = 40;
+  int filled = total ? done * width / total : width;
+  std::fprintf(stderr, "\r[%.*s%*s] %d/%d runs", filled,
+               "========================================", width - filled, "", done, total);
+  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 24, "");
+  std::fflush(stderr);
+}
+
+double percentile(const std::vector<double>& sorted, double q) {
+  size_t i = static_cast<size_t>(q * static_cast<double>(sorted.size()));
+  return sorted[std::min(sorted.size() - 1, i)];
+}
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+  RunSetup setup;
+  int runs = 50, warmup = 5;
+  bool json = false, bar = isatty(2) != 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    int handled = parse_setup_option("bench", args, i, &setup);
+    if (handled < 0) return 2;
+    if (handled) continue;
+    if (a == "--runs" || a == "--warmup") {
+      int* target = a == "--runs" ? &runs : &warmup;
+      if (i + 1 >= args.size() || !parse_int(args[++i], a == "--runs" ? 1 : 0, 1 << 30, target)) {
+        std::fprintf(stderr, "tern bench: %s needs a%s integer\n", a.c_str(),
+                     a == "--runs" ? " positive" : " non-negative");
+        return 2;
+      }
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--no-progress") {
+      bar = false;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "tern bench: unknown option '%s'\n", a.c_str());
+      return 2;
+    } else if (setup.model_path.empty()) {
+      setup.model_path = a;
+    } else {
+      std::fprintf(stderr, "tern bench: unexpected argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (setup.model_path.empty()) {
+    std::fprintf(stderr,
+                 "usage: tern bench MODEL [--threads N] [--runs R] [--warmup W] "
+                 "[--input NAME=FILE.npy ...] [--json] [--profile FILE.json]\n");
+    return 2;
+  }
+  Prepared p;
+  if (int rc = prepare("bench", setup, &p)) return rc;
+  size_t activation_bytes = 0, packed_bytes = 0;
+  TensorList outputs;
+  std::vector<double> times;
+  double first_ms = 0;
+  for (int r = 0; r < warmup + runs; ++r) {
+    for (tern_tensor* t : outputs.v) tern_tensor_destroy(t);
+    outputs.v.assign(p.out_names.size(), nullptr);
+    auto t0 = Clock::now();
+    tern_status s = tern_session_run(p.session.get(), p.run_options.get(), p.in_names.data(),
+                                     p.inputs.v.data(), p.inputs.v.size(), p.out_names.data(),
+                                     p.out_names.size(), outputs.v.data());
+    if (s != TERN_OK) return fail("running the model", s);
+    const double ms = ms_since(t0);
+    if (r == 0) first_ms = ms;
+    if (r >= warmup) times.push_back(ms);
+    progress(r + 1, warmup + runs, bar);
+  }
+  tern_status s = tern_session_memory_info(p.session.get(), &activation_bytes, &packed_bytes);
+  if (s != TERN_OK) return fail("reading the memory plan", s);
+  if (!setup.profile_path.empty()) {
+    if ((s = tern_session_end_profiling(p.session.get())) != TERN_OK) {
+      return fail("writing the profile", s);
+    }
+  }
+  const double mean = std::accumulate(times.begin(), times.end(), 0.0) / runs;
+  std::sort(times.begin(), times.end());
+  const double load_ms = p.load_ms + p.create_ms;
+  const size_t rss = peak_rss_bytes();
+  const int threads = setup.threads ? setup.threads : tern_get_num_threads();
+  if (json) {
+    std::printf(
+        "{\"model\":\"%s\",\"threads\":%d,\"runs\":%d,\"warmup\":%d,\"min_ms\":%.4f,"
+        "\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"max_ms\":%.4f,\"mean_ms\":%.4f,"
+        "\"throughput_per_s\":%.2f,\"load_ms\":%.3f,\"model_load_ms\":%.3f,"
+        "\"session_create_ms\":%.3f,\"first_run_ms\":%.3f,\"activation_bytes\":%zu,\"packed_weight_bytes\":%zu,"
+        "\"peak_rss_bytes\":%zu}\n",
+        setup.model_path.c_str(), threads, runs, warmup, times.front(), percentile(times, 0.5),
+        percentile(times, 0.9), times.back(), mean, 1000.0 / mean, load_ms, p.load_ms,
+        p.create_ms, first_ms, activation_bytes, packed_bytes, rss);
+  } else {
+    std::printf("model %s, threads %d, %d runs after %d warm-up\n", setup.model_path.c_str(),
+                threads, runs, warmup);
+    std::printf("latency: min %.3f ms, p50 %.3f ms, p90 %.3f ms, max %.3f ms; %.1f runs/s\n",
+                times.front(), percentile(times, 0.5), percentile(times, 0.9), times.back(),
+                1000.0 / mean);
+    std::printf("load: %.2f ms (model %.2f ms + session %.2f ms); first run %.3f ms\n", load_ms,
+                p.load_ms, p.create_ms, first_ms);
+    std::printf("memory: activations %.2f MiB planned, packed weights %.2f MiB, peak RSS %.1f MiB\n",
+                static_cast<double>(activation_bytes) / 1048576.0,
+                static_cast<double>(packed_bytes) / 1048576.0, static_cast<double>(rss) / 1048576.0);
+    if (!setup.profile_path.empty()) std::printf("profile: %s\n", setup.profile_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace tern_cli

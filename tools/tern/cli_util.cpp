@@ -1,0 +1,231 @@
+#include "tools/tern/cli_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <sys/resource.h>
+
+namespace tern_cli {
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+int fail(const char* what, tern_status s) {
+  std::fprintf(stderr, "tern: %s failed: %s: %s\n", what, tern_status_name(s), tern_last_error());
+  return 1;
+}
+
+
+std::string shape_text(const int64_t* shape, size_t rank) {
+  std::string s = "[";
+  for (size_t i = 0; i < rank; ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+bool parse_int(const std::string& s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// Random or zero data for an input, dynamic dims set to 1.
+tern_status make_input(const tern_model* m, size_t i, bool zeros, std::mt19937& rng,
+                       const std::vector<int64_t>* given_shape, tern_tensor** out) {
+  tern_dtype dt;
+  size_t rank;
+  const int64_t* shape;
+  tern_status s = tern_model_input_info(m, i, &dt, &rank, &shape);
+  if (s != TERN_OK) return s;
+  std::vector<int64_t> dims(shape, shape + rank);
+  for (auto& d : dims) d = d < 0 ? 1 : d;
+  if (given_shape) dims = *given_shape;
+  s = tern_tensor_create(dt, dims.data(), dims.size(), out);
+  if (s != TERN_OK || zeros) return s;
+  size_t bytes = tern_tensor_byte_size(*out);
+  void* data = tern_tensor_data(*out);
+  std::uniform_real_distribution<float> uf(-1.f, 1.f);
+  std::uniform_int_distribution<int> ui(0, 9);
+  if (dt == TERN_FLOAT32) {
+    for (size_t k = 0; k < bytes / 4; ++k) static_cast<float*>(data)[k] = uf(rng);
+  } else if (dt == TERN_INT64) {
+    for (size_t k = 0; k < bytes / 8; ++k) static_cast<int64_t*>(data)[k] = ui(rng);
+  } else if (dt == TERN_INT32) {
+    for (size_t k = 0; k < bytes / 4; ++k) static_cast<int32_t*>(data)[k] = ui(rng);
+  }
+  return TERN_OK;
+}
+
+int parse_setup_option(const char* cmd, const std::vector<std::string>& args, size_t& i,
+                       RunSetup* setup) {
+  const std::string& a = args[i];
+  auto next = [&]() -> const std::string* {
+    if (i + 1 >= args.size()) {
+      std::fprintf(stderr, "tern %s: %s needs a value\n", cmd, a.c_str());
+      return nullptr;
+    }
+    return &args[++i];
+  };
+  auto name_value = [&](const char* what, std::string* name, std::string* value) {
+    const std::string* v = next();
+    if (!v) return false;
+    size_t eq = v->find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "tern %s: %s takes %s, got '%s'\n", cmd, a.c_str(), what, v->c_str());
+      return false;
+    }
+    *name = v->substr(0, eq);
+    *value = v->substr(eq + 1);
+    return true;
+  };
+  std::string name, value;
+  if (a == "--input") {
+    if (!name_value("NAME=FILE.npy", &name, &value)) return -1;
+    setup->input_files[name] = value;
+  } else if (a == "--shape") {
+    if (!name_value("NAME=D0xD1x...", &name, &value)) return -1;
+    std::vector<int64_t> dims;
+    for (size_t p = 0; p <= value.size();) {
+      size_t x = value.find('x', p);
+      std::string item = value.substr(p, x == std::string::npos ? std::string::npos : x - p);
+      int d = 0;
+      if (!parse_int(item, 0, 1 << 30, &d)) {
+        std::fprintf(stderr, "tern %s: --shape takes NAME=D0xD1x..., got '%s'\n", cmd,
+                     args[i].c_str());
+        return -1;
+      }
+      dims.push_back(d);
+      if (x == std::string::npos) break;
+      p = x + 1;
+    }
+    setup->input_shapes[name] = dims;
+  } else if (a == "--backends") {
+    const std::string* v = next();
+    if (!v) return -1;
+    setup->backends = *v;
+  } else if (a == "--profile") {
+    const std::string* v = next();
+    if (!v) return -1;
+    setup->profile_path = *v;
+  } else if (a == "--flag" || a == "--run-flag") {
+    if (!name_value("NAME=VALUE", &name, &value)) return -1;
+    (a == "--flag" ? setup->session_flags : setup->run_flags).emplace_back(name, value);
+  } else if (a == "--threads" || a == "--interop" || a == "--seed") {
+    int* target = a == "--threads" ? &setup->threads : a == "--interop" ? &setup->interop : &setup->seed;
+    const std::string* v = next();
+    if (!v || !parse_int(*v, 0, 1 << 30, target)) {
+      std::fprintf(stderr, "tern %s: %s needs a non-negative integer\n", cmd, a.c_str());
+      return -1;
+    }
+  } else if (a == "--zeros") {
+    setup->zeros = true;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
+  auto t0 = Clock::now();
+  tern_status s = tern_model_load_file(setup.model_path.c_str(), &p->model.p);
+  if (s != TERN_OK) return fail("loading the model", s);
+  p->load_ms = ms_since(t0);
+
+  tern_session_options* opts = nullptr;
+  if ((s = tern_session_options_create(&opts)) != TERN_OK) return fail("options", s);
+  std::unique_ptr<tern_session_options, void (*)(tern_session_options*)> opts_guard(
+      opts, tern_session_options_destroy);
+  if ((s = tern_session_options_set_backends(opts, setup.backends.c_str())) != TERN_OK) {
+    return fail("--backends", s);
+  }
+  if ((s = tern_session_options_set_num_threads(opts, setup.threads)) != TERN_OK)
+    return fail("--threads", s);
+  if ((s = tern_session_options_set_num_interop_threads(opts, setup.interop)) != TERN_OK)
+    return fail("--interop", s);
+  for (const auto& f : setup.session_flags) {
+    if ((s = tern_session_options_set_flag(opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
+      return fail("--flag", s);
+    }
+  }
+  if (!setup.profile_path.empty() &&
+      (s = tern_session_options_enable_profiling(opts, setup.profile_path.c_str())) != TERN_OK) {
+    return fail("--profile", s);
+  }
+  tern_run_options* run_opts = nullptr;
+  if ((s = tern_run_options_create(&run_opts)) != TERN_OK) return fail("run options", s);
+  p->run_options.reset(run_opts);
+  for (const auto& f : setup.run_flags) {
+    if ((s = tern_run_options_set_flag(run_opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
+      return fail("--run-flag", s);
+    }
+  }
+  t0 = Clock::now();
+  tern_session* session = nullptr;
+  if ((s = tern_session_create(p->model.p, opts, &session)) != TERN_OK) {
+    return fail("creating the session", s);
+  }
+  p->session.reset(session);
+  p->create_ms = ms_since(t0);
+
+  std::mt19937 rng(static_cast<unsigned>(setup.seed));
+  std::map<std::string, std::string> files = setup.input_files;
+  const size_t n_in = tern_model_input_count(p->model.p);
+  p->arrays.resize(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const char* name = tern_model_input_name(p->model.p, i);
+    p->in_names.push_back(name);
+    tern_tensor* t = nullptr;
+    auto it = files.find(name);
+    if (it != files.end()) {
+      NpyArray& arr = p->arrays[i];
+      std::string err = read_npy(it->second, &arr);
+      if (!err.empty()) {
+        std::fprintf(stderr, "tern %s: input '%s': %s\n", cmd, name, err.c_str());
+        return 1;
+      }
+      s = tern_tensor_create_from_data(arr.dtype, arr.shape.data(), arr.shape.size(),
+                                       arr.data.data(), arr.data.size(), nullptr, nullptr, &t);
+      files.erase(it);
+    } else {
+      auto sh = setup.input_shapes.find(name);
+      s = make_input(p->model.p, i, setup.zeros, rng,
+                     sh == setup.input_shapes.end() ? nullptr : &sh->second, &t);
+    }
+    if (s != TERN_OK) return fail("preparing an input", s);
+    p->inputs.v.push_back(t);
+  }
+  if (!files.empty()) {
+    std::fprintf(stderr, "tern %s: the model has no input named '%s'\n", cmd,
+                 files.begin()->first.c_str());
+    return 1;
+  }
+  for (size_t j = 0; j < tern_model_output_count(p->model.p); ++j) {
+    p->out_names.push_back(tern_model_output_name(p->model.p, j));
+  }
+  return 0;
+}
+
+size_t peak_rss_bytes() {
+  // VmHWM is this process image's high-water mark; getrusage's ru_maxrss would also carry the
+  // parent's peak across fork + exec (a Python driver's, say).
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f)) {
+      found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+    }
+    std::fclose(f);
+    if (found) return static_cast<size_t>(kib) * 1024;
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<size_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace tern_cli

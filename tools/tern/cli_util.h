@@ -1,0 +1,73 @@
+// Pieces the `tern` subcommands share: status reporting, RAII holders, argument parsing, inputs.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "c_api.h"
+#include "tools/tern/npy.h"
+
+namespace tern_cli {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t);
+
+// Prints "tern: WHAT failed: STATUS: last error" and returns exit code 1.
+int fail(const char* what, tern_status s);
+
+struct ModelPtr {
+  tern_model* p = nullptr;
+  ~ModelPtr() { tern_model_destroy(p); }
+};
+struct TensorList {
+  std::vector<tern_tensor*> v;
+  ~TensorList() {
+    for (tern_tensor* t : v) tern_tensor_destroy(t);
+  }
+};
+
+std::string shape_text(const int64_t* shape, size_t rank);
+bool parse_int(const std::string& s, int lo, int hi, int* out);
+
+// Random (or zero) data for input i: the given shape, else the declared one with dynamic dims 1.
+tern_status make_input(const tern_model* m, size_t i, bool zeros, std::mt19937& rng,
+                       const std::vector<int64_t>* given_shape, tern_tensor** out);
+
+// The options `run` and `bench` share, and what preparing them yields.
+struct RunSetup {
+  std::string model_path, backends = "cpu", profile_path;
+  std::map<std::string, std::string> input_files;                 // --input NAME=FILE.npy
+  std::map<std::string, std::vector<int64_t>> input_shapes;       // --shape NAME=1x3x8x8
+  std::vector<std::pair<std::string, std::string>> session_flags;  // --flag
+  std::vector<std::pair<std::string, std::string>> run_flags;      // --run-flag
+  int threads = 0, interop = 0, seed = 0;
+  bool zeros = false;
+};
+// Parses the shared option at args[i] (moving i past its value): 1 when it was one, 0 when it is
+// not a shared option, -1 after printing what is wrong.
+int parse_setup_option(const char* cmd, const std::vector<std::string>& args, size_t& i,
+                       RunSetup* setup);
+
+struct Prepared {
+  ModelPtr model;
+  std::unique_ptr<tern_session, void (*)(tern_session*)> session{nullptr, tern_session_destroy};
+  std::unique_ptr<tern_run_options, void (*)(tern_run_options*)> run_options{
+      nullptr, tern_run_options_destroy};
+  std::vector<NpyArray> arrays;  // data the borrowed input tensors point into
+  TensorList inputs;
+  std::vector<const char*> in_names, out_names;
+  double load_ms = 0, create_ms = 0;  // file to model; model to ready session
+};
+// Loads the model, creates the session and run options, and makes the inputs. Returns 0, or the
+// exit code after printing why.
+int prepare(const char* cmd, const RunSetup& setup, Prepared* out);
+
+// Peak resident set size of this process so far, in bytes.
+size_t peak_rss_bytes();
+
+}  // namespace tern_cli
