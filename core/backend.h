@@ -23,6 +23,9 @@ class Backend {
   virtual bool supports_op(const std::string& op_type) const;
   // The kernel for one node with concrete input types and shapes, or UNSUPPORTED.
   virtual Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const;
+  // The channel block (8, 16) this backend's convolutions run fastest with under these flags, or
+  // 0 when blocked layouts would not help (the planner then keeps every tensor plain).
+  virtual int channel_block(const FlagValues& flags) const { return 0; }
   // Intra-op threads for the next kernels run on the calling thread.
   virtual void set_num_threads(int n) {}
   // Called on the calling thread at the start and end of every run with the run's flags (for

@@ -21,6 +21,10 @@ struct TensorInfo {
   DType dtype = DType::kUndefined;
   Shape shape;
   const Tensor* value = nullptr;  // data, when known before the run (constants, shape math)
+  // Memory layout the planner chose: 0 is plain row-major; 8 or 16 means a rank-4 activation
+  // whose channels are blocked by that many (oneDNN's nChw8c / nChw16c), padded to a multiple.
+  // Only kernels that declare layout support (see Kernel::accepts_layouts) ever see non-zero.
+  int block = 0;
 };
 
 // One node with concrete input types and shapes. Shape inference fills `outputs` (dtype, shape)

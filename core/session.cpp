@@ -7,6 +7,7 @@
 #include <deque>
 #include <set>
 
+#include "core/graph_optimizer.h"
 #include "core/memory_plan.h"
 #include "core/thread_pool.h"
 
@@ -62,32 +63,14 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   if (!config.profile_path.empty()) s->profiler_ = std::make_unique<Profiler>(config.profile_path);
   s->model_ = std::move(model);
   s->config_ = std::move(config);
-  const Graph& g = s->model_->graph();
-  TERN_ASSIGN_OR_RETURN(s->order_, g.topological_order());
-  s->schemas_.assign(g.nodes.size(), nullptr);
-  const OpRegistry& ops = OpRegistry::global();
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
-    if (!node.domain.empty() && node.domain != "ai.onnx") {
-      return unsupported(g.describe_node(n), ": op domain '", node.domain, "' is not supported");
-    }
-    const OpSchema* schema = ops.find(node.op_type);
-    if (!schema) {
-      return unsupported(g.describe_node(n), ": op type ", node.op_type,
-                         " is not supported by Tern");
-    }
-    bool any = std::any_of(s->config_.backends.begin(), s->config_.backends.end(),
-                           [&](Backend* b) { return b->supports_op(node.op_type); });
-    if (!any) {
-      return unsupported(g.describe_node(n), ": no selected backend implements ", node.op_type);
-    }
-    s->schemas_[n] = schema;
-  }
+  s->graph_ = s->model_->graph();  // the session's own copy, which the optimizer rewrites
+  const Graph& g = s->graph_;
+  TERN_RETURN_IF_ERROR(s->check_ops());
   TERN_RETURN_IF_ERROR(s->fold_constants());
+  TERN_RETURN_IF_ERROR(optimize_graph(s->graph_, &s->optimizer_report_));
+  TERN_RETURN_IF_ERROR(s->check_ops());  // fused nodes have schemas and kernels too
   std::vector<bool> constant(g.values.size());
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    constant[v] = g.values[v].constant.has_value() || s->folded_[v] != nullptr;
-  }
+  for (size_t v = 0; v < g.values.size(); ++v) constant[v] = g.values[v].constant.has_value();
   s->patterns_ = find_attention_patterns(g, constant);
   // With static input shapes the plan is built now: shape errors show at creation, not first run.
   std::vector<Shape> shapes;
@@ -103,11 +86,41 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
     ProfileEvent e{"session_create", "session", s->profiler_->since_start_us(t0), 0,
                    Profiler::thread_number(), {}};
     e.dur_us = s->profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
-    e.args.emplace_back("nodes", std::to_string(g.nodes.size()));
-    e.args.emplace_back("folded_constants", std::to_string(s->folded_count_));
+    const OptimizerReport& r = s->optimizer_report_;
+    e.args = {{"nodes", std::to_string(g.nodes.size())},
+              {"folded_constants", std::to_string(s->folded_count_)},
+              {"batch_norms_folded", std::to_string(r.batch_norms_folded)},
+              {"hardswish_fused", std::to_string(r.hardswish_fused)},
+              {"activations_fused", std::to_string(r.activations_fused)},
+              {"dead_nodes_removed", std::to_string(r.dead_nodes_removed)}};
     s->profiler_->record(std::move(e));
   }
   return s;
+}
+
+Status Session::check_ops() {
+  const Graph& g = graph_;
+  TERN_ASSIGN_OR_RETURN(order_, g.topological_order());
+  schemas_.assign(g.nodes.size(), nullptr);
+  const OpRegistry& ops = OpRegistry::global();
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (!node.domain.empty() && node.domain != "ai.onnx") {
+      return unsupported(g.describe_node(n), ": op domain '", node.domain, "' is not supported");
+    }
+    const OpSchema* schema = ops.find(node.op_type);
+    if (!schema) {
+      return unsupported(g.describe_node(n), ": op type ", node.op_type,
+                         " is not supported by Tern");
+    }
+    bool any = std::any_of(config_.backends.begin(), config_.backends.end(),
+                           [&](Backend* b) { return b->supports_op(node.op_type); });
+    if (!any) {
+      return unsupported(g.describe_node(n), ": no selected backend implements ", node.op_type);
+    }
+    schemas_[n] = schema;
+  }
+  return Status::ok();
 }
 
 FlagValues Session::flags(const FlagOverrides* run_flags) const {
@@ -116,13 +129,13 @@ FlagValues Session::flags(const FlagOverrides* run_flags) const {
 
 Status Session::make_context(size_t n, const std::vector<PlannedValue>& values,
                              OpContext* ctx) const {
-  const Graph& g = model_->graph();
+  const Graph& g = graph_;
   return make_context(g.nodes[n], g.describe_node(n), values, ctx);
 }
 
 Status Session::make_context(const Node& node, const std::string& where,
                              const std::vector<PlannedValue>& values, OpContext* ctx) const {
-  const Graph& g = model_->graph();
+  const Graph& g = graph_;
   const OpSchema* schema = OpRegistry::global().find(node.op_type);
   if (!schema) return internal_error(where, ": no schema for ", node.op_type);
   ctx->node = &node;
@@ -200,21 +213,30 @@ Status Session::evaluate_now(const OpContext& ctx, std::vector<Tensor>* outputs,
 }
 
 Status Session::fold_constants() {
-  const Graph& g = model_->graph();
-  folded_.resize(g.values.size());
-  node_folded_.assign(g.nodes.size(), false);
+  Graph& g = graph_;
   std::vector<PlannedValue> values(g.values.size());
+  auto mark_constant = [&](size_t v) {
+    values[v].where = PlannedValue::Where::kConstant;
+    values[v].constant = &*g.values[v].constant;
+    values[v].dtype = values[v].constant->dtype();
+    values[v].shape = values[v].constant->shape();
+  };
   for (size_t v = 0; v < g.values.size(); ++v) {
-    if (g.values[v].constant) {
-      values[v].where = PlannedValue::Where::kConstant;
-      values[v].constant = &*g.values[v].constant;
-      values[v].dtype = values[v].constant->dtype();
-      values[v].shape = values[v].constant->shape();
-    }
+    if (g.values[v].constant) mark_constant(v);
   }
+  // Random ops give new values every run, so they are never folded.
+  static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform",
+                                                "RandomNormalLike", "RandomUniformLike",
+                                                "Bernoulli", "Multinomial", "Dropout"};
+  std::vector<bool> folded(g.nodes.size(), false);
   for (size_t n : order_) {
     const Node& node = g.nodes[n];
-    bool foldable = !node.inputs.empty();
+    bool foldable = (!node.inputs.empty() || node.op_type == "Constant") &&
+                    !kRandom.count(node.op_type) &&
+                    std::none_of(node.outputs.begin(), node.outputs.end(), [&](int id) {
+                      return id >= 0 && std::find(g.inputs.begin(), g.inputs.end(), id) !=
+                                            g.inputs.end();
+                    });
     for (int id : node.inputs) {
       if (id >= 0 && values[static_cast<size_t>(id)].where != PlannedValue::Where::kConstant) {
         foldable = false;
@@ -228,16 +250,19 @@ Status Session::fold_constants() {
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int id = node.outputs[i];
       if (id < 0) continue;
-      folded_[static_cast<size_t>(id)] = std::make_unique<Tensor>(std::move(outs[i]));
-      PlannedValue& pv = values[static_cast<size_t>(id)];
-      pv.where = PlannedValue::Where::kConstant;
-      pv.constant = folded_[static_cast<size_t>(id)].get();
-      pv.dtype = pv.constant->dtype();
-      pv.shape = pv.constant->shape();
+      g.values[static_cast<size_t>(id)].constant = std::move(outs[i]);
+      mark_constant(static_cast<size_t>(id));
     }
-    node_folded_[n] = true;
+    folded[n] = true;
     ++folded_count_;
   }
+  size_t w = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (folded[n]) continue;
+    if (w != n) g.nodes[w] = std::move(g.nodes[n]);
+    ++w;
+  }
+  g.nodes.resize(w);
   return Status::ok();
 }
 
@@ -323,8 +348,7 @@ Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Ten
 
 void Session::record_step(const PlanStep& step, const KernelArgs& args,
                           Profiler::Clock::time_point t0, const ExecContext& exec) const {
-  const Graph& g = model_->graph();
-  const Node& node = g.nodes[step.node];
+  const Node& node = step.op_node ? *step.op_node : graph_.nodes[step.node];
   ProfileEvent e{node.name.empty() ? step.label : node.name, "node", profiler_->since_start_us(t0),
                  0, Profiler::thread_number(), {}};
   e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
@@ -336,7 +360,8 @@ void Session::record_step(const PlanStep& step, const KernelArgs& args,
     }
     return s;
   };
-  e.args = {{"op", step.label.find("fused") == 0 ? step.label : node.op_type},
+  e.args = {{"op", node.op_type},
+            {"step", step.label},
             {"backend", step.backend->name()},
             {"kernel", step.kernel->name()},
             {"inputs", shapes(args.inputs)},
@@ -422,7 +447,7 @@ Status Session::run(const std::vector<std::string>& input_names,
                     const FlagOverrides* run_flags) {
   std::vector<const Tensor*> ordered;
   TERN_RETURN_IF_ERROR(check_inputs(input_names, inputs, &ordered));
-  const Graph& g = model_->graph();
+  const Graph& g = graph_;
   std::vector<int> wanted;
   for (const std::string& name : output_names) {
     auto it = std::find_if(g.outputs.begin(), g.outputs.end(),

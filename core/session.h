@@ -17,6 +17,7 @@
 #include "core/attention_fusion.h"
 #include "core/backend.h"
 #include "core/flags.h"
+#include "core/graph_optimizer.h"
 #include "core/model.h"
 #include "core/op_registry.h"
 #include "core/profiler.h"
@@ -31,6 +32,7 @@ struct SessionConfig {
 
 struct PlanStep {
   size_t node = 0;    // graph node (for a fused step, the node whose output it writes)
+  const Node* op_node = nullptr;  // what the kernel computes: the graph's node or a fused one
   std::string label;  // "node 'x' (Conv)" or "fused Attention of nodes ..."
   Backend* backend = nullptr;
   std::unique_ptr<Kernel> kernel;
@@ -45,6 +47,7 @@ struct PlannedValue {
   Shape shape;
   const Tensor* constant = nullptr;  // kConstant
   size_t input_index = 0;            // kInput: index into Model::inputs()
+  int block = 0;  // kArena: channel block of the layout (TensorInfo::block); 0 is plain
 };
 
 // One placement of the arena buffers. The sequential layout reuses memory along the step order;
@@ -63,6 +66,8 @@ class Plan {
   std::vector<std::unique_ptr<Tensor>> known;  // values computed while planning (shape math)
   std::vector<std::unique_ptr<Node>> fused_nodes;
   size_t fused_attention = 0;  // attention subgraphs run as one kernel
+  size_t fused_residuals = 0;  // Add (+ activation) folded into the convolution before it
+  size_t reorders = 0;         // layout conversions to plain inserted at blocked-layout edges
   int width = 1;               // most steps that can run at once (widest level of the step DAG)
   ArenaLayout layouts[2];      // [0] sequential, [1] concurrent (only when width > 1)
   size_t arena_bytes = 0;      // sequential layout
@@ -94,6 +99,9 @@ class Session {
              const FlagOverrides* run_flags = nullptr);
 
   const Model& model() const { return *model_; }
+  // The graph the session runs: the model's, after constant folding and the optimizer.
+  const Graph& graph() const { return graph_; }
+  const OptimizerReport& optimizer_report() const { return optimizer_report_; }
   // The flag values a run would use now.
   FlagValues flags(const FlagOverrides* run_flags = nullptr) const;
   // The plan for these input shapes under these flags (built if needed); for tests and profiling.
@@ -114,6 +122,9 @@ class Session {
 
  private:
   Session() = default;
+  // Schemas and backends for every node of graph_; recomputes order_.
+  Status check_ops();
+  // Computes nodes whose inputs are all constant and stores their outputs as constants.
   Status fold_constants();
   Status check_inputs(const std::vector<std::string>& names, const std::vector<const Tensor*>& ins,
                       std::vector<const Tensor*>* ordered) const;
@@ -133,6 +144,18 @@ class Session {
   // The fused Attention step for a match, or nothing when shapes/dtypes/kernels do not fit.
   bool try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>& values,
                 const FlagValues& flags, Plan* plan, PlanStep* step) const;
+  // Plan-time fusions that need shapes: Add(Conv(..), Z) of equal shapes into FusedConv with a
+  // residual, and the activation after it. Fused nodes replace ctxs[anchor]; the rest is removed.
+  void fuse_residual_adds(std::vector<PlannedValue>& values,
+                          std::vector<std::unique_ptr<OpContext>>& ctxs, std::vector<bool>& removed,
+                          const FlagValues& flags, Plan* plan) const;
+  // Chooses channel-blocked layouts for convolution chains (see session_layout.cpp).
+  void plan_layouts(std::vector<PlannedValue>& values,
+                    const std::vector<std::unique_ptr<OpContext>>& ctxs,
+                    const std::vector<bool>& removed, const FlagValues& flags) const;
+  // Whether a node's kernel is chosen with its blocked inputs as they are (convolutions, ops whose
+  // output the planner blocked, global pooling); other nodes get plain copies of them.
+  static bool reads_blocked(const Node& node, int output_block);
   // Picks the kernel for a context from the backends in order.
   Status choose_kernel(const OpContext& ctx, PlanStep* step) const;
   Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
@@ -148,8 +171,8 @@ class Session {
   SessionConfig config_;
   std::vector<size_t> order_;                    // node indices, topological
   std::vector<const OpSchema*> schemas_;         // per node
-  std::vector<std::unique_ptr<Tensor>> folded_;  // constants made by folding, by value id
-  std::vector<bool> node_folded_;
+  Graph graph_;  // the model's graph after folding and the optimizer's passes
+  OptimizerReport optimizer_report_;
   size_t folded_count_ = 0;
   std::vector<AttentionMatch> patterns_;
 

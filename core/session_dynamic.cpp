@@ -9,7 +9,7 @@ namespace tern {
 Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
                             const std::vector<int>& wanted, const FlagValues& flags,
                             std::vector<Tensor>* outputs) const {
-  const Graph& g = model_->graph();
+  const Graph& g = graph_;
   std::vector<PlannedValue> values(g.values.size());
   std::vector<std::unique_ptr<Tensor>> held(g.values.size());  // computed during this run
   auto hold = [&](size_t id, Tensor t) {
@@ -18,7 +18,7 @@ Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
     values[id] = PlannedValue{PlannedValue::Where::kConstant, p->dtype(), p->shape(), p, 0};
   };
   for (size_t v = 0; v < g.values.size(); ++v) {
-    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : folded_[v].get();
+    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : nullptr;
     if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
   }
   for (size_t i = 0; i < model_->inputs().size(); ++i) {
@@ -29,14 +29,12 @@ Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
   // Readers left per value, so intermediate tensors are freed after their last use.
   std::vector<int> readers(g.values.size(), 0);
   for (size_t n : order_) {
-    if (node_folded_[n]) continue;
     for (int id : g.nodes[n].inputs) {
       if (id >= 0) ++readers[static_cast<size_t>(id)];
     }
   }
   for (int id : g.outputs) readers[static_cast<size_t>(id)] += 1 << 20;  // never freed
   for (size_t n : order_) {
-    if (node_folded_[n]) continue;
     OpContext ctx;
     ctx.flags = &flags;
     TERN_RETURN_IF_ERROR(make_context(n, values, &ctx));

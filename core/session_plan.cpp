@@ -44,7 +44,7 @@ Status Session::choose_kernel(const OpContext& ctx, PlanStep* step) const {
 
 bool Session::try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>& values,
                        const FlagValues& flags, Plan* plan, PlanStep* step) const {
-  const Graph& g = model_->graph();
+  const Graph& g = graph_;
   auto arena_value = [&](int id) {
     return id >= 0 && values[static_cast<size_t>(id)].where == PlannedValue::Where::kArena;
   };
@@ -120,6 +120,7 @@ bool Session::try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>&
   step->inputs = node->inputs;
   step->outputs = node->outputs;
   if (!choose_kernel(ctx, step).is_ok()) return false;
+  step->op_node = node.get();
   plan->fused_nodes.push_back(std::move(node));
   return true;
 }
@@ -127,12 +128,12 @@ bool Session::try_fuse(const AttentionMatch& m, const std::vector<PlannedValue>&
 Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shape>& shapes,
                                                           const std::vector<DType>& dtypes,
                                                           const FlagValues& flags) const {
-  const Graph& g = model_->graph();
+  const Graph& g = graph_;
   auto plan = std::make_shared<Plan>();
   auto& values = plan->values;
   values.resize(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) {
-    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : folded_[v].get();
+    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : nullptr;
     if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
   }
   for (size_t i = 0; i < model_->inputs().size(); ++i) {
@@ -142,7 +143,6 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
   // 1. Shape inference over the whole graph; shape math is computed now.
   std::vector<std::unique_ptr<OpContext>> ctxs(g.nodes.size());
   for (size_t n : order_) {
-    if (node_folded_[n]) continue;
     auto ctx = std::make_unique<OpContext>();
     ctx->flags = &flags;
     Status st = make_context(n, values, ctx.get());
@@ -218,20 +218,14 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
       }
     }
   }
-  // 3. Kernels, in topological order.
+  // 2b. Shape-dependent fusions, then the layouts of convolution chains.
+  fuse_residual_adds(values, ctxs, removed, flags, plan.get());
+  plan_layouts(values, ctxs, removed, flags);
+  // 3. Kernels, in topological order, with a reorder step before any consumer that needs plain
+  // data from a blocked value.
   std::vector<int> producer_step(values.size(), -1);
-  for (size_t n : order_) {
-    PlanStep step;
-    if (fused_at[n] >= 0) {
-      step = std::move(fused_steps[static_cast<size_t>(fused_at[n])]);
-    } else {
-      if (!ctxs[n] || removed[n]) continue;
-      step.node = n;
-      step.label = ctxs[n]->where;
-      step.inputs = g.nodes[n].inputs;
-      step.outputs = g.nodes[n].outputs;
-      TERN_RETURN_IF_ERROR(choose_kernel(*ctxs[n], &step));
-    }
+  std::vector<int> plain_twin(values.size(), -1);
+  auto add_step = [&](PlanStep step) {
     int s = static_cast<int>(plan->steps.size());
     for (int id : step.inputs) {
       int p = id < 0 ? -1 : producer_step[static_cast<size_t>(id)];
@@ -244,6 +238,94 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
       if (id >= 0) producer_step[static_cast<size_t>(id)] = s;
     }
     plan->steps.push_back(std::move(step));
+  };
+  auto to_plain = [&](int id) -> Expected<int> {
+    if (plain_twin[static_cast<size_t>(id)] >= 0) return plain_twin[static_cast<size_t>(id)];
+    PlannedValue twin = values[static_cast<size_t>(id)];
+    twin.block = 0;
+    values.push_back(twin);
+    const int t = static_cast<int>(values.size() - 1);
+    producer_step.push_back(-1);
+    plain_twin.push_back(-1);
+    auto node = std::make_unique<Node>();
+    node->name = g.value_name(id) + "/to_plain";
+    node->op_type = "ReorderToPlain";
+    node->inputs = {id};
+    node->outputs = {t};
+    OpContext ctx;
+    ctx.flags = &flags;
+    TERN_RETURN_IF_ERROR(make_context(*node, str_cat("reorder of '", g.value_name(id), "' to plain"),
+                                      values, &ctx));
+    ctx.inputs[0].block = values[static_cast<size_t>(id)].block;
+    PlanStep step;
+    step.node = static_cast<size_t>(producer_step[static_cast<size_t>(id)] >= 0
+                                        ? plan->steps[static_cast<size_t>(
+                                              producer_step[static_cast<size_t>(id)])].node
+                                        : 0);
+    step.op_node = node.get();
+    step.label = ctx.where;
+    step.inputs = node->inputs;
+    step.outputs = node->outputs;
+    TERN_RETURN_IF_ERROR(choose_kernel(ctx, &step));
+    plan->fused_nodes.push_back(std::move(node));
+    add_step(std::move(step));
+    plain_twin[static_cast<size_t>(id)] = t;
+    ++plan->reorders;
+    return t;
+  };
+  for (size_t n : order_) {
+    PlanStep step;
+    bool layout_aware = false;
+    if (fused_at[n] >= 0) {
+      step = std::move(fused_steps[static_cast<size_t>(fused_at[n])]);
+    } else {
+      if (!ctxs[n] || removed[n]) continue;
+      const Node& node = *ctxs[n]->node;
+      step.node = n;
+      step.op_node = &node;
+      step.label = ctxs[n]->where;
+      step.inputs = node.inputs;
+      step.outputs = node.outputs;
+      layout_aware = reads_blocked(
+          node, !node.outputs.empty() && node.outputs[0] >= 0
+                    ? values[static_cast<size_t>(node.outputs[0])].block
+                    : 0);
+    }
+    for (int& id : step.inputs) {
+      if (id >= 0 && values[static_cast<size_t>(id)].block > 0 && !layout_aware) {
+        TERN_ASSIGN_OR_RETURN(id, to_plain(id));
+      }
+    }
+    if (!step.kernel) {
+      OpContext& ctx = *ctxs[n];
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        if (step.inputs[i] >= 0) ctx.inputs[i].block = values[static_cast<size_t>(step.inputs[i])].block;
+      }
+      for (size_t i = 0; i < step.outputs.size(); ++i) {
+        if (step.outputs[i] >= 0) {
+          ctx.outputs[i].block = values[static_cast<size_t>(step.outputs[i])].block;
+        }
+      }
+      Status chosen = choose_kernel(ctx, &step);
+      // A kernel for blocked inputs may be missing (a global pool oneDNN declines): when the
+      // output is plain anyway, the inputs are made plain and the choice is made again.
+      const bool blocked_in = std::any_of(ctx.inputs.begin(), ctx.inputs.end(),
+                                          [](const TensorInfo& t) { return t.block > 0; });
+      const bool plain_out = std::all_of(ctx.outputs.begin(), ctx.outputs.end(),
+                                         [](const TensorInfo& t) { return t.block == 0; });
+      if (!chosen.is_ok() && chosen.code() == Code::kUnsupported && blocked_in && plain_out &&
+          !(ctx.node->op_type == "Conv" || ctx.node->op_type == "FusedConv")) {
+        for (size_t i = 0; i < step.inputs.size(); ++i) {
+          if (step.inputs[i] >= 0 && ctx.inputs[i].block > 0) {
+            TERN_ASSIGN_OR_RETURN(step.inputs[i], to_plain(step.inputs[i]));
+            ctx.inputs[i].block = 0;
+          }
+        }
+        chosen = choose_kernel(ctx, &step);
+      }
+      TERN_RETURN_IF_ERROR(chosen);
+    }
+    add_step(std::move(step));
   }
   // 4. Arena layouts. Buffers: arena values, then one workspace per step that asks for one.
   const size_t nsteps = plan->steps.size();

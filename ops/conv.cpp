@@ -87,6 +87,7 @@ Status infer_conv(OpContext& ctx) {
 }
 
 Expected<std::unique_ptr<Kernel>> make_conv_reference(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(ops::ConvParams p, ops::parse_conv(ctx));
   return make_kernel("reference", std::move(p),
                      [](const ops::ConvParams& q, const KernelArgs& a, const ExecContext&) {

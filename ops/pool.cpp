@@ -139,6 +139,7 @@ Status infer_pool(OpContext& ctx) {
 
 template <PoolKind K, bool Global>
 Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx, K, Global));
   return make_kernel("reference", std::move(p), run_pool);
 }

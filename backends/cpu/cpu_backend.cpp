@@ -99,6 +99,19 @@ Expected<std::unique_ptr<Kernel>> CpuBackend::prepare(const OpContext& ctx) cons
   return s->reference(ctx);
 }
 
+int CpuBackend::channel_block(const FlagValues& flags) const {
+#if defined(TERN_HAVE_ONEDNN)
+  // oneDNN's direct convolutions want channels blocked by the vector width. With deterministic
+  // algorithms on, oneDNN's Conv declines and the plain-layout portable kernel runs instead.
+  if (flags.on(FlagId::kDeterministicAlgorithms)) return 0;
+  const CpuIsa isa = effective_cpu_isa(flags[FlagId::kCpuMaxCapability]);
+  return isa == CpuIsa::kAvx512 ? 16 : isa == CpuIsa::kAvx2 ? 8 : 0;
+#else
+  (void)flags;
+  return 0;
+#endif
+}
+
 void CpuBackend::set_num_threads(int n) {
   if (n < 1) n = 1;
 #if defined(TERN_HAVE_OPENMP)

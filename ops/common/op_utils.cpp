@@ -151,4 +151,16 @@ Status require_same_dtype(const OpContext& ctx, size_t a, size_t b) {
                        ") must have the same dtype");
 }
 
+Status require_plain_layout(const OpContext& ctx) {
+  for (const auto* list : {&ctx.inputs, &ctx.outputs}) {
+    for (const TensorInfo& t : *list) {
+      if (t.block != 0) {
+        return unsupported("this kernel reads plain layouts only, not channels blocked by ",
+                           t.block);
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace tern::ops

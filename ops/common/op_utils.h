@@ -212,4 +212,8 @@ void copy_elements(DType dt, const void* src, int64_t src_index, void* dst, int6
 Expected<std::vector<int64_t>> input_ints(const OpContext& ctx, size_t i);
 Status require_same_dtype(const OpContext& ctx, size_t a, size_t b);
 
+// UNSUPPORTED when the planner gave any input or output a channel-blocked layout: for kernels
+// that only read plain tensors.
+Status require_plain_layout(const OpContext& ctx);
+
 }  // namespace tern::ops

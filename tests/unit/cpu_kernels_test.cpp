@@ -108,7 +108,7 @@ TEST_SUITE("cpu_kernels") {
       a.set("dilations", attr_ints({dil, dil}));
       a.set("pads", attr_ints({pad, pad, pad, 0}));
       Prepared p = run_cpu("Conv", a, {&x, &wt, &b}, {false, true, true});
-      CHECK(p.kernel == "onednn");
+      CHECK(p.kernel.rfind("onednn", 0) == 0);
       RefContext ref_ctx("Conv", a, {&x, &wt, &b});
       auto params = ops::parse_conv(ref_ctx.ctx).value();
       std::vector<float> ref(static_cast<size_t>(numel(params.y)));

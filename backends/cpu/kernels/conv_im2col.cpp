@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_gemm.h"
+#include "ops/common/op_utils.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/conv.h"
@@ -72,6 +73,7 @@ Status run_conv(const Im2colConv& k, const KernelArgs& a, const ExecContext& exe
 }
 
 Expected<std::unique_ptr<Kernel>> make_conv(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(ops::ConvParams p, ops::parse_conv(ctx));
   if (p.win.spatial < 1 || p.win.spatial > 3) return unsupported("im2col Conv: 1-D to 3-D only");
   Im2colConv k;

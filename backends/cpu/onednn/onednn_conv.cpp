@@ -1,24 +1,69 @@
-// Conv on oneDNN: plain NC(D)HW activations, weights packed once into the primitive's layout.
+// Conv and FusedConv on oneDNN. Activations plain (NCHW) or channel-blocked (nChw8c/nChw16c) as
+// the planner chose; a plain source with many channels is reordered to the blocked layout in the
+// workspace first, since oneDNN's direct JIT kernels need it (its plain-layout fallback is an
+// im2col GEMM several times slower). Weights are packed once into the primitive's layout.
+// FusedConv's activation becomes an eltwise post-op and its residual a sum post-op (the residual
+// is copied into the destination first).
+#include <cstring>
+
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
-#include "ops/conv.h"
+#include "ops/fused_conv.h"
 
 namespace tern {
 namespace {
 
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
+using alg = dnnl::algorithm;
+
+void append_activation(dnnl::post_ops& po, ops::FusedAct act, const std::vector<float>& q) {
+  switch (act) {
+    case ops::FusedAct::kNone:
+      return;
+    case ops::FusedAct::kRelu:
+      po.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f);
+      return;
+    case ops::FusedAct::kLeakyRelu:
+      po.append_eltwise(1.0f, alg::eltwise_relu, q[0], 0.0f);
+      return;
+    case ops::FusedAct::kClip:
+      po.append_eltwise(1.0f, alg::eltwise_clip_v2, q[0], q[1]);
+      return;
+    case ops::FusedAct::kSigmoid:
+      po.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f);
+      return;
+    case ops::FusedAct::kHardSigmoid:  // clip(alpha * x + beta, 0, 1)
+      po.append_eltwise(1.0f, alg::eltwise_linear, q[0], q[1]);
+      po.append_eltwise(1.0f, alg::eltwise_clip_v2, 0.0f, 1.0f);
+      return;
+    case ops::FusedAct::kHardSwish:
+      po.append_eltwise(1.0f, alg::eltwise_hardswish, 0.0f, 0.0f);
+      return;
+    case ops::FusedAct::kTanh:
+      po.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
+      return;
+  }
+}
 
 class OnednnConv final : public Kernel {
  public:
-  const char* name() const override { return "onednn"; }
+  const char* name() const override { return name_; }
+  size_t workspace_bytes() const override { return src_reorder_bytes_; }
+  size_t packed_bytes() const override { return packed_ ? packed_w_.get_desc().get_size() : 0; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
       // oneDNN picks its work split from the thread count, so bits may change with it.
       return unsupported("oneDNN Conv is not deterministic across thread counts");
     }
-    TERN_ASSIGN_OR_RETURN(ops::ConvParams p, ops::parse_conv(ctx));
+    ops::FusedConvParams fp;
+    if (ctx.node->op_type == "FusedConv") {
+      TERN_ASSIGN_OR_RETURN(fp, ops::parse_fused_conv(ctx));
+    } else {
+      TERN_ASSIGN_OR_RETURN(fp.conv, ops::parse_conv(ctx));
+    }
+    const ops::ConvParams& p = fp.conv;
     auto k = std::make_unique<OnednnConv>();
     const size_t s = p.win.spatial;
     const bool grouped = p.group > 1;
@@ -37,11 +82,24 @@ class OnednnConv final : public Kernel {
                                          : tag::oidhw);
     dnnl::memory::dims dil;
     for (int64_t d : p.win.dilations) dil.push_back(d - 1);
+    const int in_block = ctx.inputs[0].block, out_block = ctx.outputs[0].block;
+    const int z_block = fp.has_sum ? ctx.inputs[3].block : 0;
     try {
-      k->src_md_ =
-          dnnl::memory::desc(onednn::to_dims(p.x), dt::f32, onednn::activation_tag(p.x.size()));
-      k->dst_md_ =
-          dnnl::memory::desc(onednn::to_dims(p.y), dt::f32, onednn::activation_tag(p.y.size()));
+      k->user_src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
+                                           onednn::layout_tag(p.x.size(), in_block));
+      k->src_md_ = k->user_src_md_;
+      // A source in another layout than the blocked destination (plain past the first layer's
+      // few channels, or the other block size): reorder it so a direct kernel runs, not oneDNN's
+      // reference fallback.
+      if (in_block != out_block && out_block != 0 && p.x[1] > 4) {
+        k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
+                                        onednn::layout_tag(p.x.size(), out_block));
+        k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+            onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
+        k->src_reorder_bytes_ = k->src_md_.get_size();
+      }
+      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
+                                      onednn::layout_tag(p.y.size(), out_block));
       dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
       const Tensor* wconst = ctx.inputs[1].value;
       // Constant weights: let oneDNN pick its layout and pack once. Otherwise read them plain.
@@ -52,12 +110,29 @@ class OnednnConv final : public Kernel {
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_, w_md,
           b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil, onednn::to_dims(p.win.pads_begin),
           onednn::to_dims(p.win.pads_end));
-      dnnl::convolution_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
-                                                   onednn::engine());
+      dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
+      dnnl::post_ops po;
+      if (fp.has_sum) po.append_sum(1.0f);
+      append_activation(po, fp.act, fp.act_params);
+      attr.set_post_ops(po);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, onednn::engine());
       k->prim_ = dnnl::convolution_forward(pd);
       k->scratch_md_ = pd.scratchpad_desc();
       k->plain_w_md_ = plain_w;
       k->has_bias_ = p.has_bias;
+      k->has_sum_ = fp.has_sum;
+      if (fp.has_sum && z_block != out_block) {
+        dnnl::memory::desc z_md(onednn::to_dims(p.y), dt::f32,
+                                onednn::layout_tag(p.y.size(), z_block));
+        k->z_md_ = z_md;
+        k->z_reorder_ = dnnl::reorder(
+            dnnl::reorder::primitive_desc(onednn::engine(), z_md, onednn::engine(), k->dst_md_));
+        k->z_needs_reorder_ = true;
+      }
+      const std::string impl = pd.impl_info_str();
+      k->name_ = impl.find("gemm") != std::string::npos ? "onednn(gemm)"
+                 : impl.find("jit") != std::string::npos ? "onednn(jit)"
+                                                         : "onednn";
       if (wconst) {
         TERN_ASSIGN_OR_RETURN(k->packed_w_,
                               onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
@@ -72,7 +147,26 @@ class OnednnConv final : public Kernel {
   Status run(const KernelArgs& a, const ExecContext&) const override {
     auto& eng = onednn::engine();
     std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, a.inputs[0]->raw()));
+    void* src = a.inputs[0]->raw();
+    try {
+      if (src_reorder_bytes_) {
+        dnnl::memory from(user_src_md_, eng, src), to(src_md_, eng, a.workspace);
+        src_reorder_.execute(onednn::thread_stream(), from, to);
+        src = a.workspace;
+      }
+      if (has_sum_) {
+        void* dst = a.outputs[0]->raw();
+        if (z_needs_reorder_) {
+          dnnl::memory from(z_md_, eng, a.inputs[3]->raw()), to(dst_md_, eng, dst);
+          z_reorder_.execute(onednn::thread_stream(), from, to);
+        } else if (dst != a.inputs[3]->raw()) {
+          std::memcpy(dst, a.inputs[3]->raw(), dst_md_.get_size());
+        }
+      }
+    } catch (const dnnl::error& e) {
+      return internal_error("oneDNN reorder: ", e.what());
+    }
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, src));
     args.emplace(DNNL_ARG_WEIGHTS,
                  packed_ ? packed_w_ : dnnl::memory(plain_w_md_, eng, a.inputs[1]->raw()));
     if (has_bias_) {
@@ -86,16 +180,20 @@ class OnednnConv final : public Kernel {
   }
 
  private:
+  const char* name_ = "onednn";
   dnnl::convolution_forward prim_;
-  dnnl::memory::desc src_md_, dst_md_, plain_w_md_, scratch_md_;
+  dnnl::reorder src_reorder_, z_reorder_;
+  dnnl::memory::desc user_src_md_, src_md_, dst_md_, plain_w_md_, scratch_md_, z_md_;
   dnnl::memory packed_w_;
-  bool packed_ = false, has_bias_ = false;
+  size_t src_reorder_bytes_ = 0;
+  bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;
 };
 
 }  // namespace
 
 void register_cpu_onednn_conv(KernelRegistry& r) {
   r.add("Conv", "cpu", DType::kFloat32, OnednnConv::create);
+  r.add("FusedConv", "cpu", DType::kFloat32, OnednnConv::create);
 }
 
 }  // namespace tern

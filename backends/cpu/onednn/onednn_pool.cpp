@@ -1,0 +1,104 @@
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on oneDNN's pooling, for float32
+// [N, C, H, W] in the plain or the channel-blocked layout (the planner keeps convolution chains
+// blocked through their pooling). A global pool's [N, C, 1, 1] output has the same bytes in both
+// layouts, so it is always handed on as plain.
+#include "backends/cpu/onednn/onednn_common.h"
+#include "core/kernel_registry.h"
+#include "ops/common/window.h"
+
+namespace tern {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+class OnednnPool final : public Kernel {
+ public:
+  const char* name() const override { return "onednn"; }
+
+  static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    const std::string& op = ctx.node->op_type;
+    const bool global = op.rfind("Global", 0) == 0;
+    const bool is_max = op == "MaxPool" || op == "GlobalMaxPool";
+    const Shape& x = ctx.inputs[0].shape;
+    if (ctx.inputs[0].dtype != DType::kFloat32 || x.size() != 4) {
+      return unsupported("oneDNN pooling here takes float32 [N, C, H, W]");
+    }
+    if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
+      return unsupported("MaxPool's Indices output");
+    }
+    if (ctx.flag(FlagId::kDeterministicAlgorithms) && !is_max) {
+      return unsupported("oneDNN average pooling's split depends on the thread count");
+    }
+    ops::Window w;
+    bool include_pad = false, ceil_mode = false;
+    if (global) {
+      Attributes none;
+      TERN_ASSIGN_OR_RETURN(w, ops::forward_window(none, x, {x[2], x[3]}, false));
+    } else {
+      TERN_ASSIGN_OR_RETURN(int64_t ceil, ctx.attrs().get_int("ceil_mode", 0));
+      TERN_ASSIGN_OR_RETURN(int64_t cip, ctx.attrs().get_int("count_include_pad", 0));
+      TERN_ASSIGN_OR_RETURN(int64_t order, ctx.attrs().get_int("storage_order", 0));
+      if (order != 0) return unsupported("MaxPool storage_order 1");
+      ceil_mode = ceil != 0;
+      include_pad = cip != 0;
+      TERN_ASSIGN_OR_RETURN(w, ops::forward_window(ctx.attrs(), x, {}, ceil_mode));
+    }
+    dnnl::memory::dims pad_r;
+    for (size_t i = 0; i < 2; ++i) {
+      if (w.dilations[i] != 1) return unsupported("dilated pooling");
+      // ceil_mode's extra window reads past the end: express it as more end padding.
+      const int64_t r = (w.out[i] - 1) * w.strides[i] + w.kernel[i] - w.in[i] - w.pads_begin[i];
+      if (r < 0) return unsupported("pooling windows that stop short of the end padding");
+      if (r != w.pads_end[i] && !is_max && include_pad) {
+        return unsupported("AveragePool ceil_mode with count_include_pad");
+      }
+      pad_r.push_back(r);
+    }
+    auto k = std::make_unique<OnednnPool>();
+    const int in_block = ctx.inputs[0].block;
+    // A global pool writes [N, C, 1, 1]: identical bytes in the blocked and plain layouts.
+    const int out_block = global ? in_block : ctx.outputs[0].block;
+    const Shape y = {x[0], x[1], w.out[0], w.out[1]};
+    try {
+      k->src_md_ = dnnl::memory::desc(onednn::to_dims(x), dt::f32, onednn::layout_tag(4, in_block));
+      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(y), dt::f32, onednn::layout_tag(4, out_block));
+      const dnnl::algorithm a = is_max      ? dnnl::algorithm::pooling_max
+                                : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                              : dnnl::algorithm::pooling_avg_exclude_padding;
+      auto desc = dnnl::pooling_forward::desc(
+          dnnl::prop_kind::forward_inference, a, k->src_md_, k->dst_md_,
+          onednn::to_dims(w.strides), onednn::to_dims(w.kernel), onednn::to_dims(w.pads_begin),
+          pad_r);
+      dnnl::pooling_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
+                                               onednn::engine());
+      k->prim_ = dnnl::pooling_forward(pd);
+      k->scratch_md_ = pd.scratchpad_desc();
+    } catch (const dnnl::error& e) {
+      return unsupported("oneDNN declined this pooling: ", e.what());
+    }
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(const KernelArgs& a, const ExecContext&) const override {
+    auto& eng = onednn::engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, a.inputs[0]->raw()));
+    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, a.outputs[0]->raw()));
+    return onednn::execute(prim_, scratch_md_, args);
+  }
+
+ private:
+  dnnl::pooling_forward prim_;
+  dnnl::memory::desc src_md_, dst_md_, scratch_md_;
+};
+
+}  // namespace
+
+void register_cpu_onednn_pool(KernelRegistry& r) {
+  for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
+    r.add(op, "cpu", DType::kFloat32, OnednnPool::create);
+  }
+}
+
+}  // namespace tern

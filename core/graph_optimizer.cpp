@@ -1,0 +1,283 @@
+#include "core/graph_optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tern {
+
+namespace {
+
+const Tensor* constant_of(const Graph& g, int v) {
+  if (v < 0) return nullptr;
+  const Value& val = g.values[static_cast<size_t>(v)];
+  return val.constant ? &*val.constant : nullptr;
+}
+
+std::optional<float> scalar_of(const Graph& g, int v) {
+  const Tensor* t = constant_of(g, v);
+  if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32) return std::nullopt;
+  return t->data<float>()[0];
+}
+
+std::vector<bool> graph_output_mask(const Graph& g) {
+  std::vector<bool> out(g.values.size(), false);
+  for (int id : g.outputs) out[static_cast<size_t>(id)] = true;
+  return out;
+}
+
+// The node that produces each value (-1: graph input, constant or unproduced).
+std::vector<int> value_producers(const Graph& g) {
+  std::vector<int> p(g.values.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0) p[static_cast<size_t>(id)] = static_cast<int>(n);
+    }
+  }
+  return p;
+}
+
+void erase_nodes(Graph& g, const std::vector<bool>& removed) {
+  size_t w = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (removed[n]) continue;
+    if (w != n) g.nodes[w] = std::move(g.nodes[n]);
+    ++w;
+  }
+  g.nodes.resize(w);
+}
+
+// True when value v is read by exactly one node, `reader`, and is not a graph output.
+bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
+                  const std::vector<bool>& is_output, int v, size_t reader) {
+  const auto& c = consumers[static_cast<size_t>(v)];
+  return !is_output[static_cast<size_t>(v)] && c.size() == 1 && c[0] == reader;
+}
+
+int add_constant(Graph& g, std::string name, Tensor t) {
+  ValueType type;
+  type.dtype = t.dtype();
+  type.has_shape = true;
+  for (int64_t d : t.shape()) type.dims.push_back(Dim{d, {}});
+  int id = g.add_value(std::move(name), std::move(type));
+  g.values[static_cast<size_t>(id)].constant = std::move(t);
+  return id;
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> value_consumers(const Graph& g) {
+  std::vector<std::vector<size_t>> c(g.values.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].inputs) {
+      if (id >= 0) c[static_cast<size_t>(id)].push_back(n);
+    }
+  }
+  return c;
+}
+
+std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return std::nullopt;
+  const std::string& op = n.op_type;
+  if (op == "Relu" || op == "Sigmoid" || op == "HardSwish" || op == "Tanh") {
+    return FusedActivation{op, {}};
+  }
+  if (op == "LeakyRelu") {
+    auto alpha = n.attrs.get_float("alpha", 0.01f);
+    if (!alpha) return std::nullopt;
+    return FusedActivation{op, {*alpha}};
+  }
+  if (op == "HardSigmoid") {
+    auto alpha = n.attrs.get_float("alpha", 0.2f);
+    auto beta = n.attrs.get_float("beta", 0.5f);
+    if (!alpha || !beta) return std::nullopt;
+    return FusedActivation{op, {*alpha, *beta}};
+  }
+  if (op == "Clip") {
+    float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+    if (g.opset < 11) {
+      auto a = n.attrs.get_float("min", lo);
+      auto b = n.attrs.get_float("max", hi);
+      if (!a || !b) return std::nullopt;
+      lo = *a;
+      hi = *b;
+    } else {
+      for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
+        if (n.inputs[i] < 0) continue;
+        auto s = scalar_of(g, n.inputs[i]);
+        if (!s) return std::nullopt;
+        (i == 1 ? lo : hi) = *s;
+      }
+    }
+    return FusedActivation{op, {lo, hi}};
+  }
+  return std::nullopt;
+}
+
+Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report) {
+  auto consumers = value_consumers(g);
+  auto producers = value_producers(g);
+  auto is_output = graph_output_mask(g);
+  std::vector<bool> removed(g.nodes.size(), false);
+  for (size_t b = 0; b < g.nodes.size(); ++b) {
+    Node& bn = g.nodes[b];
+    if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5 || !bn.domain.empty()) continue;
+    if (std::any_of(bn.outputs.begin() + 1, bn.outputs.end(), [](int id) { return id >= 0; })) {
+      continue;  // training-mode statistics are wanted
+    }
+    auto training = bn.attrs.get_int("training_mode", 0);
+    auto eps = bn.attrs.get_float("epsilon", 1e-5f);
+    if (!training || *training != 0 || !eps) continue;
+    const int x = bn.inputs[0];
+    const int c = producers[static_cast<size_t>(x)];
+    if (c < 0 || removed[static_cast<size_t>(c)]) continue;
+    Node& conv = g.nodes[static_cast<size_t>(c)];
+    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs[0] != x ||
+        !only_read_by(consumers, is_output, x, b)) {
+      continue;
+    }
+    const Tensor* w = constant_of(g, conv.inputs[1]);
+    const Tensor* bias = conv.inputs.size() > 2 ? constant_of(g, conv.inputs[2]) : nullptr;
+    if (conv.inputs.size() > 2 && conv.inputs[2] >= 0 && !bias) continue;
+    const Tensor* p[4];
+    bool ok = w && w->dtype() == DType::kFloat32 && w->rank() >= 3;
+    const int64_t m = ok ? w->shape()[0] : 0;
+    for (int i = 0; i < 4 && ok; ++i) {
+      p[i] = constant_of(g, bn.inputs[static_cast<size_t>(i) + 1]);
+      ok = p[i] && p[i]->dtype() == DType::kFloat32 && p[i]->numel() == m;
+    }
+    if (!ok || (bias && (bias->dtype() != DType::kFloat32 || bias->numel() != m))) continue;
+    TERN_ASSIGN_OR_RETURN(Tensor nw, Tensor::allocate(DType::kFloat32, w->shape()));
+    TERN_ASSIGN_OR_RETURN(Tensor nb, Tensor::allocate(DType::kFloat32, {m}));
+    const int64_t per = w->numel() / std::max<int64_t>(m, 1);
+    const float* scale = p[0]->data<float>();
+    const float* shift = p[1]->data<float>();
+    const float* mean = p[2]->data<float>();
+    const float* var = p[3]->data<float>();
+    for (int64_t o = 0; o < m; ++o) {
+      const double s = static_cast<double>(scale[o]) / std::sqrt(static_cast<double>(var[o]) + *eps);
+      for (int64_t k = 0; k < per; ++k) {
+        nw.data<float>()[o * per + k] = static_cast<float>(w->data<float>()[o * per + k] * s);
+      }
+      const double b0 = bias ? bias->data<float>()[o] : 0.0;
+      nb.data<float>()[o] = static_cast<float>((b0 - mean[o]) * s + shift[o]);
+    }
+    const std::string base = conv.name.empty() ? g.values[static_cast<size_t>(x)].name : conv.name;
+    int wid = add_constant(g, base + "/bn_folded_weight", std::move(nw));
+    int bid = add_constant(g, base + "/bn_folded_bias", std::move(nb));
+    conv.inputs.resize(3);
+    conv.inputs[1] = wid;
+    conv.inputs[2] = bid;
+    conv.outputs[0] = bn.outputs[0];
+    removed[b] = true;
+    ++report->batch_norms_folded;
+  }
+  erase_nodes(g, removed);
+  return Status::ok();
+}
+
+Status fuse_hardswish(Graph& g, OptimizerReport* report) {
+  auto consumers = value_consumers(g);
+  auto producers = value_producers(g);
+  auto is_output = graph_output_mask(g);
+  std::vector<bool> removed(g.nodes.size(), false);
+  auto node_at = [&](int v, const char* op) -> Node* {
+    int p = v < 0 ? -1 : producers[static_cast<size_t>(v)];
+    if (p < 0 || removed[static_cast<size_t>(p)]) return nullptr;
+    Node& n = g.nodes[static_cast<size_t>(p)];
+    return n.op_type == op && n.domain.empty() ? &n : nullptr;
+  };
+  auto index_of = [&](const Node* n) { return static_cast<size_t>(n - g.nodes.data()); };
+  for (size_t d = 0; d < g.nodes.size(); ++d) {
+    Node& div = g.nodes[d];
+    // div(mul(x, clip(add(x, 3), 0, 6)), 6)
+    if (div.op_type != "Div" || !div.domain.empty() || div.inputs.size() != 2) continue;
+    if (scalar_of(g, div.inputs[1]) != 6.0f) continue;
+    Node* mul = node_at(div.inputs[0], "Mul");
+    if (!mul || !only_read_by(consumers, is_output, div.inputs[0], d)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int x = mul->inputs[static_cast<size_t>(side)];
+      const int c = mul->inputs[static_cast<size_t>(1 - side)];
+      Node* clip = node_at(c, "Clip");
+      if (!clip || !only_read_by(consumers, is_output, c, index_of(mul))) continue;
+      auto act = activation_of(g, *clip);
+      if (!act || act->params[0] != 0.0f || act->params[1] != 6.0f) continue;
+      Node* add = node_at(clip->inputs[0], "Add");
+      if (!add || !only_read_by(consumers, is_output, clip->inputs[0], index_of(clip))) continue;
+      const bool x_first = add->inputs[0] == x && scalar_of(g, add->inputs[1]) == 3.0f;
+      const bool x_second = add->inputs[1] == x && scalar_of(g, add->inputs[0]) == 3.0f;
+      if (!x_first && !x_second) continue;
+      removed[index_of(mul)] = removed[index_of(clip)] = removed[index_of(add)] = true;
+      div.op_type = "HardSwish";
+      div.inputs = {x};
+      div.attrs = Attributes();
+      ++report->hardswish_fused;
+      break;
+    }
+  }
+  erase_nodes(g, removed);
+  return Status::ok();
+}
+
+Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
+  auto consumers = value_consumers(g);
+  auto producers = value_producers(g);
+  auto is_output = graph_output_mask(g);
+  std::vector<bool> removed(g.nodes.size(), false);
+  for (size_t a = 0; a < g.nodes.size(); ++a) {
+    const Node& act_node = g.nodes[a];
+    auto act = activation_of(g, act_node);
+    if (!act || act_node.inputs.empty()) continue;
+    const int x = act_node.inputs[0];
+    const int c = producers[static_cast<size_t>(x)];
+    if (c < 0 || removed[static_cast<size_t>(c)]) continue;
+    Node& conv = g.nodes[static_cast<size_t>(c)];
+    const bool plain_conv = conv.op_type == "Conv" && conv.domain.empty();
+    const bool fused_conv = conv.op_type == "FusedConv" && !conv.attrs.has("activation");
+    if ((!plain_conv && !fused_conv) || !only_read_by(consumers, is_output, x, a)) continue;
+    conv.op_type = "FusedConv";
+    Attribute kind;
+    kind.kind = Attribute::Kind::kString;
+    kind.s = act->kind;
+    conv.attrs.set("activation", kind);
+    Attribute params;
+    params.kind = Attribute::Kind::kFloats;
+    params.floats = act->params;
+    conv.attrs.set("activation_params", params);
+    conv.outputs[0] = act_node.outputs[0];
+    removed[a] = true;
+    ++report->activations_fused;
+  }
+  erase_nodes(g, removed);
+  return Status::ok();
+}
+
+Status remove_dead_nodes(Graph& g, OptimizerReport* report) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto consumers = value_consumers(g);
+    auto is_output = graph_output_mask(g);
+    std::vector<bool> removed(g.nodes.size(), false);
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      bool used = std::any_of(g.nodes[n].outputs.begin(), g.nodes[n].outputs.end(), [&](int id) {
+        return id >= 0 && (is_output[static_cast<size_t>(id)] ||
+                           !consumers[static_cast<size_t>(id)].empty());
+      });
+      if (!used) {
+        removed[n] = changed = true;
+        ++report->dead_nodes_removed;
+      }
+    }
+    erase_nodes(g, removed);
+  }
+  return Status::ok();
+}
+
+Status optimize_graph(Graph& g, OptimizerReport* report) {
+  TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
+  TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
+  TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));
+  return remove_dead_nodes(g, report);
+}
+
+}  // namespace tern

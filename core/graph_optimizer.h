@@ -1,0 +1,44 @@
+// Graph passes that need no shapes, run once at session creation on the session's copy of the
+// graph (after constant folding): Conv+BatchNormalization folding, HardSwish from its
+// x * clip(x + 3, 0, 6) / 6 decomposition, Conv + activation fusion into FusedConv, and
+// dead-node elimination. Shape-dependent fusions (a residual Add into FusedConv, attention) are
+// made per plan, where shapes are known. Each pass keeps the graph's outputs bit-for-bit the
+// function they were (up to float rounding of folded weights).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace tern {
+
+struct OptimizerReport {
+  size_t batch_norms_folded = 0;
+  size_t hardswish_fused = 0;
+  size_t activations_fused = 0;
+  size_t dead_nodes_removed = 0;
+};
+
+Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
+Status fuse_hardswish(Graph& g, OptimizerReport* report);
+Status fuse_conv_activation(Graph& g, OptimizerReport* report);
+Status remove_dead_nodes(Graph& g, OptimizerReport* report);
+// All of the above, in that order.
+Status optimize_graph(Graph& g, OptimizerReport* report);
+
+// An activation FusedConv can apply: "Relu", "LeakyRelu" (alpha), "Clip" (min, max), "Sigmoid",
+// "HardSigmoid" (alpha, beta), "HardSwish", "Tanh".
+struct FusedActivation {
+  std::string kind;
+  std::vector<float> params;
+};
+// The activation node n computes, when it is one of those with constant parameters.
+std::optional<FusedActivation> activation_of(const Graph& g, const Node& n);
+
+// For every value, the indices of the nodes reading it (a node reading a value twice appears
+// twice).
+std::vector<std::vector<size_t>> value_consumers(const Graph& g);
+
+}  // namespace tern

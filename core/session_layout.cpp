@@ -1,0 +1,178 @@
+// Plan-time graph rewrites that need shapes: residual-Add fusion into FusedConv, and layout
+// planning. Convolutions run fastest on channel-blocked activations (oneDNN's nChw16c on AVX-512,
+// nChw8c on AVX2), so a chain of them, with the elementwise ops between, keeps that layout; a
+// consumer that needs plain data gets a ReorderToPlain step at the edge.
+#include <algorithm>
+#include <set>
+
+#include "core/session.h"
+
+namespace tern {
+
+namespace {
+
+bool is_conv(const std::string& op) {
+  return op == "Conv" || op == "FusedConv";
+}
+
+// Elementwise ops whose kernels read and write every element in memory order, so they compute
+// the same on any layout their inputs and output share.
+bool layout_transparent(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Relu", "Clip",  "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Elu",
+      "Selu", "Identity", "Add",  "Sub",         "Mul",       "Div",       "Max",  "Min"};
+  return ops.count(op) != 0;
+}
+
+// Pooling that oneDNN runs on blocked data: 2-D windows without an Indices output or dilations.
+bool blocked_pool(const Node& node) {
+  if (node.op_type != "MaxPool" && node.op_type != "AveragePool") return false;
+  if (node.outputs.size() > 1 && node.outputs[1] >= 0) return false;
+  auto dil = node.attrs.get_ints("dilations", {});
+  auto order = node.attrs.get_int("storage_order", 0);
+  auto ceil = node.attrs.get_int("ceil_mode", 0);
+  auto cip = node.attrs.get_int("count_include_pad", 0);
+  if (!dil || !order || !ceil || !cip || *order != 0) return false;
+  if (node.op_type == "AveragePool" && *ceil != 0 && *cip != 0) return false;
+  return std::all_of(dil->begin(), dil->end(), [](int64_t d) { return d == 1; });
+}
+
+}  // namespace
+
+bool Session::reads_blocked(const Node& node, int output_block) {
+  if (is_conv(node.op_type) || output_block > 0) return true;
+  return node.op_type == "GlobalAveragePool" || node.op_type == "GlobalMaxPool";
+}
+
+void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
+                                 std::vector<std::unique_ptr<OpContext>>& ctxs,
+                                 std::vector<bool>& removed, const FlagValues& flags,
+                                 Plan* plan) const {
+  const Graph& g = graph_;
+  const auto consumers = value_consumers(g);
+  std::vector<int> producer(values.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0) producer[static_cast<size_t>(id)] = static_cast<int>(n);
+    }
+  }
+  auto arena_only_for = [&](int id, size_t reader) {
+    const auto& c = consumers[static_cast<size_t>(id)];
+    return values[static_cast<size_t>(id)].where == PlannedValue::Where::kArena && c.size() == 1 &&
+           c[0] == reader;
+  };
+  for (size_t n : order_) {
+    if (!ctxs[n] || removed[n]) continue;
+    const Node& add = *ctxs[n]->node;
+    if (add.op_type != "Add" || add.inputs.size() != 2) continue;
+    const Shape& out = ctxs[n]->outputs[0].shape;
+    for (int side = 0; side < 2; ++side) {
+      const int y = add.inputs[static_cast<size_t>(side)];
+      const int z = add.inputs[static_cast<size_t>(1 - side)];
+      const int c = y < 0 ? -1 : producer[static_cast<size_t>(y)];
+      if (c < 0 || !ctxs[static_cast<size_t>(c)] || removed[static_cast<size_t>(c)] || y == z) {
+        continue;
+      }
+      const Node& conv = *ctxs[static_cast<size_t>(c)]->node;
+      if (!is_conv(conv.op_type) || conv.attrs.has("activation") || conv.inputs.size() > 3 ||
+          !arena_only_for(y, n)) {
+        continue;
+      }
+      const PlannedValue& zv = values[static_cast<size_t>(z)];
+      if (zv.shape != out || values[static_cast<size_t>(y)].shape != out ||
+          zv.dtype != DType::kFloat32 || zv.where == PlannedValue::Where::kNone) {
+        continue;
+      }
+      auto fused = std::make_unique<Node>(conv);
+      fused->op_type = "FusedConv";
+      fused->inputs.resize(3, -1);
+      fused->inputs.push_back(z);
+      fused->outputs = add.outputs;
+      size_t anchor = n;
+      // The activation reading the sum, when it is the sum's only reader.
+      const auto& readers = consumers[static_cast<size_t>(add.outputs[0])];
+      if (readers.size() == 1 && ctxs[readers[0]] && !removed[readers[0]] &&
+          arena_only_for(add.outputs[0], readers[0])) {
+        if (auto act = activation_of(g, *ctxs[readers[0]]->node)) {
+          Attribute kind;
+          kind.kind = Attribute::Kind::kString;
+          kind.s = act->kind;
+          fused->attrs.set("activation", kind);
+          Attribute params;
+          params.kind = Attribute::Kind::kFloats;
+          params.floats = act->params;
+          fused->attrs.set("activation_params", params);
+          fused->outputs = ctxs[readers[0]]->node->outputs;
+          anchor = readers[0];
+        }
+      }
+      auto ctx = std::make_unique<OpContext>();
+      ctx->flags = &flags;
+      const std::string where =
+          str_cat("fused Conv+Add", anchor != n ? "+activation" : "", " of ",
+                  g.describe_node(static_cast<size_t>(c)), " .. ", g.describe_node(anchor));
+      if (!make_context(*fused, where, values, ctx.get()).is_ok()) continue;
+      values[static_cast<size_t>(y)].where = PlannedValue::Where::kNone;
+      if (anchor != n) values[static_cast<size_t>(add.outputs[0])].where = PlannedValue::Where::kNone;
+      removed[static_cast<size_t>(c)] = true;
+      if (anchor != n) removed[n] = true;
+      ctxs[anchor] = std::move(ctx);
+      plan->fused_nodes.push_back(std::move(fused));
+      ++plan->fused_residuals;
+      break;
+    }
+  }
+}
+
+void Session::plan_layouts(std::vector<PlannedValue>& values,
+                           const std::vector<std::unique_ptr<OpContext>>& ctxs,
+                           const std::vector<bool>& removed, const FlagValues& flags) const {
+  int block = 0;
+  for (Backend* b : config_.backends) block = std::max(block, b->channel_block(flags));
+  if (block == 0) return;
+  auto block_for = [&](const PlannedValue& v) {
+    if (v.where != PlannedValue::Where::kArena || v.dtype != DType::kFloat32 ||
+        v.shape.size() != 4) {
+      return 0;
+    }
+    // Only whole blocks: the buffer then has the plain size and elementwise kernels need no
+    // knowledge of the padding.
+    for (int b = block; b >= 8; b /= 2) {
+      if (v.shape[1] % b == 0) return b;
+    }
+    return 0;
+  };
+  for (size_t n : order_) {
+    if (!ctxs[n] || removed[n]) continue;
+    const OpContext& ctx = *ctxs[n];
+    const Node& node = *ctx.node;
+    if (node.outputs.empty() || node.outputs[0] < 0) continue;
+    PlannedValue& out = values[static_cast<size_t>(node.outputs[0])];
+    if (is_conv(node.op_type)) {
+      out.block = block_for(out);
+      continue;
+    }
+    if (blocked_pool(node)) {
+      const PlannedValue& in = values[static_cast<size_t>(node.inputs[0])];
+      if (in.block > 0 && block_for(out) > 0 && out.shape[1] % in.block == 0) out.block = in.block;
+      continue;
+    }
+    if (!layout_transparent(node.op_type) || node.outputs.size() != 1) continue;
+    // Every data input has the output's shape and one block, or is a one-element constant.
+    int b = -1;
+    for (size_t i = 0; i < node.inputs.size() && b != 0; ++i) {
+      const int id = node.inputs[i];
+      if (id < 0) continue;
+      const PlannedValue& in = values[static_cast<size_t>(id)];
+      if (in.where == PlannedValue::Where::kConstant && in.constant->numel() == 1) continue;
+      if (in.shape != out.shape || (b >= 0 && in.block != b)) {
+        b = 0;
+      } else {
+        b = in.block;
+      }
+    }
+    if (b > 0 && block_for(out) != 0) out.block = b;
+  }
+}
+
+}  // namespace tern
