@@ -257,7 +257,39 @@ Status run_pow(const PowParams& p, const KernelArgs& a, const ExecContext& exec)
   return Status::ok();
 }
 
+// float32 to a constant power of 2, 3, 1 or 0.5 (LayerNorm's variance, BERT-style models): plain
+// products and sqrt, which round exactly as pow does for these exponents.
+struct PowConstParams {
+  float exponent;
+};
+
+Status run_pow_const(const PowConstParams& p, const KernelArgs& a, const ExecContext& exec) {
+  const float* x = a.inputs[0]->data<float>();
+  float* y = a.outputs[0]->data<float>();
+  const float k = p.exponent;
+  parallel_for(a.inputs[0]->numel(), 32768, exec.num_threads, [&](int64_t b, int64_t e) {
+    if (k == 2.0f) {
+      for (int64_t i = b; i < e; ++i) y[i] = x[i] * x[i];
+    } else if (k == 3.0f) {
+      for (int64_t i = b; i < e; ++i) y[i] = static_cast<float>(static_cast<double>(x[i]) * x[i] * x[i]);
+    } else if (k == 1.0f) {
+      for (int64_t i = b; i < e; ++i) y[i] = x[i];
+    } else {
+      for (int64_t i = b; i < e; ++i) y[i] = std::sqrt(x[i]);
+    }
+  });
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<Kernel>> make_pow(const OpContext& ctx) {
+  const TensorInfo& ex = ctx.inputs[1];
+  if (ctx.inputs[0].dtype == DType::kFloat32 && ex.value && ex.value->numel() == 1 &&
+      ctx.outputs[0].shape == ctx.inputs[0].shape && ops::visit_any_float(ex.dtype, [](auto) {})) {
+    const double k = ex.value->float_at(0);
+    if (k == 2.0 || k == 3.0 || k == 1.0 || k == 0.5) {
+      return make_kernel("pow_const", PowConstParams{static_cast<float>(k)}, run_pow_const);
+    }
+  }
   PowParams p{ctx.inputs[0].dtype, ctx.inputs[1].dtype,
               ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
   if (!ops::visit_all_numeric(p.base, [](auto) {})) return ops::dtype_error(ctx, 0, "numeric types");

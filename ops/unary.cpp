@@ -116,7 +116,44 @@ T to_int_saturated(double v) {
   return static_cast<T>(v);
 }
 
+// float32 loops for the unary ops transformer and CNN graphs run most, in single precision (the
+// C library's float functions are within an ulp or two; rtol 1e-3 is what models are held to).
+template <class F>
+void map_f32(const Tensor& x, Tensor& y, int threads, F f) {
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  parallel_for(x.numel(), 16384, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) py[i] = f(px[i]);
+  });
+}
+
+bool run_unary_f32(const UnaryParams& p, const KernelArgs& a, const ExecContext& exec) {
+  if (p.dtype != DType::kFloat32) return false;
+  const Tensor& x = *a.inputs[0];
+  Tensor& y = *a.outputs[0];
+  switch (p.op) {
+    case U::kErf:
+      map_f32(x, y, exec.num_threads, [](float v) { return std::erf(v); });
+      return true;
+    case U::kTanh:
+      map_f32(x, y, exec.num_threads, [](float v) { return std::tanh(v); });
+      return true;
+    case U::kExp:
+      map_f32(x, y, exec.num_threads, [](float v) { return std::exp(v); });
+      return true;
+    case U::kSqrt:
+      map_f32(x, y, exec.num_threads, [](float v) { return std::sqrt(v); });
+      return true;
+    case U::kNeg:
+      map_f32(x, y, exec.num_threads, [](float v) { return -v; });
+      return true;
+    default:
+      return false;
+  }
+}
+
 Status run_unary(const UnaryParams& p, const KernelArgs& a, const ExecContext& exec) {
+  if (run_unary_f32(p, a, exec)) return Status::ok();
   const Tensor& x = *a.inputs[0];
   ops::visit_all_numeric(p.dtype, [&](auto tag) {
     using T = decltype(tag);

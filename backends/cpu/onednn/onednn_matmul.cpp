@@ -1,0 +1,70 @@
+// MatMul with constant 2-D weights ([..., M, K] x [K, N], the projections of transformer models)
+// on oneDNN's matmul: leading dims fold into M, the weights are packed once into oneDNN's
+// preferred layout. Other MatMuls fall through to the OpenBLAS kernel.
+#include "backends/cpu/onednn/onednn_common.h"
+#include "core/kernel_registry.h"
+#include "ops/matmul.h"
+
+namespace tern {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+class OnednnMatMul final : public Kernel {
+ public:
+  const char* name() const override { return "onednn"; }
+  size_t packed_bytes() const override { return packed_w_.get_desc().get_size(); }
+
+  static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
+      return unsupported("oneDNN matmul's split depends on the thread count");
+    }
+    const TensorInfo& b = ctx.inputs[1];
+    if (!b.value || b.shape.size() != 2 || b.dtype != DType::kFloat32 ||
+        ctx.inputs[0].dtype != DType::kFloat32 || ctx.inputs[0].shape.size() < 2) {
+      return unsupported("oneDNN matmul here takes float32 [..., M, K] x constant [K, N]");
+    }
+    TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
+    const int64_t rows = static_cast<int64_t>(p.a_offsets.size()) * p.M;
+    if (rows == 0 || p.N == 0 || p.K == 0) return unsupported("empty MatMul");
+    auto k = std::make_unique<OnednnMatMul>();
+    try {
+      k->a_md_ = dnnl::memory::desc({rows, p.K}, dt::f32, tag::ab);
+      k->y_md_ = dnnl::memory::desc({rows, p.N}, dt::f32, tag::ab);
+      dnnl::memory::desc plain_w({p.K, p.N}, dt::f32, tag::ab);
+      dnnl::memory::desc any_w({p.K, p.N}, dt::f32, tag::any);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(k->a_md_, any_w, k->y_md_),
+                                      onednn::user_scratchpad_attr(), onednn::engine());
+      k->prim_ = dnnl::matmul(pd);
+      k->scratch_md_ = pd.scratchpad_desc();
+      TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(), *b.value));
+    } catch (const dnnl::error& e) {
+      return unsupported("oneDNN declined this matmul: ", e.what());
+    }
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(const KernelArgs& a, const ExecContext&) const override {
+    auto& eng = onednn::engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(a_md_, eng, a.inputs[0]->raw()));
+    args.emplace(DNNL_ARG_WEIGHTS, packed_w_);
+    args.emplace(DNNL_ARG_DST, dnnl::memory(y_md_, eng, a.outputs[0]->raw()));
+    return onednn::execute(prim_, scratch_md_, args);
+  }
+
+ private:
+  dnnl::matmul prim_;
+  dnnl::memory::desc a_md_, y_md_, scratch_md_;
+  dnnl::memory packed_w_;
+};
+
+}  // namespace
+
+void register_cpu_onednn_matmul(KernelRegistry& r) {
+  // Tried before the OpenBLAS kernel, which takes every case this one declines.
+  r.add("MatMul", "cpu", DType::kFloat32, OnednnMatMul::create, /*priority=*/1);
+}
+
+}  // namespace tern
