@@ -49,7 +49,7 @@ void append_activation(dnnl::post_ops& po, ops::FusedAct act, const std::vector<
 class OnednnConv final : public Kernel {
  public:
   const char* name() const override { return name_; }
-  size_t workspace_bytes() const override { return src_reorder_bytes_; }
+  size_t workspace_bytes() const override { return src_reorder_bytes_ + dst_reorder_bytes_; }
   size_t packed_bytes() const override { return packed_ ? packed_w_.get_desc().get_size() : 0; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
@@ -98,8 +98,19 @@ class OnednnConv final : public Kernel {
             onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
         k->src_reorder_bytes_ = k->src_md_.get_size();
       }
-      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
-                                      onednn::layout_tag(p.y.size(), out_block));
+      k->user_dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
+                                           onednn::layout_tag(p.y.size(), out_block));
+      k->dst_md_ = k->user_dst_md_;
+      // A blocked source with a plain destination (output channels not a whole number of
+      // blocks): oneDNN has only its reference kernel for that mix, so the convolution writes a
+      // padded blocked copy in the workspace, reordered to plain afterwards.
+      if (in_block != 0 && out_block == 0) {
+        k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
+                                        onednn::layout_tag(p.y.size(), in_block));
+        k->dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+            onednn::engine(), k->dst_md_, onednn::engine(), k->user_dst_md_));
+        k->dst_reorder_bytes_ = k->dst_md_.get_size();
+      }
       dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
       const Tensor* wconst = ctx.inputs[1].value;
       // Constant weights: let oneDNN pick its layout and pack once. Otherwise read them plain.
@@ -121,7 +132,7 @@ class OnednnConv final : public Kernel {
       k->plain_w_md_ = plain_w;
       k->has_bias_ = p.has_bias;
       k->has_sum_ = fp.has_sum;
-      if (fp.has_sum && z_block != out_block) {
+      if (fp.has_sum && (z_block != out_block || k->dst_reorder_bytes_)) {
         dnnl::memory::desc z_md(onednn::to_dims(p.y), dt::f32,
                                 onednn::layout_tag(p.y.size(), z_block));
         k->z_md_ = z_md;
@@ -148,6 +159,8 @@ class OnednnConv final : public Kernel {
     auto& eng = onednn::engine();
     std::unordered_map<int, dnnl::memory> args;
     void* src = a.inputs[0]->raw();
+    void* dst = dst_reorder_bytes_ ? static_cast<uint8_t*>(a.workspace) + src_reorder_bytes_
+                                   : a.outputs[0]->raw();
     try {
       if (src_reorder_bytes_) {
         dnnl::memory from(user_src_md_, eng, src), to(src_md_, eng, a.workspace);
@@ -155,7 +168,6 @@ class OnednnConv final : public Kernel {
         src = a.workspace;
       }
       if (has_sum_) {
-        void* dst = a.outputs[0]->raw();
         if (z_needs_reorder_) {
           dnnl::memory from(z_md_, eng, a.inputs[3]->raw()), to(dst_md_, eng, dst);
           z_reorder_.execute(onednn::thread_stream(), from, to);
@@ -175,17 +187,26 @@ class OnednnConv final : public Kernel {
                                                    dnnl::memory::data_type::f32, tag::x),
                                 eng, a.inputs[2]->raw()));
     }
-    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, a.outputs[0]->raw()));
-    return onednn::execute(prim_, scratch_md_, args);
+    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, dst));
+    TERN_RETURN_IF_ERROR(onednn::execute(prim_, scratch_md_, args));
+    if (dst_reorder_bytes_) {
+      try {
+        dnnl::memory from(dst_md_, eng, dst), to(user_dst_md_, eng, a.outputs[0]->raw());
+        dst_reorder_.execute(onednn::thread_stream(), from, to);
+      } catch (const dnnl::error& e) {
+        return internal_error("oneDNN reorder: ", e.what());
+      }
+    }
+    return Status::ok();
   }
 
  private:
   const char* name_ = "onednn";
   dnnl::convolution_forward prim_;
-  dnnl::reorder src_reorder_, z_reorder_;
-  dnnl::memory::desc user_src_md_, src_md_, dst_md_, plain_w_md_, scratch_md_, z_md_;
+  dnnl::reorder src_reorder_, z_reorder_, dst_reorder_;
+  dnnl::memory::desc user_src_md_, src_md_, user_dst_md_, dst_md_, plain_w_md_, scratch_md_, z_md_;
   dnnl::memory packed_w_;
-  size_t src_reorder_bytes_ = 0;
+  size_t src_reorder_bytes_ = 0, dst_reorder_bytes_ = 0;
   bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;
 };
 
