@@ -76,6 +76,17 @@ std::vector<std::vector<size_t>> value_consumers(const Graph& g) {
   return c;
 }
 
+void set_fused_activation(Node& conv, const FusedActivation& act) {
+  Attribute kind;
+  kind.kind = Attribute::Kind::kString;
+  kind.s = act.kind;
+  conv.attrs.set("activation", kind);
+  Attribute params;
+  params.kind = Attribute::Kind::kFloats;
+  params.floats = act.params;
+  conv.attrs.set("activation_params", params);
+}
+
 std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
   if (!n.domain.empty() && n.domain != "ai.onnx") return std::nullopt;
   const std::string& op = n.op_type;
@@ -236,14 +247,7 @@ Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
     const bool fused_conv = conv.op_type == "FusedConv" && !conv.attrs.has("activation");
     if ((!plain_conv && !fused_conv) || !only_read_by(consumers, is_output, x, a)) continue;
     conv.op_type = "FusedConv";
-    Attribute kind;
-    kind.kind = Attribute::Kind::kString;
-    kind.s = act->kind;
-    conv.attrs.set("activation", kind);
-    Attribute params;
-    params.kind = Attribute::Kind::kFloats;
-    params.floats = act->params;
-    conv.attrs.set("activation_params", params);
+    set_fused_activation(conv, *act);
     conv.outputs[0] = act_node.outputs[0];
     removed[a] = true;
     ++report->activations_fused;

@@ -37,6 +37,9 @@ struct FusedActivation {
 // The activation node n computes, when it is one of those with constant parameters.
 std::optional<FusedActivation> activation_of(const Graph& g, const Node& n);
 
+// Sets FusedConv's "activation" and "activation_params" attributes.
+void set_fused_activation(Node& conv, const FusedActivation& act);
+
 // For every value, the indices of the nodes reading it (a node reading a value twice appears
 // twice).
 std::vector<std::vector<size_t>> value_consumers(const Graph& g);

@@ -94,14 +94,7 @@ void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
       if (readers.size() == 1 && ctxs[readers[0]] && !removed[readers[0]] &&
           arena_only_for(add.outputs[0], readers[0])) {
         if (auto act = activation_of(g, *ctxs[readers[0]]->node)) {
-          Attribute kind;
-          kind.kind = Attribute::Kind::kString;
-          kind.s = act->kind;
-          fused->attrs.set("activation", kind);
-          Attribute params;
-          params.kind = Attribute::Kind::kFloats;
-          params.floats = act->params;
-          fused->attrs.set("activation_params", params);
+          set_fused_activation(*fused, *act);
           fused->outputs = ctxs[readers[0]]->node->outputs;
           anchor = readers[0];
         }
