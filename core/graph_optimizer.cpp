@@ -26,7 +26,25 @@ std::vector<bool> graph_output_mask(const Graph& g) {
   return out;
 }
 
-// The node that produces each value (-1: graph input, constant or unproduced).
+// True when value v is read by exactly one node, `reader`, and is not a graph output.
+bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
+                  const std::vector<bool>& is_output, int v, size_t reader) {
+  const auto& c = consumers[static_cast<size_t>(v)];
+  return !is_output[static_cast<size_t>(v)] && c.size() == 1 && c[0] == reader;
+}
+
+int add_constant(Graph& g, std::string name, Tensor t) {
+  ValueType type;
+  type.dtype = t.dtype();
+  type.has_shape = true;
+  for (int64_t d : t.shape()) type.dims.push_back(Dim{d, {}});
+  int id = g.add_value(std::move(name), std::move(type));
+  g.values[static_cast<size_t>(id)].constant = std::move(t);
+  return id;
+}
+
+}  // namespace
+
 std::vector<int> value_producers(const Graph& g) {
   std::vector<int> p(g.values.size(), -1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -46,25 +64,6 @@ void erase_nodes(Graph& g, const std::vector<bool>& removed) {
   }
   g.nodes.resize(w);
 }
-
-// True when value v is read by exactly one node, `reader`, and is not a graph output.
-bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
-                  const std::vector<bool>& is_output, int v, size_t reader) {
-  const auto& c = consumers[static_cast<size_t>(v)];
-  return !is_output[static_cast<size_t>(v)] && c.size() == 1 && c[0] == reader;
-}
-
-int add_constant(Graph& g, std::string name, Tensor t) {
-  ValueType type;
-  type.dtype = t.dtype();
-  type.has_shape = true;
-  for (int64_t d : t.shape()) type.dims.push_back(Dim{d, {}});
-  int id = g.add_value(std::move(name), std::move(type));
-  g.values[static_cast<size_t>(id)].constant = std::move(t);
-  return id;
-}
-
-}  // namespace
 
 std::vector<std::vector<size_t>> value_consumers(const Graph& g) {
   std::vector<std::vector<size_t>> c(g.values.size());

@@ -43,5 +43,9 @@ void set_fused_activation(Node& conv, const FusedActivation& act);
 // For every value, the indices of the nodes reading it (a node reading a value twice appears
 // twice).
 std::vector<std::vector<size_t>> value_consumers(const Graph& g);
+// For every value, the node that produces it (-1: graph input, constant or unproduced).
+std::vector<int> value_producers(const Graph& g);
+// Removes the nodes marked in `removed` (one flag per node), keeping the others' order.
+void erase_nodes(Graph& g, const std::vector<bool>& removed);
 
 }  // namespace tern

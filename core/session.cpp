@@ -256,13 +256,7 @@ Status Session::fold_constants() {
     folded[n] = true;
     ++folded_count_;
   }
-  size_t w = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    if (folded[n]) continue;
-    if (w != n) g.nodes[w] = std::move(g.nodes[n]);
-    ++w;
-  }
-  g.nodes.resize(w);
+  erase_nodes(g, folded);
   return Status::ok();
 }
 
@@ -348,7 +342,7 @@ Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Ten
 
 void Session::record_step(const PlanStep& step, const KernelArgs& args,
                           Profiler::Clock::time_point t0, const ExecContext& exec) const {
-  const Node& node = step.op_node ? *step.op_node : graph_.nodes[step.node];
+  const Node& node = *step.op_node;
   ProfileEvent e{node.name.empty() ? step.label : node.name, "node", profiler_->since_start_us(t0),
                  0, Profiler::thread_number(), {}};
   e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;

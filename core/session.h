@@ -31,8 +31,10 @@ struct SessionConfig {
 };
 
 struct PlanStep {
-  size_t node = 0;    // graph node (for a fused step, the node whose output it writes)
-  const Node* op_node = nullptr;  // what the kernel computes: the graph's node or a fused one
+  size_t node = 0;    // graph node (for a fused step, the node whose output it writes; for an
+                      // inserted reorder, the node that needed it)
+  const Node* op_node = nullptr;  // what the kernel computes: the graph's node, a fused or an
+                                  // inserted one (never null in a built plan)
   std::string label;  // "node 'x' (Conv)" or "fused Attention of nodes ..."
   Backend* backend = nullptr;
   std::unique_ptr<Kernel> kernel;

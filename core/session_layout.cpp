@@ -50,12 +50,7 @@ void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
                                  Plan* plan) const {
   const Graph& g = graph_;
   const auto consumers = value_consumers(g);
-  std::vector<int> producer(values.size(), -1);
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    for (int id : g.nodes[n].outputs) {
-      if (id >= 0) producer[static_cast<size_t>(id)] = static_cast<int>(n);
-    }
-  }
+  const std::vector<int> producer = value_producers(g);
   auto arena_only_for = [&](int id, size_t reader) {
     const auto& c = consumers[static_cast<size_t>(id)];
     return values[static_cast<size_t>(id)].where == PlannedValue::Where::kArena && c.size() == 1 &&

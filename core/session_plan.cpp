@@ -239,7 +239,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     }
     plan->steps.push_back(std::move(step));
   };
-  auto to_plain = [&](int id) -> Expected<int> {
+  auto to_plain = [&](int id, size_t consumer) -> Expected<int> {
     if (plain_twin[static_cast<size_t>(id)] >= 0) return plain_twin[static_cast<size_t>(id)];
     PlannedValue twin = values[static_cast<size_t>(id)];
     twin.block = 0;
@@ -258,10 +258,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
                                       values, &ctx));
     ctx.inputs[0].block = values[static_cast<size_t>(id)].block;
     PlanStep step;
-    step.node = static_cast<size_t>(producer_step[static_cast<size_t>(id)] >= 0
-                                        ? plan->steps[static_cast<size_t>(
-                                              producer_step[static_cast<size_t>(id)])].node
-                                        : 0);
+    step.node = consumer;
     step.op_node = node.get();
     step.label = ctx.where;
     step.inputs = node->inputs;
@@ -293,7 +290,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     }
     for (int& id : step.inputs) {
       if (id >= 0 && values[static_cast<size_t>(id)].block > 0 && !layout_aware) {
-        TERN_ASSIGN_OR_RETURN(id, to_plain(id));
+        TERN_ASSIGN_OR_RETURN(id, to_plain(id, n));
       }
     }
     if (!step.kernel) {
@@ -307,17 +304,16 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
         }
       }
       Status chosen = choose_kernel(ctx, &step);
-      // A kernel for blocked inputs may be missing (a global pool oneDNN declines): when the
-      // output is plain anyway, the inputs are made plain and the choice is made again.
+      // A kernel for blocked inputs may be missing (a pool or convolution oneDNN declines): when
+      // the output is plain anyway, the inputs are made plain and the choice is made again.
       const bool blocked_in = std::any_of(ctx.inputs.begin(), ctx.inputs.end(),
                                           [](const TensorInfo& t) { return t.block > 0; });
       const bool plain_out = std::all_of(ctx.outputs.begin(), ctx.outputs.end(),
                                          [](const TensorInfo& t) { return t.block == 0; });
-      if (!chosen.is_ok() && chosen.code() == Code::kUnsupported && blocked_in && plain_out &&
-          !(ctx.node->op_type == "Conv" || ctx.node->op_type == "FusedConv")) {
+      if (!chosen.is_ok() && chosen.code() == Code::kUnsupported && blocked_in && plain_out) {
         for (size_t i = 0; i < step.inputs.size(); ++i) {
           if (step.inputs[i] >= 0 && ctx.inputs[i].block > 0) {
-            TERN_ASSIGN_OR_RETURN(step.inputs[i], to_plain(step.inputs[i]));
+            TERN_ASSIGN_OR_RETURN(step.inputs[i], to_plain(step.inputs[i], n));
             ctx.inputs[i].block = 0;
           }
         }
