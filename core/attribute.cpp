@@ -71,4 +71,12 @@ Expected<std::vector<float>> Attributes::get_floats(const std::string& name,
   return a->floats;
 }
 
+Expected<std::vector<std::string>> Attributes::get_strings(
+    const std::string& name, std::vector<std::string> fallback) const {
+  const Attribute* a = find(name);
+  if (!a) return fallback;
+  if (a->kind != Attribute::Kind::kStrings) return wrong_kind(name, Attribute::Kind::kStrings);
+  return a->strings;
+}
+
 }  // namespace tern

@@ -49,6 +49,8 @@ class Attributes {
                                           std::vector<int64_t> fallback = {}) const;
   Expected<std::vector<float>> get_floats(const std::string& name,
                                           std::vector<float> fallback = {}) const;
+  Expected<std::vector<std::string>> get_strings(const std::string& name,
+                                                 std::vector<std::string> fallback = {}) const;
 
  private:
   Status wrong_kind(const std::string& name, Attribute::Kind want) const;

@@ -75,20 +75,51 @@ std::vector<std::vector<size_t>> value_consumers(const Graph& g) {
   return c;
 }
 
-void set_fused_activation(Node& conv, const FusedActivation& act) {
-  Attribute kind;
-  kind.kind = Attribute::Kind::kString;
-  kind.s = act.kind;
-  conv.attrs.set("activation", kind);
-  Attribute params;
-  params.kind = Attribute::Kind::kFloats;
-  params.floats = act.params;
-  conv.attrs.set("activation_params", params);
+void append_fused_activation(Node& conv, const FusedActivation& act) {
+  const Attribute* kinds = conv.attrs.find("activations");
+  const Attribute* params = conv.attrs.find("activation_params");
+  Attribute k, p;
+  k.kind = Attribute::Kind::kStrings;
+  p.kind = Attribute::Kind::kFloats;
+  if (kinds && params) {
+    k = *kinds;
+    p = *params;
+  }
+  if (act.kind == "Affine" && !k.strings.empty() && k.strings.back() == "Affine" &&
+      p.floats.size() >= 2) {
+    // (x * s1 + b1) * s2 + b2 = x * (s1 * s2) + (b1 * s2 + b2)
+    float& s1 = p.floats[p.floats.size() - 2];
+    float& b1 = p.floats[p.floats.size() - 1];
+    b1 = b1 * act.params[0] + act.params[1];
+    s1 = s1 * act.params[0];
+  } else {
+    k.strings.push_back(act.kind);
+    p.floats.insert(p.floats.end(), act.params.begin(), act.params.end());
+  }
+  conv.attrs.set("activations", k);
+  conv.attrs.set("activation_params", p);
+}
+
+bool has_epilogue(const Node& conv) {
+  const Attribute* kinds = conv.attrs.find("activations");
+  return kinds && !kinds->strings.empty();
 }
 
 std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
   if (!n.domain.empty() && n.domain != "ai.onnx") return std::nullopt;
   const std::string& op = n.op_type;
+  if ((op == "Mul" || op == "Add") && n.inputs.size() == 2) {
+    // By a float scalar constant, on either side: x * s or x + b.
+    for (int side = 0; side < 2; ++side) {
+      const Tensor* c = constant_of(g, n.inputs[static_cast<size_t>(1 - side)]);
+      if (!c || c->numel() != 1 || c->dtype() != DType::kFloat32 || n.inputs[side] < 0) continue;
+      const float v = c->data<float>()[0];
+      return FusedActivation{"Affine", op == "Mul" ? std::vector<float>{v, 0.0f}
+                                                   : std::vector<float>{1.0f, v},
+                             side, c->rank()};
+    }
+    return std::nullopt;
+  }
   if (op == "Relu" || op == "Sigmoid" || op == "HardSwish" || op == "Tanh") {
     return FusedActivation{op, {}};
   }
@@ -229,6 +260,34 @@ Status fuse_hardswish(Graph& g, OptimizerReport* report) {
   return Status::ok();
 }
 
+// conv(x) * s + b with constant float32 weights (and bias): the same convolution with weights
+// W * s and bias B * s + b. Returns false when the weights are not constant.
+Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation& act) {
+  const Tensor* w = constant_of(g, conv.inputs[1]);
+  const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
+  const Tensor* bias = has_bias ? constant_of(g, conv.inputs[2]) : nullptr;
+  if (!w || w->dtype() != DType::kFloat32 || w->rank() < 3 || (has_bias && !bias)) return false;
+  const int64_t m = w->shape()[0];
+  if (bias && (bias->dtype() != DType::kFloat32 || bias->numel() != m)) return false;
+  const float scale = act.params[0], shift = act.params[1];
+  const std::string base = conv.name.empty() ? g.values[static_cast<size_t>(conv.outputs[0])].name
+                                             : conv.name;
+  if (scale != 1.0f) {
+    TERN_ASSIGN_OR_RETURN(Tensor nw, Tensor::allocate(DType::kFloat32, w->shape()));
+    for (int64_t i = 0; i < w->numel(); ++i) nw.data<float>()[i] = w->data<float>()[i] * scale;
+    conv.inputs[1] = add_constant(g, base + "/scaled_weight", std::move(nw));
+  }
+  if (scale != 1.0f || shift != 0.0f || !has_bias) {
+    TERN_ASSIGN_OR_RETURN(Tensor nb, Tensor::allocate(DType::kFloat32, {m}));
+    for (int64_t o = 0; o < m; ++o) {
+      nb.data<float>()[o] = (bias ? bias->data<float>()[o] * scale : 0.0f) + shift;
+    }
+    conv.inputs.resize(3, -1);
+    conv.inputs[2] = add_constant(g, base + "/shifted_bias", std::move(nb));
+  }
+  return true;
+}
+
 Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
   auto consumers = value_consumers(g);
   auto producers = value_producers(g);
@@ -238,16 +297,33 @@ Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
     const Node& act_node = g.nodes[a];
     auto act = activation_of(g, act_node);
     if (!act || act_node.inputs.empty()) continue;
-    const int x = act_node.inputs[0];
+    const int x = act_node.inputs[static_cast<size_t>(act->input)];
     const int c = producers[static_cast<size_t>(x)];
     if (c < 0 || removed[static_cast<size_t>(c)]) continue;
     Node& conv = g.nodes[static_cast<size_t>(c)];
     const bool plain_conv = conv.op_type == "Conv" && conv.domain.empty();
-    const bool fused_conv = conv.op_type == "FusedConv" && !conv.attrs.has("activation");
-    if ((!plain_conv && !fused_conv) || !only_read_by(consumers, is_output, x, a)) continue;
-    conv.op_type = "FusedConv";
-    set_fused_activation(conv, *act);
+    const bool fused_conv = conv.op_type == "FusedConv" && conv.inputs.size() <= 3;
+    if ((!plain_conv && !fused_conv) || conv.inputs.size() < 2 || conv.outputs[0] != x ||
+        !only_read_by(consumers, is_output, x, a)) {
+      continue;
+    }
+    // A constant operand of higher rank than the convolution's output would broadcast it.
+    const Tensor* w = constant_of(g, conv.inputs[1]);
+    if (act->operand_rank > (w ? w->rank() : size_t{1})) continue;
+    // FusedConv computes float32: constant float32 weights or a float32-typed output say so.
+    const DType typed = g.values[static_cast<size_t>(x)].type.dtype;
+    if (!(w ? w->dtype() == DType::kFloat32 : typed == DType::kFloat32)) continue;
+    bool folded = false;
+    if (act->kind == "Affine" && !has_epilogue(conv)) {
+      // Straight after the convolution an affine step costs nothing: it goes into the weights.
+      TERN_ASSIGN_OR_RETURN(folded, fold_affine_into_conv(g, conv, *act));
+    }
+    if (!folded) {
+      conv.op_type = "FusedConv";
+      append_fused_activation(conv, *act);
+    }
     conv.outputs[0] = act_node.outputs[0];
+    producers[static_cast<size_t>(conv.outputs[0])] = c;
     removed[a] = true;
     ++report->activations_fused;
   }

@@ -1,6 +1,7 @@
 // Graph passes that need no shapes, run once at session creation on the session's copy of the
 // graph (after constant folding): Conv+BatchNormalization folding, HardSwish from its
-// x * clip(x + 3, 0, 6) / 6 decomposition, Conv + activation fusion into FusedConv, and
+// x * clip(x + 3, 0, 6) / 6 decomposition, Conv + element-wise chain (activations, scalar Mul and
+// Add) fusion into FusedConv's epilogue, and
 // dead-node elimination. Shape-dependent fusions (a residual Add into FusedConv, attention) are
 // made per plan, where shapes are known. Each pass keeps the graph's outputs bit-for-bit the
 // function they were (up to float rounding of folded weights).
@@ -28,17 +29,23 @@ Status remove_dead_nodes(Graph& g, OptimizerReport* report);
 // All of the above, in that order.
 Status optimize_graph(Graph& g, OptimizerReport* report);
 
-// An activation FusedConv can apply: "Relu", "LeakyRelu" (alpha), "Clip" (min, max), "Sigmoid",
-// "HardSigmoid" (alpha, beta), "HardSwish", "Tanh".
+// An element-wise step a FusedConv epilogue can apply: "Relu", "LeakyRelu" (alpha), "Clip" (min,
+// max), "Sigmoid", "HardSigmoid" (alpha, beta), "HardSwish", "Tanh", "Affine" (scale, shift:
+// a Mul or Add by a float scalar constant).
 struct FusedActivation {
   std::string kind;
   std::vector<float> params;
+  int input = 0;         // the node's input that carries the data
+  size_t operand_rank = 0;  // rank of the constant operand (Affine), which broadcasts
 };
-// The activation node n computes, when it is one of those with constant parameters.
+// The step node n computes, when it is one of those with constant parameters.
 std::optional<FusedActivation> activation_of(const Graph& g, const Node& n);
 
-// Sets FusedConv's "activation" and "activation_params" attributes.
-void set_fused_activation(Node& conv, const FusedActivation& act);
+// Appends a step to FusedConv's "activations" and "activation_params" attributes (an Affine
+// right after an Affine merges into it).
+void append_fused_activation(Node& conv, const FusedActivation& act);
+// Whether a FusedConv already has an epilogue.
+bool has_epilogue(const Node& conv);
 
 // For every value, the indices of the nodes reading it (a node reading a value twice appears
 // twice).

@@ -27,6 +27,17 @@ struct TensorInfo {
   int block = 0;
 };
 
+// Whether `s` ([1, C, 1, 1] or [C, 1, 1]) holds one value per channel of the rank-4 [N, C, H, W]
+// `out`, broadcasting over the rest: its memory order is the same in plain and blocked layouts.
+inline bool is_channel_vector(const Shape& s, const Shape& out) {
+  if (out.size() != 4 || s.size() < 3 || s.size() > 4 || s == out) return false;
+  const size_t lead = 4 - s.size();
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] != (d + lead == 1 ? out[1] : 1)) return false;
+  }
+  return true;
+}
+
 // One node with concrete input types and shapes. Shape inference fills `outputs` (dtype, shape)
 // and, when an output is computable from shapes alone (Shape, Size), `output_values`.
 struct OpContext {

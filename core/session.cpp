@@ -29,7 +29,8 @@ std::string dims_str(const IOInfo& info) {
 
 // The flags that decide kernel choice or graph rewriting: plans are cached per their values.
 Shape plan_flag_key(const FlagValues& f) {
-  return {f[FlagId::kCpuMaxCapability], f[FlagId::kDeterministicAlgorithms],
+  // num_threads: oneDNN fixes a primitive's work split for the thread count it was made with.
+  return {f[FlagId::kNumThreads], f[FlagId::kCpuMaxCapability], f[FlagId::kDeterministicAlgorithms],
           f[FlagId::kOptEinsumEnabled], f[FlagId::kOptEinsumStrategy],
           f[FlagId::kSdpMath],          f[FlagId::kSdpFlash],
           f[FlagId::kMhaFastpath]};
@@ -274,6 +275,11 @@ Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>
   }
   std::vector<DType> dtypes;
   for (const IOInfo& in : model_->inputs()) dtypes.push_back(in.dtype);
+  // oneDNN sizes a primitive's work split by the thread count current when it is created: the
+  // kernels must be made under the threads their runs use.
+  for (Backend* b : config_.backends) {
+    b->set_num_threads(static_cast<int>(flags[FlagId::kNumThreads]));
+  }
   TERN_ASSIGN_OR_RETURN(auto plan, build_plan(shapes, dtypes, flags));
   std::lock_guard<std::mutex> lock(plans_mu_);
   if (plans_.size() >= kMaxCachedPlans) plans_.erase(plans_.begin());
@@ -435,6 +441,19 @@ Status Session::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensor
   return st.error;
 }
 
+bool runs_concurrently(const Plan& plan, int threads, int interop) {
+  // Independent branches run at the same time only where that beats running node after node:
+  // with several intra-op threads each node already gets all of them (oneDNN and OpenBLAS split
+  // one node better than branches split a graph), and handing steps between inter-op threads
+  // costs a few microseconds each, so the branches must save more than that.
+  if (interop <= 1 || plan.width <= 1 || threads > 1) return false;
+  const double workers = std::min(interop, plan.width);
+  const double saved_ns =
+      plan.total_cost - std::max(plan.critical_cost, plan.total_cost / workers);
+  constexpr double kHandoffNs = 5000;
+  return saved_ns > kHandoffNs * static_cast<double>(plan.steps.size());
+}
+
 Status Session::run(const std::vector<std::string>& input_names,
                     const std::vector<const Tensor*>& inputs,
                     const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
@@ -461,7 +480,7 @@ Status Session::run(const std::vector<std::string>& input_names,
   }
   const int threads = static_cast<int>(f[FlagId::kNumThreads]);
   const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
-  const bool concurrent = interop > 1 && plan->width > 1;
+  const bool concurrent = runs_concurrently(*plan, threads, interop);
   const int layout = concurrent ? 1 : 0;
 
   // The arena goes back to the plan's pool on every exit path.

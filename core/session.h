@@ -71,6 +71,8 @@ class Plan {
   size_t fused_residuals = 0;  // Add (+ activation) folded into the convolution before it
   size_t reorders = 0;         // layout conversions to plain inserted at blocked-layout edges
   int width = 1;               // most steps that can run at once (widest level of the step DAG)
+  double total_cost = 0;       // estimated single-core work of all steps, ns
+  double critical_cost = 0;    // the same along the longest dependency chain
   ArenaLayout layouts[2];      // [0] sequential, [1] concurrent (only when width > 1)
   size_t arena_bytes = 0;      // sequential layout
   size_t packed_weight_bytes = 0;  // weight copies the kernels made (Kernel::packed_bytes)
@@ -88,6 +90,10 @@ class Plan {
   mutable std::mutex mu_;
   mutable std::vector<std::shared_ptr<void>> free_arenas_[2];
 };
+
+// Whether a run with these thread counts executes independent steps of the plan at the same
+// time (inter-op) rather than one after another.
+bool runs_concurrently(const Plan& plan, int threads, int interop);
 
 class Session {
  public:

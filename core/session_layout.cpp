@@ -69,7 +69,7 @@ void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
         continue;
       }
       const Node& conv = *ctxs[static_cast<size_t>(c)]->node;
-      if (!is_conv(conv.op_type) || conv.attrs.has("activation") || conv.inputs.size() > 3 ||
+      if (!is_conv(conv.op_type) || has_epilogue(conv) || conv.inputs.size() > 3 ||
           !arena_only_for(y, n)) {
         continue;
       }
@@ -83,17 +83,33 @@ void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
       fused->inputs.resize(3, -1);
       fused->inputs.push_back(z);
       fused->outputs = add.outputs;
-      size_t anchor = n;
-      // The activation reading the sum, when it is the sum's only reader.
-      const auto& readers = consumers[static_cast<size_t>(add.outputs[0])];
-      if (readers.size() == 1 && ctxs[readers[0]] && !removed[readers[0]] &&
-          arena_only_for(add.outputs[0], readers[0])) {
-        if (auto act = activation_of(g, *ctxs[readers[0]]->node)) {
-          set_fused_activation(*fused, *act);
-          fused->outputs = ctxs[readers[0]]->node->outputs;
-          anchor = readers[0];
+      // The element-wise steps after the sum, each its predecessor's only reader, join the
+      // epilogue; the last one's step computes the whole.
+      std::vector<size_t> chain;  // the sum's node, then the steps folded after it
+      chain.push_back(n);
+      for (;;) {
+        const int v = fused->outputs[0];
+        const auto& readers = consumers[static_cast<size_t>(v)];
+        if (readers.size() != 1 || !ctxs[readers[0]] || removed[readers[0]] ||
+            !arena_only_for(v, readers[0])) {
+          break;
         }
+        const OpContext& rc = *ctxs[readers[0]];
+        auto act = activation_of(g, *rc.node);
+        // One Affine per epilogue: oneDNN computes a second one wrongly (it then declines).
+        const Attribute* kinds = fused->attrs.find("activations");
+        const bool has_affine = kinds && std::count(kinds->strings.begin(), kinds->strings.end(),
+                                                    std::string("Affine")) > 0;
+        if (!act || (act->kind == "Affine" && has_affine) ||
+            rc.node->inputs[static_cast<size_t>(act->input)] != v ||
+            rc.outputs[0].shape != out || rc.outputs[0].dtype != DType::kFloat32) {
+          break;
+        }
+        append_fused_activation(*fused, *act);
+        fused->outputs = rc.node->outputs;
+        chain.push_back(readers[0]);
       }
+      const size_t anchor = chain.back();
       auto ctx = std::make_unique<OpContext>();
       ctx->flags = &flags;
       const std::string where =
@@ -101,9 +117,12 @@ void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
                   g.describe_node(static_cast<size_t>(c)), " .. ", g.describe_node(anchor));
       if (!make_context(*fused, where, values, ctx.get()).is_ok()) continue;
       values[static_cast<size_t>(y)].where = PlannedValue::Where::kNone;
-      if (anchor != n) values[static_cast<size_t>(add.outputs[0])].where = PlannedValue::Where::kNone;
+      for (size_t i = 0; i + 1 < chain.size(); ++i) {
+        values[static_cast<size_t>(ctxs[chain[i]]->node->outputs[0])].where =
+            PlannedValue::Where::kNone;
+        removed[chain[i]] = true;
+      }
       removed[static_cast<size_t>(c)] = true;
-      if (anchor != n) removed[n] = true;
       ctxs[anchor] = std::move(ctx);
       plan->fused_nodes.push_back(std::move(fused));
       ++plan->fused_residuals;
@@ -146,13 +165,21 @@ void Session::plan_layouts(std::vector<PlannedValue>& values,
       continue;
     }
     if (!layout_transparent(node.op_type) || node.outputs.size() != 1) continue;
-    // Every data input has the output's shape and one block, or is a one-element constant.
-    int b = -1;
+    // Every data input has the output's shape and one block, or is a one-element constant, or
+    // (Add, Sub, Mul, Div: the binary kernel's blocked case) holds one value per channel.
+    const bool binary = node.op_type == "Add" || node.op_type == "Sub" || node.op_type == "Mul" ||
+                        node.op_type == "Div";
+    int b = -1, per_channel = 0;
     for (size_t i = 0; i < node.inputs.size() && b != 0; ++i) {
       const int id = node.inputs[i];
       if (id < 0) continue;
       const PlannedValue& in = values[static_cast<size_t>(id)];
       if (in.where == PlannedValue::Where::kConstant && in.constant->numel() == 1) continue;
+      if (binary && per_channel == 0 && in.dtype == DType::kFloat32 && in.shape != out.shape &&
+          is_channel_vector(in.shape, out.shape)) {
+        ++per_channel;
+        continue;
+      }
       if (in.shape != out.shape || (b >= 0 && in.block != b)) {
         b = 0;
       } else {

@@ -14,6 +14,12 @@ struct BinaryParams {
   BinaryKind kind;
   DType dtype;
   ops::BroadcastRows rows;
+  // Channel-blocked output (float32 only): one input has the output's shape and layout, the other
+  // (input `channel_input`) one value per channel, [1, C, 1, 1] or [C, 1, 1], whose memory order
+  // is the same in either layout.
+  int block = 0;
+  int channel_input = -1;
+  int64_t batch = 0, channels = 0, pixels = 0;
 };
 
 Status infer_binary(OpContext& ctx) {
@@ -40,6 +46,30 @@ T apply(BinaryKind k, T a, T b) {
       return static_cast<T>(a / b);
   }
   return T{};
+}
+
+template <BinaryKind K>
+void run_blocked_channel(const BinaryParams& p, const float* full, const float* ch, float* out,
+                         int threads) {
+  const int64_t blk = p.block, cb = p.channels / blk, plane = p.pixels * blk;
+  const bool ch_first = p.channel_input == 0;
+  parallel_for(p.batch * cb, std::max<int64_t>(1, 32768 / std::max<int64_t>(plane, 1)), threads,
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   const float* c = ch + (r % cb) * blk;
+                   const float* x = full + r * plane;
+                   float* y = out + r * plane;
+                   for (int64_t px = 0; px < p.pixels; ++px) {
+                     const float* xp = x + px * blk;
+                     float* yp = y + px * blk;
+                     if (ch_first) {
+                       for (int64_t l = 0; l < blk; ++l) yp[l] = apply(K, c[l], xp[l]);
+                     } else {
+                       for (int64_t l = 0; l < blk; ++l) yp[l] = apply(K, xp[l], c[l]);
+                     }
+                   }
+                 }
+               });
 }
 
 template <class T, BinaryKind K>
@@ -83,6 +113,26 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
   const Tensor& a = *args.inputs[0];
   const Tensor& b = *args.inputs[1];
   Tensor& out = *args.outputs[0];
+  if (p.channel_input >= 0) {
+    const float* full = (p.channel_input == 0 ? b : a).data<float>();
+    const float* ch = args.inputs[static_cast<size_t>(p.channel_input)]->data<float>();
+    float* y = out.data<float>();
+    switch (p.kind) {
+      case BinaryKind::kAdd:
+        run_blocked_channel<BinaryKind::kAdd>(p, full, ch, y, exec.num_threads);
+        break;
+      case BinaryKind::kSub:
+        run_blocked_channel<BinaryKind::kSub>(p, full, ch, y, exec.num_threads);
+        break;
+      case BinaryKind::kMul:
+        run_blocked_channel<BinaryKind::kMul>(p, full, ch, y, exec.num_threads);
+        break;
+      case BinaryKind::kDiv:
+        run_blocked_channel<BinaryKind::kDiv>(p, full, ch, y, exec.num_threads);
+        break;
+    }
+    return Status::ok();
+  }
   Status st;
   ops::visit_all_numeric(p.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -121,6 +171,38 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
   }
   BinaryParams p{
       K, dt, ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  const Shape& out = ctx.outputs[0].shape;
+  if (ctx.outputs[0].block > 0) {
+    // Blocked: same-shape inputs in the output's layout compute elementwise as plain ones do;
+    // a one-element input broadcasts the same in any layout; a per-channel one needs the
+    // channel of each element.
+    const int blk = ctx.outputs[0].block;
+    for (int i = 0; i < 2; ++i) {
+      const TensorInfo& in = ctx.inputs[static_cast<size_t>(i)];
+      if (in.shape == out && in.block == blk) continue;
+      if (numel(in.shape) == 1 && in.shape.size() <= out.size()) continue;
+      if (dt == DType::kFloat32 && p.channel_input < 0 && is_channel_vector(in.shape, out) &&
+          out[1] % blk == 0) {
+        p.channel_input = i;
+        continue;
+      }
+      return unsupported("input ", i, " ", shape_str(in.shape), " cannot broadcast over a ",
+                         "channel-blocked ", shape_str(out));
+    }
+    if (p.channel_input >= 0) {
+      const TensorInfo& other = ctx.inputs[static_cast<size_t>(1 - p.channel_input)];
+      if (other.shape != out || other.block != blk) {
+        return unsupported("a per-channel input needs the other input in the output's layout");
+      }
+      p.block = blk;
+      p.batch = out[0];
+      p.channels = out[1];
+      p.pixels = out[2] * out[3];
+      return make_kernel("blocked_channel", std::move(p), run_binary);
+    }
+  } else if (ctx.inputs[0].block > 0 || ctx.inputs[1].block > 0) {
+    return unsupported("blocked inputs with a plain output");
+  }
   return make_kernel("reference", std::move(p), run_binary);
 }
 

@@ -13,29 +13,38 @@ namespace ops {
 Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx) {
   FusedConvParams p;
   TERN_ASSIGN_OR_RETURN(p.conv, parse_conv(ctx));
-  TERN_ASSIGN_OR_RETURN(std::string act, ctx.attrs().get_string("activation", ""));
-  TERN_ASSIGN_OR_RETURN(p.act_params, ctx.attrs().get_floats("activation_params", {}));
+  TERN_ASSIGN_OR_RETURN(std::vector<std::string> acts, ctx.attrs().get_strings("activations", {}));
+  TERN_ASSIGN_OR_RETURN(std::vector<float> params, ctx.attrs().get_floats("activation_params", {}));
   struct Known {
     const char* name;
     FusedAct act;
     size_t params;
   };
-  static const Known known[] = {{"", FusedAct::kNone, 0},
-                                {"Relu", FusedAct::kRelu, 0},
+  static const Known known[] = {{"Relu", FusedAct::kRelu, 0},
                                 {"LeakyRelu", FusedAct::kLeakyRelu, 1},
                                 {"Clip", FusedAct::kClip, 2},
                                 {"Sigmoid", FusedAct::kSigmoid, 0},
                                 {"HardSigmoid", FusedAct::kHardSigmoid, 2},
                                 {"HardSwish", FusedAct::kHardSwish, 0},
-                                {"Tanh", FusedAct::kTanh, 0}};
-  const Known* k = std::find_if(std::begin(known), std::end(known),
-                                [&](const Known& e) { return act == e.name; });
-  if (k == std::end(known)) return invalid_model("FusedConv: unknown activation '", act, "'");
-  if (p.act_params.size() != k->params) {
-    return invalid_model("FusedConv: activation ", act, " takes ", k->params, " parameters, got ",
-                         p.act_params.size());
+                                {"Tanh", FusedAct::kTanh, 0},
+                                {"Affine", FusedAct::kAffine, 2}};
+  size_t used = 0;
+  for (const std::string& act : acts) {
+    const Known* k = std::find_if(std::begin(known), std::end(known),
+                                  [&](const Known& e) { return act == e.name; });
+    if (k == std::end(known)) return invalid_model("FusedConv: unknown activation '", act, "'");
+    if (params.size() - used < k->params) {
+      return invalid_model("FusedConv: activation ", act, " takes ", k->params,
+                           " parameters, only ", params.size() - used, " left");
+    }
+    p.epilogue.push_back(FusedStep{k->act, std::vector<float>(params.begin() + used,
+                                                              params.begin() + used + k->params)});
+    used += k->params;
   }
-  p.act = k->act;
+  if (used != params.size()) {
+    return invalid_model("FusedConv: ", params.size(), " activation parameters for activations "
+                         "that take ", used);
+  }
   p.has_sum = ctx.has_input(3);
   if (p.has_sum && (ctx.inputs[3].shape != p.conv.y || ctx.inputs[3].dtype != DType::kFloat32)) {
     return invalid_argument("FusedConv: residual '", ctx.input_names[3], "' ",
@@ -45,10 +54,11 @@ Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx) {
   return p;
 }
 
-void apply_fused_activation(FusedAct act, const std::vector<float>& q, float* y, int64_t n) {
-  switch (act) {
-    case FusedAct::kNone:
-      return;
+namespace {
+
+void apply_step(const FusedStep& st, float* y, int64_t n) {
+  const std::vector<float>& q = st.params;
+  switch (st.act) {
     case FusedAct::kRelu:
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
       return;
@@ -72,7 +82,16 @@ void apply_fused_activation(FusedAct act, const std::vector<float>& q, float* y,
     case FusedAct::kTanh:
       for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
       return;
+    case FusedAct::kAffine:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] * q[0] + q[1];
+      return;
   }
+}
+
+}  // namespace
+
+void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n) {
+  for (const FusedStep& st : epilogue) apply_step(st, y, n);
 }
 
 }  // namespace ops
@@ -99,7 +118,7 @@ Expected<std::unique_ptr<Kernel>> make_fused_conv_reference(const OpContext& ctx
           const float* z = a.inputs[3]->data<float>();
           for (int64_t i = 0; i < n; ++i) y[i] += z[i];
         }
-        ops::apply_fused_activation(q.act, q.act_params, y, n);
+        ops::apply_epilogue(q.epilogue, y, n);
         return Status::ok();
       });
 }

@@ -1,8 +1,10 @@
 // FusedConv (Tern-internal, made by the graph optimizer, never read from files):
-//   Y = activation(Conv(X, W, B) + Z)
-// with Conv's attributes, an optional residual Z of Y's shape (input 3), and attributes
-// "activation" (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh; absent: none) and
-// "activation_params" (LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta).
+//   Y = epilogue(Conv(X, W, B) + Z)
+// with Conv's attributes, an optional residual Z of Y's shape (input 3), and an epilogue: the
+// element-wise steps named by the strings attribute "activations", applied in order (Relu,
+// LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Affine; absent: none), whose
+// parameters follow one another in the floats attribute "activation_params" (LeakyRelu alpha;
+// Clip min, max; HardSigmoid alpha, beta; Affine scale, shift: x * scale + shift).
 #pragma once
 
 #include <vector>
@@ -11,17 +13,21 @@
 
 namespace tern::ops {
 
-enum class FusedAct { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh };
+enum class FusedAct { kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kAffine };
+
+struct FusedStep {
+  FusedAct act = FusedAct::kRelu;
+  std::vector<float> params;
+};
 
 struct FusedConvParams {
   ConvParams conv;
-  FusedAct act = FusedAct::kNone;
-  std::vector<float> act_params;  // as the attribute gives them
+  std::vector<FusedStep> epilogue;
   bool has_sum = false;
 };
 
 Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx);
-// y[i] = act(y[i]) for n elements.
-void apply_fused_activation(FusedAct act, const std::vector<float>& params, float* y, int64_t n);
+// y[i] = epilogue(y[i]) for n elements.
+void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n);
 
 }  // namespace tern::ops

@@ -3,6 +3,7 @@
 // tf_half_pixel_for_nearest. Cubic and tf_crop_and_resize are declined by name.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/parallel.h"
@@ -161,6 +162,11 @@ Status infer_resize(OpContext& ctx) {
   return Status::ok();
 }
 
+template <class T>
+void gather_row(const T* src, const int64_t* index, int64_t n, T* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = src[index[i]];
+}
+
 void run_nearest(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
   const size_t r = p.in.size(), es = dtype_size(p.dtype);
   std::vector<std::vector<int64_t>> index(r);
@@ -173,17 +179,44 @@ void run_nearest(const ResizeParams& p, const Tensor& x, Tensor& y, int threads)
   const int64_t rows = inner ? numel(p.out) / inner : 0;
   const auto* src = static_cast<const uint8_t*>(x.raw());
   auto* dst = static_cast<uint8_t*>(y.raw());
+  const int64_t* last = index[r - 1].data();
+  const size_t row_bytes = static_cast<size_t>(inner) * es;
   parallel_for(rows, 64, threads, [&](int64_t b, int64_t e) {
+    int64_t prev_off = -1;
     for (int64_t row = b; row < e; ++row) {
       int64_t off = 0, rem = row;
       for (size_t d = r - 1; d-- > 0;) {
         off += index[d][static_cast<size_t>(rem % p.out[d])] * in_stride[d];
         rem /= p.out[d];
       }
-      uint8_t* out = dst + static_cast<size_t>(row * inner) * es;
-      for (int64_t i = 0; i < inner; ++i) {
-        std::memcpy(out + static_cast<size_t>(i) * es,
-                    src + static_cast<size_t>(off + index[r - 1][static_cast<size_t>(i)]) * es, es);
+      uint8_t* out = dst + static_cast<size_t>(row) * row_bytes;
+      if (off == prev_off) {  // an upscaled row repeats the one before it
+        std::memcpy(out, out - row_bytes, row_bytes);
+        continue;
+      }
+      prev_off = off;
+      const uint8_t* in = src + static_cast<size_t>(off) * es;
+      switch (es) {
+        case 1:
+          gather_row(in, last, inner, out);
+          break;
+        case 2:
+          gather_row(reinterpret_cast<const uint16_t*>(in), last, inner,
+                     reinterpret_cast<uint16_t*>(out));
+          break;
+        case 4:
+          gather_row(reinterpret_cast<const uint32_t*>(in), last, inner,
+                     reinterpret_cast<uint32_t*>(out));
+          break;
+        case 8:
+          gather_row(reinterpret_cast<const uint64_t*>(in), last, inner,
+                     reinterpret_cast<uint64_t*>(out));
+          break;
+        default:
+          for (int64_t i = 0; i < inner; ++i) {
+            std::memcpy(out + static_cast<size_t>(i) * es,
+                        in + static_cast<size_t>(last[static_cast<size_t>(i)]) * es, es);
+          }
       }
     }
   });

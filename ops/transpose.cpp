@@ -42,6 +42,11 @@ Status infer_transpose(OpContext& ctx) {
   return Status::ok();
 }
 
+template <class T>
+void strided_copy(const T* in, int64_t stride, int64_t n, T* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i * stride];
+}
+
 Status run_transpose(const TransposeParams& p, const KernelArgs& a, const ExecContext& exec) {
   const size_t r = p.in.size();
   if (r == 0) {
@@ -67,10 +72,33 @@ Status run_transpose(const TransposeParams& p, const KernelArgs& a, const ExecCo
                      rem /= p.out[d];
                    }
                    uint8_t* o = dst + static_cast<size_t>(row * inner) * p.esize;
+                   const uint8_t* in = src + static_cast<size_t>(off) * p.esize;
                    const int64_t s = step[r - 1];
-                   for (int64_t i = 0; i < inner; ++i) {
-                     std::memcpy(o + static_cast<size_t>(i) * p.esize,
-                                 src + static_cast<size_t>(off + i * s) * p.esize, p.esize);
+                   if (s == 1) {  // the last axis stays last: one contiguous run
+                     std::memcpy(o, in, static_cast<size_t>(inner) * p.esize);
+                     continue;
+                   }
+                   switch (p.esize) {
+                     case 4:
+                       strided_copy(reinterpret_cast<const uint32_t*>(in), s, inner,
+                                    reinterpret_cast<uint32_t*>(o));
+                       break;
+                     case 8:
+                       strided_copy(reinterpret_cast<const uint64_t*>(in), s, inner,
+                                    reinterpret_cast<uint64_t*>(o));
+                       break;
+                     case 2:
+                       strided_copy(reinterpret_cast<const uint16_t*>(in), s, inner,
+                                    reinterpret_cast<uint16_t*>(o));
+                       break;
+                     case 1:
+                       strided_copy(in, s, inner, o);
+                       break;
+                     default:
+                       for (int64_t i = 0; i < inner; ++i) {
+                         std::memcpy(o + static_cast<size_t>(i) * p.esize,
+                                     in + static_cast<size_t>(i * s) * p.esize, p.esize);
+                       }
                    }
                  }
                });

@@ -2,6 +2,7 @@
 // over random shapes with a printed seed.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 
 #include "backends/registry.h"
@@ -10,6 +11,7 @@
 #include "ops/conv.h"
 #include "ops/conv_transpose.h"
 #include "ops/matmul.h"
+#include "backends_util.h"
 #include "test_util.h"
 
 using namespace tern;
@@ -53,6 +55,8 @@ Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vect
   KernelArgs args;
   for (Tensor* t : ins) args.inputs.push_back(t);
   args.outputs.push_back(&p.outputs[0]);
+  std::vector<float> workspace(((*kernel)->workspace_bytes() + sizeof(float) - 1) / sizeof(float));
+  args.workspace = workspace.data();
   s = (*kernel)->run(args, ExecContext{2});
   REQUIRE_MESSAGE(s.is_ok(), s.message());
   return p;
@@ -118,7 +122,7 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  TEST_CASE("oneDNN ConvTranspose matches the reference, with groups and output_padding") {
+  TEST_CASE("ConvTranspose (oneDNN; patch GEMM when kernel = stride) matches the reference") {
     if (!tern_onednn_is_available()) {
       MESSAGE("skipped: built without oneDNN");
       return;
@@ -127,11 +131,12 @@ TEST_SUITE("cpu_kernels") {
     INFO("seed ", seed);
     std::mt19937 rng(seed);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-    for (int trial = 0; trial < 25; ++trial) {
+    for (int trial = 0; trial < 40; ++trial) {
       const int64_t g = pick(1, 2), cg = pick(1, 3), mg = pick(1, 3);
-      const int64_t k = pick(1, 4), stride = pick(1, 3),
-                    pad = pick(0, static_cast<int>((k - 1) / 2));
-      const int64_t outpad = std::min<int64_t>(pick(0, stride - 1), pad);
+      // Every fourth trial: the non-overlapping case (kernel = stride, no pads).
+      const int64_t k = pick(1, 4), stride = trial % 4 == 0 ? k : pick(1, 3),
+                    pad = trial % 4 == 0 ? 0 : pick(0, static_cast<int>((k - 1) / 2));
+      const int64_t outpad = trial % 4 == 0 ? 0 : std::min<int64_t>(pick(0, stride - 1), pad);
       Tensor x = random_f32({1, g * cg, pick(1, 6), pick(1, 6)}, rng);
       Tensor wt = random_f32({g * cg, mg, k, k}, rng);
       Tensor b = random_f32({g * mg}, rng);
@@ -141,7 +146,8 @@ TEST_SUITE("cpu_kernels") {
       a.set("pads", attr_ints({pad, pad, pad, pad}));
       a.set("output_padding", attr_ints({outpad, outpad}));
       Prepared p = run_cpu("ConvTranspose", a, {&x, &wt, &b}, {false, true, true});
-      CHECK(p.kernel == "onednn");
+      const bool patches = g == 1 && k == stride && pad == 0 && outpad == 0;
+      CHECK(p.kernel == std::string(patches ? "patch_gemm" : "onednn"));
       RefContext ref_ctx("ConvTranspose", a, {&x, &wt, &b});
       auto params = ops::parse_conv_transpose(ref_ctx.ctx).value();
       std::vector<float> ref(static_cast<size_t>(numel(params.y)));
@@ -193,5 +199,48 @@ TEST_SUITE("cpu_kernels") {
                               ref.data());
           check_close(p.outputs[0], ref, "gemm");
         }
+  }
+
+  TEST_CASE("vectorised Erf and Softmax match double-precision references at every ISA level") {
+    Tensor x = random_f32({3, 5, 67}, 7u, -4.0f, 4.0f);
+    float* xv = x.data<float>();
+    xv[0] = 0.0f;
+    xv[1] = 1e-6f;
+    xv[2] = -0.4999f;
+    xv[3] = 0.5001f;
+    xv[4] = 9.0f;
+    xv[5] = -9.0f;
+    const auto n = static_cast<size_t>(x.numel());
+    for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+      CAPTURE(cap);
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      Prepared e = run_cpu("Erf", {}, {&x}, {false});
+      CHECK(e.kernel.rfind("erf.", 0) == 0);
+      double worst = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const double want = std::erf(static_cast<double>(xv[i]));
+        const double err = std::abs(e.outputs[0].data<float>()[i] - want);
+        worst = std::max(worst, err);
+        // Absolute error below 3e-7; near zero, relative error below 1e-6.
+        CHECK(err <= 3e-7 + 1e-6 * std::abs(want));
+      }
+      MESSAGE(std::string(cap), ": Erf max abs error ", worst);
+      Prepared s = run_cpu("Softmax", {}, {&x}, {false});
+      CHECK(s.kernel.rfind("softmax.", 0) == 0);
+      for (size_t row = 0; row < n / 67; ++row) {
+        double m = -1e30, sum = 0;
+        for (size_t i = 0; i < 67; ++i) m = std::max(m, static_cast<double>(xv[row * 67 + i]));
+        for (size_t i = 0; i < 67; ++i) sum += std::exp(xv[row * 67 + i] - m);
+        for (size_t i = 0; i < 67; ++i) {
+          const double want = std::exp(xv[row * 67 + i] - m) / sum;
+          CHECK(std::abs(s.outputs[0].data<float>()[row * 67 + i] - want) <= 1e-6 + 1e-5 * want);
+        }
+      }
+    }
+    // Softmax over an inner axis is left to the portable kernel.
+    Attributes a;
+    a.set("axis", attr_int(1));
+    CHECK(run_cpu("Softmax", a, {&x}, {false}).kernel == "reference");
   }
 }

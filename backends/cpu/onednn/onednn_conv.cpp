@@ -2,8 +2,9 @@
 // the planner chose; a plain source with many channels is reordered to the blocked layout in the
 // workspace first, since oneDNN's direct JIT kernels need it (its plain-layout fallback is an
 // im2col GEMM several times slower). Weights are packed once into the primitive's layout.
-// FusedConv's activation becomes an eltwise post-op and its residual a sum post-op (the residual
+// FusedConv's epilogue becomes eltwise post-ops and its residual a sum post-op (the residual
 // is copied into the destination first).
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/onednn/onednn_common.h"
@@ -17,10 +18,9 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 using alg = dnnl::algorithm;
 
-void append_activation(dnnl::post_ops& po, ops::FusedAct act, const std::vector<float>& q) {
-  switch (act) {
-    case ops::FusedAct::kNone:
-      return;
+void append_step(dnnl::post_ops& po, const ops::FusedStep& st) {
+  const std::vector<float>& q = st.params;
+  switch (st.act) {
     case ops::FusedAct::kRelu:
       po.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f);
       return;
@@ -43,6 +43,9 @@ void append_activation(dnnl::post_ops& po, ops::FusedAct act, const std::vector<
     case ops::FusedAct::kTanh:
       po.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
       return;
+    case ops::FusedAct::kAffine:
+      po.append_eltwise(1.0f, alg::eltwise_linear, q[0], q[1]);
+      return;
   }
 }
 
@@ -64,6 +67,13 @@ class OnednnConv final : public Kernel {
       TERN_ASSIGN_OR_RETURN(fp.conv, ops::parse_conv(ctx));
     }
     const ops::ConvParams& p = fp.conv;
+    if (std::count_if(fp.epilogue.begin(), fp.epilogue.end(), [](const ops::FusedStep& st) {
+          return st.act == ops::FusedAct::kAffine;
+        }) > 1) {
+      // Seen with oneDNN 2.6's depthwise kernel: a second eltwise_linear post-op in one chain
+      // computes wrong values.
+      return unsupported("oneDNN computes two affine post-ops in one chain wrongly");
+    }
     auto k = std::make_unique<OnednnConv>();
     const size_t s = p.win.spatial;
     const bool grouped = p.group > 1;
@@ -124,7 +134,7 @@ class OnednnConv final : public Kernel {
       dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
       dnnl::post_ops po;
       if (fp.has_sum) po.append_sum(1.0f);
-      append_activation(po, fp.act, fp.act_params);
+      for (const ops::FusedStep& st : fp.epilogue) append_step(po, st);
       attr.set_post_ops(po);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, onednn::engine());
       k->prim_ = dnnl::convolution_forward(pd);

@@ -18,6 +18,8 @@ struct VecOps {
   float (*max)(const float* x, int64_t n);
   // y[i] = exp(x[i] - sub) (0 where x[i] - sub < -87.3, e.g. -inf), returns sum(y) in double
   double (*exp_sum)(const float* x, float sub, float* y, int64_t n);
+  // y[i] = erf(x[i]), absolute error below 2e-7 (y may be x)
+  void (*erf)(const float* x, float* y, int64_t n);
 };
 
 // The table for an ISA level (levels the build or the CPU lack fall back to a lower one).

@@ -17,6 +17,7 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx2Ops = {"avx2", vec_avx2::scale, vec_avx2::max, vec_avx2::exp_sum};
+const VecOps kAvx2Ops = {"avx2", vec_avx2::scale, vec_avx2::max, vec_avx2::exp_sum,
+                            vec_avx2::erf};
 }  // namespace tern::vec_detail
 #endif

@@ -18,6 +18,7 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx512Ops = {"avx512", vec_avx512::scale, vec_avx512::max, vec_avx512::exp_sum};
+const VecOps kAvx512Ops = {"avx512", vec_avx512::scale, vec_avx512::max, vec_avx512::exp_sum,
+                            vec_avx512::erf};
 }  // namespace tern::vec_detail
 #endif

@@ -7,7 +7,8 @@
 namespace tern {
 
 namespace vec_detail {
-const VecOps kScalarOps = {"scalar", vec_scalar::scale, vec_scalar::max, vec_scalar::exp_sum};
+const VecOps kScalarOps = {"scalar", vec_scalar::scale, vec_scalar::max, vec_scalar::exp_sum,
+                            vec_scalar::erf};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {

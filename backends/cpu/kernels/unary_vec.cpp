@@ -1,0 +1,78 @@
+// Float32 unary ops on Tern's vectorised primitives (AVX-512 / AVX2 / scalar, chosen by the CPU
+// capability and the cpu.max_capability flag; the kernel name carries the ISA): Erf, the core of
+// GELU's exact form in BERT-style encoders, and Softmax over a contiguous (last) span.
+#include <algorithm>
+
+#include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/vec/vec.h"
+#include "core/kernel_registry.h"
+#include "core/parallel.h"
+#include "ops/common/op_utils.h"
+
+namespace tern {
+
+namespace {
+
+struct VecUnary {
+  const VecOps* vec = nullptr;
+};
+
+Expected<std::unique_ptr<Kernel>> make_erf(const OpContext& ctx) {
+  if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
+  VecUnary k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
+  return make_kernel(str_cat("erf.", k.vec->isa), k,
+                     [](const VecUnary& q, const KernelArgs& a, const ExecContext& exec) {
+                       const float* x = a.inputs[0]->data<float>();
+                       float* y = a.outputs[0]->data<float>();
+                       parallel_for(a.outputs[0]->numel(), 16384, exec.num_threads,
+                                    [&](int64_t b, int64_t e) { q.vec->erf(x + b, y + b, e - b); });
+                       return Status::ok();
+                     });
+}
+
+struct VecSoftmax {
+  const VecOps* vec = nullptr;
+  int64_t rows = 0, len = 0;
+};
+
+Status run_softmax(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
+  const float* x = a.inputs[0]->data<float>();
+  float* y = a.outputs[0]->data<float>();
+  parallel_for(k.rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k.len, 1)), exec.num_threads,
+               [&](int64_t b, int64_t e) {
+                 for (int64_t r = b; r < e; ++r) {
+                   const float* xr = x + r * k.len;
+                   float* yr = y + r * k.len;
+                   const float m = k.vec->max(xr, k.len);
+                   const double sum = k.vec->exp_sum(xr, m, yr, k.len);
+                   k.vec->scale(yr, static_cast<float>(1.0 / sum), k.len);
+                 }
+               });
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  const int64_t r = static_cast<int64_t>(x.size());
+  // Before opset 13 the input is flattened to 2-D at `axis` (default 1); from 13 one axis (default
+  // -1) is normalised. Either way, the span normalised here must run to the last dim.
+  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
+  TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
+  TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, r));
+  if (!legacy && axis != r - 1) return unsupported("vectorised Softmax: not over the last axis");
+  VecSoftmax k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
+  k.len = 1;
+  for (int64_t d = axis; d < r; ++d) k.len *= x[static_cast<size_t>(d)];
+  k.rows = k.len ? numel(x) / k.len : 0;
+  if (k.len == 0 || k.rows == 0) return unsupported("vectorised Softmax: empty input");
+  return make_kernel(str_cat("softmax.", k.vec->isa), k, run_softmax);
+}
+
+}  // namespace
+
+void register_cpu_unary_vec(KernelRegistry& r) {
+  r.add("Erf", "cpu", DType::kFloat32, make_erf, /*priority=*/1);
+  r.add("Softmax", "cpu", DType::kFloat32, make_softmax, /*priority=*/1);
+}
+
+}  // namespace tern
