@@ -196,27 +196,15 @@ void run_nearest(const ResizeParams& p, const Tensor& x, Tensor& y, int threads)
       }
       prev_off = off;
       const uint8_t* in = src + static_cast<size_t>(off) * es;
-      switch (es) {
-        case 1:
-          gather_row(in, last, inner, out);
-          break;
-        case 2:
-          gather_row(reinterpret_cast<const uint16_t*>(in), last, inner,
-                     reinterpret_cast<uint16_t*>(out));
-          break;
-        case 4:
-          gather_row(reinterpret_cast<const uint32_t*>(in), last, inner,
-                     reinterpret_cast<uint32_t*>(out));
-          break;
-        case 8:
-          gather_row(reinterpret_cast<const uint64_t*>(in), last, inner,
-                     reinterpret_cast<uint64_t*>(out));
-          break;
-        default:
-          for (int64_t i = 0; i < inner; ++i) {
-            std::memcpy(out + static_cast<size_t>(i) * es,
-                        in + static_cast<size_t>(last[static_cast<size_t>(i)]) * es, es);
-          }
+      const bool sized = ops::visit_by_size(p.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        gather_row(reinterpret_cast<const T*>(in), last, inner, reinterpret_cast<T*>(out));
+      });
+      if (!sized) {
+        for (int64_t i = 0; i < inner; ++i) {
+          std::memcpy(out + static_cast<size_t>(i) * es,
+                      in + static_cast<size_t>(last[static_cast<size_t>(i)]) * es, es);
+        }
       }
     }
   });

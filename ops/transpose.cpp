@@ -12,6 +12,7 @@ struct TransposeParams {
   std::vector<int64_t> perm;
   Shape in, out;
   size_t esize = 0;
+  DType dtype = DType::kUndefined;
 };
 
 Expected<TransposeParams> parse_transpose(const OpContext& ctx) {
@@ -32,6 +33,7 @@ Expected<TransposeParams> parse_transpose(const OpContext& ctx) {
   }
   for (int64_t a : p.perm) p.out.push_back(p.in[static_cast<size_t>(a)]);
   p.esize = dtype_size(ctx.inputs[0].dtype);
+  p.dtype = ctx.inputs[0].dtype;
   if (p.esize == 0) return ops::dtype_error(ctx, 0, "any non-string type");
   return p;
 }
@@ -78,27 +80,15 @@ Status run_transpose(const TransposeParams& p, const KernelArgs& a, const ExecCo
                      std::memcpy(o, in, static_cast<size_t>(inner) * p.esize);
                      continue;
                    }
-                   switch (p.esize) {
-                     case 4:
-                       strided_copy(reinterpret_cast<const uint32_t*>(in), s, inner,
-                                    reinterpret_cast<uint32_t*>(o));
-                       break;
-                     case 8:
-                       strided_copy(reinterpret_cast<const uint64_t*>(in), s, inner,
-                                    reinterpret_cast<uint64_t*>(o));
-                       break;
-                     case 2:
-                       strided_copy(reinterpret_cast<const uint16_t*>(in), s, inner,
-                                    reinterpret_cast<uint16_t*>(o));
-                       break;
-                     case 1:
-                       strided_copy(in, s, inner, o);
-                       break;
-                     default:
-                       for (int64_t i = 0; i < inner; ++i) {
-                         std::memcpy(o + static_cast<size_t>(i) * p.esize,
-                                     in + static_cast<size_t>(i * s) * p.esize, p.esize);
-                       }
+                   const bool sized = ops::visit_by_size(p.dtype, [&](auto tag) {
+                     using T = decltype(tag);
+                     strided_copy(reinterpret_cast<const T*>(in), s, inner, reinterpret_cast<T*>(o));
+                   });
+                   if (!sized) {
+                     for (int64_t i = 0; i < inner; ++i) {
+                       std::memcpy(o + static_cast<size_t>(i) * p.esize,
+                                   in + static_cast<size_t>(i * s) * p.esize, p.esize);
+                     }
                    }
                  }
                });

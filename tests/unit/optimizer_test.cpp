@@ -18,15 +18,9 @@ namespace {
 
 // x [1,16,8,8] -> Conv -> BatchNormalization -> Relu -> Conv -> Add(., relu) -> Relu
 //   -> x * clip(x + 3, 0, 6) / 6 -> GlobalAveragePool -> y ; plus an unused Sigmoid(x).
-struct ChainGraph {
+// Builds a graph node by node: constants, and nodes with one fresh output each.
+struct GraphMaker {
   Graph g;
-  Tensor w1 = random_f32({16, 16, 3, 3}, 11, -0.3f, 0.3f), b1 = random_f32({16}, 12);
-  Tensor w2 = random_f32({16, 16, 3, 3}, 13, -0.3f, 0.3f);
-  Tensor scale = random_f32({16}, 14, 0.5f, 1.5f), shift = random_f32({16}, 15);
-  Tensor mean = random_f32({16}, 16), var = random_f32({16}, 17, 0.5f, 2.0f);
-  Tensor three = make_f32({}, {3.0f}), zero = make_f32({}, {0.0f}), six = make_f32({}, {6.0f});
-  Attributes conv_attrs;
-
   int constant(const std::string& name, const Tensor& t) {
     int id = g.add_value(name);
     g.values[static_cast<size_t>(id)].constant = t;
@@ -38,6 +32,16 @@ struct ChainGraph {
                            std::move(attrs)});
     return out;
   }
+};
+
+struct ChainGraph : GraphMaker {
+  Tensor w1 = random_f32({16, 16, 3, 3}, 11, -0.3f, 0.3f), b1 = random_f32({16}, 12);
+  Tensor w2 = random_f32({16, 16, 3, 3}, 13, -0.3f, 0.3f);
+  Tensor scale = random_f32({16}, 14, 0.5f, 1.5f), shift = random_f32({16}, 15);
+  Tensor mean = random_f32({16}, 16), var = random_f32({16}, 17, 0.5f, 2.0f);
+  Tensor three = make_f32({}, {3.0f}), zero = make_f32({}, {0.0f}), six = make_f32({}, {6.0f});
+  Attributes conv_attrs;
+
   ChainGraph() {
     g.opset = 13;
     conv_attrs.set("pads", attr_ints({1, 1, 1, 1}));
@@ -151,23 +155,17 @@ TEST_SUITE("optimizer") {
     // oneDNN declines, the portable kernel runs).
     for (int64_t group : {1, 16}) {  // a dense and a depthwise convolution
     CAPTURE(group);
-    Graph g;
+    GraphMaker mk;
+    Graph& g = mk.g;
+    auto constant = [&](const std::string& name, const Tensor& t) { return mk.constant(name, t); };
+    auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
+      return mk.node(op, std::move(inputs), std::move(attrs));
+    };
     g.opset = 13;
     const int64_t cin = group == 1 ? 8 : 16;
     Tensor w = random_f32({16, cin / group, 3, 3}, 21, -0.3f, 0.3f), b = random_f32({16}, 22);
     Tensor s1 = make_f32({1}, {1.25f}), b1 = make_f32({1}, {-0.5f});
     Tensor s2 = make_f32({1}, {0.75f}), b2 = make_f32({1}, {0.25f});
-    auto constant = [&](const std::string& name, const Tensor& t) {
-      int id = g.add_value(name);
-      g.values[static_cast<size_t>(id)].constant = t;
-      return id;
-    };
-    auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
-      int out = g.add_value(op + std::to_string(g.nodes.size()));
-      g.nodes.push_back(Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(inputs),
-                             {out}, std::move(attrs)});
-      return out;
-    };
     Attributes conv_attrs;
     conv_attrs.set("pads", attr_ints({1, 1, 1, 1}));
     Attribute ga;
@@ -228,21 +226,15 @@ TEST_SUITE("optimizer") {
 
   TEST_CASE("a per-channel Mul (squeeze-excitation) keeps the blocked layout: no reorders") {
     // y = Conv(x) * Sigmoid(Conv1x1(GlobalAveragePool(Conv(x)))) -> Conv
-    Graph g;
+    GraphMaker mk;
+    Graph& g = mk.g;
+    auto constant = [&](const std::string& name, const Tensor& t) { return mk.constant(name, t); };
+    auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
+      return mk.node(op, std::move(inputs), std::move(attrs));
+    };
     g.opset = 13;
     Tensor w1 = random_f32({32, 8, 3, 3}, 31, -0.3f, 0.3f), w2 = random_f32({32, 32, 1, 1}, 32);
     Tensor w3 = random_f32({32, 32, 3, 3}, 33, -0.2f, 0.2f);
-    auto constant = [&](const std::string& name, const Tensor& t) {
-      int id = g.add_value(name);
-      g.values[static_cast<size_t>(id)].constant = t;
-      return id;
-    };
-    auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
-      int out = g.add_value(op + std::to_string(g.nodes.size()));
-      g.nodes.push_back(Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(inputs),
-                             {out}, std::move(attrs)});
-      return out;
-    };
     Attributes pads;
     pads.set("pads", attr_ints({1, 1, 1, 1}));
     int x = g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {8, ""}, {12, ""}, {10, ""}}});
