@@ -42,8 +42,9 @@ std::vector<FlagDef> make_defs() {
        S::kSession,
        cores,
        "TERN_NUM_INTEROP_THREADS",
-       "inter-op threads: how many independent nodes of a graph may run at the same time; "
-       "default = physical cores",
+       "inter-op threads: how many independent nodes of a graph may run at the same time "
+       "(when nodes run single-threaded and the branches carry enough work); default = "
+       "physical cores",
        {},
        1,
        kMaxThreads},
