@@ -96,12 +96,7 @@ void Session::fuse_residual_adds(std::vector<PlannedValue>& values,
         }
         const OpContext& rc = *ctxs[readers[0]];
         auto act = activation_of(g, *rc.node);
-        // One Affine per epilogue: oneDNN computes a second one wrongly (it then declines).
-        const Attribute* kinds = fused->attrs.find("activations");
-        const bool has_affine = kinds && std::count(kinds->strings.begin(), kinds->strings.end(),
-                                                    std::string("Affine")) > 0;
-        if (!act || (act->kind == "Affine" && has_affine) ||
-            rc.node->inputs[static_cast<size_t>(act->input)] != v ||
+        if (!act || rc.node->inputs[static_cast<size_t>(act->input)] != v ||
             rc.outputs[0].shape != out || rc.outputs[0].dtype != DType::kFloat32) {
           break;
         }

@@ -1,6 +1,7 @@
 // Add, Sub, Mul, Div: numpy broadcasting, every numeric dtype incl. float16/bfloat16 (both inputs
 // the same dtype).
 #include <cmath>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
@@ -46,6 +47,21 @@ T apply(BinaryKind k, T a, T b) {
       return static_cast<T>(a / b);
   }
   return T{};
+}
+
+// Calls fn(std::integral_constant<BinaryKind, kind>{}): the kind as a compile-time constant.
+template <class Fn>
+void with_kind(BinaryKind kind, Fn&& fn) {
+  switch (kind) {
+    case BinaryKind::kAdd:
+      return fn(std::integral_constant<BinaryKind, BinaryKind::kAdd>{});
+    case BinaryKind::kSub:
+      return fn(std::integral_constant<BinaryKind, BinaryKind::kSub>{});
+    case BinaryKind::kMul:
+      return fn(std::integral_constant<BinaryKind, BinaryKind::kMul>{});
+    case BinaryKind::kDiv:
+      return fn(std::integral_constant<BinaryKind, BinaryKind::kDiv>{});
+  }
 }
 
 template <BinaryKind K>
@@ -117,20 +133,9 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
     const float* full = (p.channel_input == 0 ? b : a).data<float>();
     const float* ch = args.inputs[static_cast<size_t>(p.channel_input)]->data<float>();
     float* y = out.data<float>();
-    switch (p.kind) {
-      case BinaryKind::kAdd:
-        run_blocked_channel<BinaryKind::kAdd>(p, full, ch, y, exec.num_threads);
-        break;
-      case BinaryKind::kSub:
-        run_blocked_channel<BinaryKind::kSub>(p, full, ch, y, exec.num_threads);
-        break;
-      case BinaryKind::kMul:
-        run_blocked_channel<BinaryKind::kMul>(p, full, ch, y, exec.num_threads);
-        break;
-      case BinaryKind::kDiv:
-        run_blocked_channel<BinaryKind::kDiv>(p, full, ch, y, exec.num_threads);
-        break;
-    }
+    with_kind(p.kind, [&](auto k) {
+      run_blocked_channel<decltype(k)::value>(p, full, ch, y, exec.num_threads);
+    });
     return Status::ok();
   }
   Status st;
@@ -145,20 +150,9 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
-    switch (p.kind) {
-      case BinaryKind::kAdd:
-        run_rows<T, BinaryKind::kAdd>(p.rows, pa, pb, po, exec.num_threads);
-        break;
-      case BinaryKind::kSub:
-        run_rows<T, BinaryKind::kSub>(p.rows, pa, pb, po, exec.num_threads);
-        break;
-      case BinaryKind::kMul:
-        run_rows<T, BinaryKind::kMul>(p.rows, pa, pb, po, exec.num_threads);
-        break;
-      case BinaryKind::kDiv:
-        run_rows<T, BinaryKind::kDiv>(p.rows, pa, pb, po, exec.num_threads);
-        break;
-    }
+    with_kind(p.kind, [&](auto k) {
+      run_rows<T, decltype(k)::value>(p.rows, pa, pb, po, exec.num_threads);
+    });
   });
   return st;
 }

@@ -5,8 +5,31 @@
 
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
+#include "ops/softmax.h"
 
 namespace tern {
+namespace ops {
+
+Expected<SoftmaxSpan> parse_softmax_span(const OpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  const int64_t r = static_cast<int64_t>(x.size());
+  if (!visit_any_float(ctx.inputs[0].dtype, [](auto) {})) return dtype_error(ctx, 0, "float types");
+  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
+  TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
+  TERN_ASSIGN_OR_RETURN(axis, normalize_axis(axis, r));
+  SoftmaxSpan p;
+  for (int64_t i = 0; i < axis; ++i) p.outer *= x[static_cast<size_t>(i)];
+  if (legacy) {
+    for (int64_t i = axis; i < r; ++i) p.axis_len *= x[static_cast<size_t>(i)];
+  } else {
+    p.axis_len = r ? x[static_cast<size_t>(axis)] : 1;
+    for (int64_t i = axis + 1; i < r; ++i) p.inner *= x[static_cast<size_t>(i)];
+  }
+  return p;
+}
+
+}  // namespace ops
+
 namespace {
 
 enum class Mode { kSoftmax, kLogSoftmax, kHardmax };
@@ -18,22 +41,8 @@ struct SoftmaxParams {
 };
 
 Expected<SoftmaxParams> parse_softmax(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  const int64_t r = static_cast<int64_t>(x.size());
-  if (!ops::visit_any_float(ctx.inputs[0].dtype, [](auto) {}))
-    return ops::dtype_error(ctx, 0, "float types");
-  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
-  TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
-  TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, r));
-  SoftmaxParams p{1, 1, 1, ctx.inputs[0].dtype};
-  for (int64_t i = 0; i < axis; ++i) p.outer *= x[static_cast<size_t>(i)];
-  if (legacy) {
-    for (int64_t i = axis; i < r; ++i) p.axis_len *= x[static_cast<size_t>(i)];
-  } else {
-    p.axis_len = r ? x[static_cast<size_t>(axis)] : 1;
-    for (int64_t i = axis + 1; i < r; ++i) p.inner *= x[static_cast<size_t>(i)];
-  }
-  return p;
+  TERN_ASSIGN_OR_RETURN(ops::SoftmaxSpan sp, ops::parse_softmax_span(ctx));
+  return SoftmaxParams{sp.outer, sp.axis_len, sp.inner, ctx.inputs[0].dtype};
 }
 
 Status infer_softmax(OpContext& ctx) {

@@ -8,6 +8,7 @@
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
+#include "ops/softmax.h"
 
 namespace tern {
 
@@ -52,19 +53,11 @@ Status run_softmax(const VecSoftmax& k, const KernelArgs& a, const ExecContext& 
 }
 
 Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  const int64_t r = static_cast<int64_t>(x.size());
-  // Before opset 13 the input is flattened to 2-D at `axis` (default 1); from 13 one axis (default
-  // -1) is normalised. Either way, the span normalised here must run to the last dim.
-  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
-  TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", legacy ? 1 : -1));
-  TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, r));
-  if (!legacy && axis != r - 1) return unsupported("vectorised Softmax: not over the last axis");
-  VecSoftmax k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
-  k.len = 1;
-  for (int64_t d = axis; d < r; ++d) k.len *= x[static_cast<size_t>(d)];
-  k.rows = k.len ? numel(x) / k.len : 0;
-  if (k.len == 0 || k.rows == 0) return unsupported("vectorised Softmax: empty input");
+  TERN_ASSIGN_OR_RETURN(ops::SoftmaxSpan sp, ops::parse_softmax_span(ctx));
+  if (sp.inner != 1) return unsupported("vectorised Softmax: not over the last axis");
+  if (sp.outer == 0 || sp.axis_len == 0) return unsupported("vectorised Softmax: empty input");
+  VecSoftmax k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability))), sp.outer,
+               sp.axis_len};
   return make_kernel(str_cat("softmax.", k.vec->isa), k, run_softmax);
 }
 

@@ -2,13 +2,14 @@
 // the planner chose; a plain source with many channels is reordered to the blocked layout in the
 // workspace first, since oneDNN's direct JIT kernels need it (its plain-layout fallback is an
 // im2col GEMM several times slower). Weights are packed once into the primitive's layout.
-// FusedConv's epilogue becomes eltwise post-ops and its residual a sum post-op (the residual
-// is copied into the destination first).
-#include <algorithm>
+// FusedConv's epilogue becomes eltwise post-ops (from a second Affine on, which oneDNN 2.6 gets
+// wrong, it runs after the primitive) and its residual a sum post-op (the residual is copied into
+// the destination first).
 #include <cstring>
 
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
+#include "core/parallel.h"
 #include "ops/fused_conv.h"
 
 namespace tern {
@@ -67,14 +68,15 @@ class OnednnConv final : public Kernel {
       TERN_ASSIGN_OR_RETURN(fp.conv, ops::parse_conv(ctx));
     }
     const ops::ConvParams& p = fp.conv;
-    if (std::count_if(fp.epilogue.begin(), fp.epilogue.end(), [](const ops::FusedStep& st) {
-          return st.act == ops::FusedAct::kAffine;
-        }) > 1) {
-      // Seen with oneDNN 2.6's depthwise kernel: a second eltwise_linear post-op in one chain
-      // computes wrong values.
-      return unsupported("oneDNN computes two affine post-ops in one chain wrongly");
-    }
     auto k = std::make_unique<OnednnConv>();
+    // oneDNN 2.6's depthwise kernel computes a second eltwise_linear post-op in one chain wrongly:
+    // the epilogue from its second Affine on runs here, on the destination, after the primitive.
+    auto second_affine = fp.epilogue.begin();
+    for (int affines = 0; second_affine != fp.epilogue.end(); ++second_affine) {
+      if (second_affine->act == ops::FusedAct::kAffine && ++affines == 2) break;
+    }
+    k->tail_.assign(second_affine, fp.epilogue.end());
+    fp.epilogue.erase(second_affine, fp.epilogue.end());
     const size_t s = p.win.spatial;
     const bool grouped = p.group > 1;
     dnnl::memory::dims wdims;
@@ -165,7 +167,7 @@ class OnednnConv final : public Kernel {
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
-  Status run(const KernelArgs& a, const ExecContext&) const override {
+  Status run(const KernelArgs& a, const ExecContext& exec) const override {
     auto& eng = onednn::engine();
     std::unordered_map<int, dnnl::memory> args;
     void* src = a.inputs[0]->raw();
@@ -207,6 +209,11 @@ class OnednnConv final : public Kernel {
         return internal_error("oneDNN reorder: ", e.what());
       }
     }
+    if (!tail_.empty()) {  // element-wise: the same on any layout of whole channel blocks
+      float* y = a.outputs[0]->data<float>();
+      parallel_for(a.outputs[0]->numel(), 16384, exec.num_threads,
+                   [&](int64_t b, int64_t e) { ops::apply_epilogue(tail_, y + b, e - b); });
+    }
     return Status::ok();
   }
 
@@ -218,6 +225,7 @@ class OnednnConv final : public Kernel {
   dnnl::memory packed_w_;
   size_t src_reorder_bytes_ = 0, dst_reorder_bytes_ = 0;
   bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;
+  std::vector<ops::FusedStep> tail_;  // epilogue steps oneDNN cannot take, run after it
 };
 
 }  // namespace
