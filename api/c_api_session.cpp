@@ -3,6 +3,7 @@
 
 #include "api/api_internal.h"
 #include "backends/registry.h"
+#include "serialization/model_io.h"
 
 using tern::Status;
 
@@ -177,6 +178,19 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
     for (auto& t : results)
       handles.push_back(std::make_unique<tern_tensor>(tern_tensor{std::move(t)}));
     for (size_t j = 0; j < n_outputs; ++j) outputs[j] = handles[j].release();
+    return Status::ok();
+  });
+}
+
+tern_status tern_session_save_optimized(const tern_session* s, const char* path,
+                                        size_t* packed_count) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(s, "session is NULL");
+    TERN_API_REQUIRE(path, "path is NULL");
+    tern::Graph g;
+    const size_t packed = s->s->optimized_graph(&g);
+    TERN_RETURN_IF_ERROR(tern::serialization::save_tern(g, path));
+    if (packed_count) *packed_count = packed;
     return Status::ok();
   });
 }

@@ -1,11 +1,20 @@
 #include "core/graph.h"
 
+#include <algorithm>
 #include <deque>
 
 namespace tern {
 
 int Graph::add_value(std::string name, ValueType type) {
-  values.push_back(Value{std::move(name), std::move(type), std::nullopt});
+  auto taken = [&](const std::string& n) {
+    return std::any_of(values.begin(), values.end(), [&](const Value& v) { return v.name == n; });
+  };
+  if (taken(name)) {
+    int k = 2;
+    while (taken(str_cat(name, "_", k))) ++k;
+    name = str_cat(name, "_", k);
+  }
+  values.push_back(Value{std::move(name), std::move(type), std::nullopt, {}});
   return static_cast<int>(values.size() - 1);
 }
 

@@ -24,10 +24,19 @@ struct ValueType {
   std::vector<Dim> dims;
 };
 
+// A constant's data already laid out for one kernel family (weights packed ahead of time by
+// `tern convert --optimize`). `key` names the family and the version of its layout description;
+// the kernel that finds a matching key checks the rest before it uses `data` in place.
+struct PackedData {
+  std::string key;
+  Tensor data;  // uint8 bytes, 64-byte aligned
+};
+
 struct Value {
   std::string name;
   ValueType type;
   std::optional<Tensor> constant;  // initializer / folded constant data
+  std::vector<PackedData> packed;  // layouts of `constant` for kernels (empty for most values)
 };
 
 struct Node {
@@ -48,6 +57,8 @@ struct Graph {
   std::string producer;
   std::vector<std::pair<std::string, std::string>> metadata;
 
+  // Appends a value; a name already taken gets a "_2", "_3", ... suffix (names stay unique, as
+  // the .tern format requires).
   int add_value(std::string name, ValueType type = {});
   // "node 'conv1' (Conv)"; falls back to the node's index when it has no name.
   std::string describe_node(size_t index) const;

@@ -21,6 +21,8 @@ struct TensorInfo {
   DType dtype = DType::kUndefined;
   Shape shape;
   const Tensor* value = nullptr;  // data, when known before the run (constants, shape math)
+  // For a constant of the model: its data packed ahead of time for kernels (PackedData), or null.
+  const std::vector<PackedData>* packed = nullptr;
   // Memory layout the planner chose: 0 is plain row-major; 8 or 16 means a rank-4 activation
   // whose channels are blocked by that many (oneDNN's nChw8c / nChw16c), padded to a multiple.
   // Only kernels that declare layout support (see Kernel::accepts_layouts) ever see non-zero.
@@ -88,6 +90,13 @@ class Kernel {
   virtual size_t workspace_bytes() const { return 0; }
   // Bytes of weight copies this kernel holds in its own layout (counted in the plan's memory).
   virtual size_t packed_bytes() const { return 0; }
+  // Weights this kernel uses in a layout of its own (packed now or found packed in the model),
+  // so a saved optimized model can carry them: `input` is the constant's input slot.
+  struct PackedWeight {
+    size_t input;
+    PackedData packed;
+  };
+  virtual std::vector<PackedWeight> packed_weights() const { return {}; }
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);

@@ -99,6 +99,33 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   return s;
 }
 
+size_t Session::optimized_graph(Graph* out) const {
+  *out = graph_;
+  Graph& g = *out;
+  size_t attached = 0;
+  std::lock_guard<std::mutex> lock(plans_mu_);
+  for (const auto& entry : plans_) {
+    for (const PlanStep& step : entry.second->steps) {
+      for (Kernel::PackedWeight& w : step.kernel->packed_weights()) {
+        const int id = w.input < step.inputs.size() ? step.inputs[w.input] : -1;
+        // Only the graph's own constants: a weight computed while planning is not in the file.
+        if (id < 0 || static_cast<size_t>(id) >= g.values.size()) continue;
+        Value& v = g.values[static_cast<size_t>(id)];
+        if (!v.constant) continue;
+        const Tensor& d = w.packed.data;
+        const bool known = std::any_of(v.packed.begin(), v.packed.end(), [&](const PackedData& p) {
+          return p.key == w.packed.key && p.data.byte_size() == d.byte_size() &&
+                 std::memcmp(p.data.raw(), d.raw(), d.byte_size()) == 0;
+        });
+        if (known) continue;
+        v.packed.push_back(std::move(w.packed));
+      }
+    }
+  }
+  for (const Value& v : g.values) attached += v.packed.size();
+  return attached;
+}
+
 Status Session::check_ops() {
   const Graph& g = graph_;
   TERN_ASSIGN_OR_RETURN(order_, g.topological_order());
@@ -153,6 +180,10 @@ Status Session::make_context(const Node& node, const std::string& where,
     ti.dtype = pv.dtype;
     ti.shape = pv.shape;
     ti.value = pv.where == PlannedValue::Where::kConstant ? pv.constant : nullptr;
+    if (ti.value && static_cast<size_t>(id) < g.values.size()) {
+      const Value& gv = g.values[static_cast<size_t>(id)];
+      if (!gv.packed.empty() && gv.constant && &*gv.constant == ti.value) ti.packed = &gv.packed;
+    }
     ctx->input_names[i] = g.value_name(id);
   }
   ctx->outputs.assign(node.outputs.size(), TensorInfo{});

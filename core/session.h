@@ -110,6 +110,10 @@ class Session {
   // The graph the session runs: the model's, after constant folding and the optimizer.
   const Graph& graph() const { return graph_; }
   const OptimizerReport& optimizer_report() const { return optimizer_report_; }
+  // graph() with the weights the kernels of every plan built so far hold in layouts of their own
+  // attached to their constants (Value::packed), for saving a model that starts without
+  // optimizing or packing again. Returns the number of packed layouts it carries.
+  size_t optimized_graph(Graph* out) const;
   // The flag values a run would use now.
   FlagValues flags(const FlagOverrides* run_flags = nullptr) const;
   // The plan for these input shapes under these flags (built if needed); for tests and profiling.

@@ -204,6 +204,17 @@ TERN_API tern_status tern_session_run(tern_session* s, const tern_run_options* r
                                       const tern_tensor* const* inputs, size_t n_inputs,
                                       const char* const* output_names, size_t n_outputs,
                                       tern_tensor** outputs);
+/* Writes the session's model as .tern after its graph optimizations (constant folding, fusions),
+ * with the weights its kernels packed into layouts of their own stored beside the plain ones. A
+ * session created from that file skips the optimizations and uses the packed weights in place
+ * from the file's mapping instead of packing them again; kernels on another CPU or library
+ * version that want other layouts pack from the plain weights as usual, so the file stays
+ * portable. Weights are packed when a plan is built: at creation for models with static input
+ * shapes, at the first run for each new input shape otherwise. packed_count (may be NULL)
+ * receives the number of packed layouts written. Writes atomically (temporary file renamed).
+ * TERN_ERR_INVALID_ARGUMENT for NULL s or path, TERN_ERR_IO when the file cannot be written. */
+TERN_API tern_status tern_session_save_optimized(const tern_session* s, const char* path,
+                                                 size_t* packed_count);
 /* Destroys a session (NULL is ignored). No run may be in flight on it. A profiling session whose
  * trace was not written by tern_session_end_profiling writes it now (errors are ignored here). */
 TERN_API void tern_session_destroy(tern_session* s);

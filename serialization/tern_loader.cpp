@@ -151,6 +151,25 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
       void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
       val.constant = Tensor::wrap(val.type.dtype, shape, ptr, keep);
     }
+    if (v->packed() && v->packed()->size()) {
+      if (!val.constant)
+        return invalid_model(where, ": packed data on a value that is not a constant");
+      for (size_t k = 0; k < v->packed()->size(); ++k) {
+        const fb::PackedData* pd = v->packed()->Get(static_cast<flatbuffers::uoffset_t>(k));
+        if (!pd->key() || pd->key()->size() == 0) {
+          return invalid_model(where, ": packed data ", k, " has no key");
+        }
+        if (pd->segment() < 0 || static_cast<size_t>(pd->segment()) >= nseg) {
+          return invalid_model(where, ": packed data ", k, " segment ", pd->segment(),
+                               " out of range (", nseg, ")");
+        }
+        const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(pd->segment()));
+        void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
+        val.packed.push_back(PackedData{
+            pd->key()->str(),
+            Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(s->length())}, ptr, keep)});
+      }
+    }
     g.values.push_back(std::move(val));
   }
   if (fg->nodes()) {

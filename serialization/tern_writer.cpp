@@ -32,9 +32,17 @@ flatbuffers::Offset<fb::Attribute> write_attribute(flatbuffers::FlatBufferBuilde
                              floats, strings, t);
 }
 
+// Where each value's bytes go: segments are numbered constants first (in value order), then the
+// packed layouts (in value order).
+struct SegmentPlan {
+  std::vector<const Tensor*> data;          // by segment
+  std::vector<uint64_t> offset;             // by segment, relative to data_offset
+  std::vector<int> of_value;                // constant segment by value, -1 for none
+  std::vector<std::vector<int>> of_packed;  // packed segments by value
+};
+
 // Builds the FlatBuffer with the given data_offset; segment offsets are relative to it.
-void build(flatbuffers::FlatBufferBuilder& b, const Graph& g,
-           const std::vector<uint64_t>& seg_offset, const std::vector<int>& seg_of_value,
+void build(flatbuffers::FlatBufferBuilder& b, const Graph& g, const SegmentPlan& plan,
            uint64_t data_offset) {
   std::vector<flatbuffers::Offset<fb::Value>> values;
   std::vector<flatbuffers::Offset<fb::Segment>> segments;
@@ -50,14 +58,21 @@ void build(flatbuffers::FlatBufferBuilder& b, const Graph& g,
       const_shape = b.CreateVector(std::vector<int64_t>(v.constant->shape()));
       dtype = v.constant->dtype();
     }
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::PackedData>>> packed;
+    if (!plan.of_packed[i].empty()) {
+      std::vector<flatbuffers::Offset<fb::PackedData>> list;
+      for (size_t k = 0; k < plan.of_packed[i].size(); ++k) {
+        list.push_back(
+            fb::CreatePackedData(b, b.CreateString(v.packed[k].key), plan.of_packed[i][k]));
+      }
+      packed = b.CreateVector(list);
+    }
     values.push_back(fb::CreateValue(b, b.CreateString(v.name), static_cast<int32_t>(dtype),
-                                     v.type.has_shape, b.CreateVector(dims), seg_of_value[i],
-                                     const_shape));
+                                     v.type.has_shape, b.CreateVector(dims), plan.of_value[i],
+                                     const_shape, packed));
   }
-  for (size_t vi = 0; vi < g.values.size(); ++vi) {  // segments are numbered in value order
-    if (seg_of_value[vi] < 0) continue;
-    segments.push_back(fb::CreateSegment(b, seg_offset[static_cast<size_t>(seg_of_value[vi])],
-                                         g.values[vi].constant->byte_size()));
+  for (size_t s = 0; s < plan.data.size(); ++s) {
+    segments.push_back(fb::CreateSegment(b, plan.offset[s], plan.data[s]->byte_size()));
   }
   std::vector<flatbuffers::Offset<fb::Node>> nodes;
   for (const Node& n : g.nodes) {
@@ -81,28 +96,41 @@ void build(flatbuffers::FlatBufferBuilder& b, const Graph& g,
 }  // namespace
 
 Status save_tern(const Graph& g, const std::string& path) {
-  std::vector<int> seg_of_value(g.values.size(), -1);
-  std::vector<uint64_t> seg_offset;
+  SegmentPlan plan;
+  plan.of_value.assign(g.values.size(), -1);
+  plan.of_packed.resize(g.values.size());
   uint64_t cursor = 0;
+  auto add = [&](const Tensor* t) {
+    plan.data.push_back(t);
+    plan.offset.push_back(cursor);
+    cursor = align_up(cursor + t->byte_size());
+    return static_cast<int>(plan.data.size() - 1);
+  };
   for (size_t i = 0; i < g.values.size(); ++i) {
     if (!g.values[i].constant) continue;
     if (g.values[i].constant->dtype() == DType::kString) {
       return unsupported("constant '", g.values[i].name,
                          "' is a string tensor; .tern segments hold fixed-width data only");
     }
-    seg_of_value[i] = static_cast<int>(seg_offset.size());
-    seg_offset.push_back(cursor);
-    cursor = align_up(cursor + g.values[i].constant->byte_size());
+    plan.of_value[i] = add(&*g.values[i].constant);
+  }
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    for (const PackedData& p : g.values[i].packed) {
+      if (!g.values[i].constant) {
+        return internal_error("value '", g.values[i].name, "' has packed data but no constant");
+      }
+      plan.of_packed[i].push_back(add(&p.data));
+    }
   }
   // The buffer's size does not depend on data_offset's value (a fixed-width field that is always
   // written), so build once to learn the size, then again with the real offset.
   flatbuffers::FlatBufferBuilder probe;
   probe.ForceDefaults(true);
-  build(probe, g, seg_offset, seg_of_value, 0);
+  build(probe, g, plan, 0);
   const uint64_t data_offset = align_up(probe.GetSize());
   flatbuffers::FlatBufferBuilder b;
   b.ForceDefaults(true);
-  build(b, g, seg_offset, seg_of_value, data_offset);
+  build(b, g, plan, data_offset);
   if (b.GetSize() != probe.GetSize()) return internal_error(".tern writer: unstable buffer size");
 
   const std::string tmp = path + ".tmp";
@@ -113,13 +141,11 @@ Status save_tern(const Graph& g, const std::string& path) {
     f.write(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
     f.write(zeros, static_cast<std::streamsize>(data_offset - b.GetSize()));
     uint64_t written = 0;
-    for (size_t i = 0; i < g.values.size(); ++i) {
-      if (seg_of_value[i] < 0) continue;
-      const Tensor& t = *g.values[i].constant;
-      const uint64_t at = seg_offset[static_cast<size_t>(seg_of_value[i])];
-      f.write(zeros, static_cast<std::streamsize>(at - written));
+    for (size_t k = 0; k < plan.data.size(); ++k) {
+      const Tensor& t = *plan.data[k];
+      f.write(zeros, static_cast<std::streamsize>(plan.offset[k] - written));
       f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.byte_size()));
-      written = at + t.byte_size();
+      written = plan.offset[k] + t.byte_size();
     }
     f.flush();
     if (!f) {

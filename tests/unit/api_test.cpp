@@ -168,7 +168,19 @@ TEST_SUITE("api") {
       REQUIRE(tern_session_options_set_backends(o, "cpu") == TERN_OK);
       REQUIRE(tern_session_create(m, o, &s) == TERN_OK);
       tern_model_destroy(m);  // the session keeps what it needs
+      CHECK(tern_session_save_optimized(nullptr, "x.tern", nullptr) == TERN_ERR_INVALID_ARGUMENT);
+      CHECK(tern_session_save_optimized(s, nullptr, nullptr) == TERN_ERR_INVALID_ARGUMENT);
+      CHECK(tern_session_save_optimized(s, "/nonexistent/dir/x.tern", nullptr) == TERN_ERR_IO);
+      const std::string path = std::filesystem::temp_directory_path() / "tern_api_opt.tern";
+      size_t packed = 99;
+      CHECK(tern_session_save_optimized(s, path.c_str(), &packed) == TERN_OK);
+      CHECK(packed < 99);
       tern_session_destroy(s);
+      REQUIRE(tern_model_load_file(path.c_str(), &m) == TERN_OK);  // loads and runs again
+      REQUIRE(tern_session_create(m, o, &s) == TERN_OK);
+      tern_session_destroy(s);
+      tern_model_destroy(m);
+      std::filesystem::remove(path);
     }
     tern_session_options_destroy(o);
     tern_session_options_destroy(nullptr);

@@ -103,6 +103,16 @@ TEST_SUITE("cli") {
     REQUIRE(conv.code == 0);
     check_model_via_cli("ppocr_cls", "cli_cls.tern");
     std::remove("cli_cls.tern");
+    // --optimize: the optimized graph (and packed weights) computes the same; dynamic input
+    // shapes pack for the given input.
+    conv = run_cli("convert " + model_dir("ppocr_det") + "/model.onnx cli_det_opt.tern --optimize" +
+                   " --shape x=1x3x640x640");
+    INFO(conv.output);
+    REQUIRE(conv.code == 0);
+    CHECK(conv.output.find("optimized graph") != std::string::npos);
+    check_model_via_cli("ppocr_det", "cli_det_opt.tern");
+    std::remove("cli_det_opt.tern");
+    CHECK(run_cli("convert a.onnx b.tern --optimise").code == 2);
     Result bad = run_cli("run " + model_dir("ppocr_cls") + "/model.onnx --input nosuch=x.npy");
     CHECK(bad.code == 1);
   }

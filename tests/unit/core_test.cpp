@@ -2,10 +2,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/half.h"
 #include "core/low_float.h"
 #include "core/memory_plan.h"
+#include "core/weight_memory.h"
 #include "graph_builder.h"
 
 using namespace tern;
@@ -89,6 +91,45 @@ TEST_SUITE("core") {
     CHECK(half_to_float(0xfc00) == -std::numeric_limits<float>::infinity());
     CHECK(float_to_bfloat16(1.0f) == 0x3f80);
     CHECK(bfloat16_to_float(float_to_bfloat16(3.140625f)) == 3.140625f);
+  }
+
+  TEST_CASE("graph values keep unique names: a taken name gets a numbered suffix") {
+    Graph g;
+    CHECK(g.add_value("w") == 0);
+    g.add_value("w");
+    g.add_value("w");
+    g.add_value("w_2x");
+    CHECK(g.values[1].name == "w_2");
+    CHECK(g.values[2].name == "w_3");
+    CHECK(g.values[3].name == "w_2x");
+  }
+
+  TEST_CASE("weight buffers: aligned, writable, apart; small ones share chunks, large ones own maps") {
+    std::vector<std::shared_ptr<void>> bufs;
+    const size_t sizes[] = {1, 100, 4096, 300000, 3 << 20, 64, 5 << 20, 1 << 20};
+    for (size_t n : sizes) {
+      auto b = weight_buffer(n);
+      REQUIRE(b);
+      CHECK(reinterpret_cast<uintptr_t>(b.get()) % 64 == 0);
+      std::memset(b.get(), static_cast<int>(bufs.size() + 1), n);
+      bufs.push_back(b);
+    }
+    // Nothing overlaps: each buffer still holds its own byte.
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      const auto* p = static_cast<const uint8_t*>(bufs[i].get());
+      CHECK(p[0] == i + 1);
+      CHECK(p[sizes[i] - 1] == i + 1);
+    }
+    // Many small buffers fill several chunks; freeing them all in any order is safe.
+    std::vector<std::shared_ptr<void>> small;
+    for (int i = 0; i < 200; ++i) small.push_back(weight_buffer(200000));
+    for (auto& b : small) REQUIRE(b);
+    for (size_t i = 0; i < small.size(); i += 2) small[i].reset();
+    bufs.clear();
+    small.clear();
+    auto again = weight_buffer(1000);
+    REQUIRE(again);
+    std::memset(again.get(), 7, 1000);
   }
 
   TEST_CASE("graph validation names cycles, undefined inputs and double definitions") {

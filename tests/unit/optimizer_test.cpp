@@ -3,12 +3,15 @@
 // as one-node graphs that nothing can fuse).
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "backends_util.h"
 #include "core/graph_optimizer.h"
 #include "graph_builder.h"
+#include "serialization/model_io.h"
 #include "test_util.h"
 
 using namespace tern;
@@ -266,5 +269,57 @@ TEST_SUITE("optimizer") {
     Comparison cmp = compare(outs[0][0].data<float>(), outs[1][0].data<float>(),
                              static_cast<size_t>(outs[1][0].numel()), 1e-4, 1e-5);
     CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+  }
+
+  TEST_CASE("a saved optimized model uses its packed weights in place and computes the same bits") {
+    ChainGraph c;
+    Tensor x = random_f32({1, 16, 8, 8}, 5);
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto run = [&](std::shared_ptr<const Model> m, size_t* packed_bytes) {
+      auto session = Session::create(std::move(m), cfg);
+      REQUIRE_MESSAGE(session, session.status().message());
+      std::vector<Tensor> out;
+      const Graph& g = (*session)->graph();
+      REQUIRE((*session)->run({"x"}, {&x}, {g.value_name(g.outputs[0])}, &out).is_ok());
+      *packed_bytes = (*session)->plan_for({{1, 16, 8, 8}}).value()->packed_weight_bytes;
+      return std::make_pair(std::move(*session), out[0]);
+    };
+    size_t packed_first = 0;
+    auto [session, want] = run(Model::create(c.g, nullptr, "chain").value(), &packed_first);
+    Graph optimized;
+    const size_t layouts = session->optimized_graph(&optimized);
+    CHECK(count_ops(optimized, "BatchNormalization") == 0);  // the optimizer's graph is saved
+    const bool onednn = tern_onednn_is_available() && packed_first > 0;
+    if (onednn) CHECK(layouts == 2);  // the two convolutions' weights
+    REQUIRE(serialization::save_tern(optimized, "opt.tern").is_ok());
+    auto saved = serialization::load_model_file("opt.tern");
+    std::remove("opt.tern");
+    REQUIRE_MESSAGE(saved, saved.status().message());
+    size_t packed_again = 0;
+    auto [session2, got] = run(*saved, &packed_again);
+    CHECK(packed_again == 0);  // every packed weight came from the file
+    REQUIRE(got.byte_size() == want.byte_size());
+    CHECK(std::memcmp(got.raw(), want.raw(), want.byte_size()) == 0);
+    if (!onednn) return;
+    // A packed copy whose key or stored layout does not match is ignored: packed again, same bits.
+    for (int variant = 0; variant < 2; ++variant) {
+      Graph edited = (*saved)->graph();
+      for (Value& v : edited.values) {
+        for (PackedData& p : v.packed) {
+          if (variant == 0) {
+            p.key = "onednn 0.0.0 md0";
+          } else {
+            Tensor copy = p.data.clone().value();
+            static_cast<int32_t*>(copy.raw())[0] += 1;  // the stored layout's rank
+            p.data = copy;
+          }
+        }
+      }
+      size_t repacked = 0;
+      auto [session3, again] = run(Model::create(edited, nullptr, "edited").value(), &repacked);
+      CHECK(repacked == packed_first);
+      CHECK(std::memcmp(again.raw(), want.raw(), want.byte_size()) == 0);
+    }
   }
 }

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "graph_builder.h"
@@ -137,6 +138,51 @@ TEST_SUITE("serialization") {
       m->mutable_graph()->mutable_values()->GetMutableObject(1)->mutate_dtype(99);
     });
     CHECK(s.message().find("dtype 99") != std::string::npos);
+  }
+
+  TEST_CASE(".tern packed layouts: round trip in place; bad segments, keys and owners refused") {
+    Graph g = sample_graph();
+    Tensor blob = Tensor::allocate(DType::kUInt8, {100}).value();
+    for (int i = 0; i < 100; ++i) blob.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+    g.values[1].packed.push_back(PackedData{"kernel v1", blob});
+    g.values[1].packed.push_back(PackedData{"kernel v2", make_f32({2}, {1, 2})});
+    REQUIRE(serialization::save_tern(g, "p.tern").is_ok());
+    const std::vector<uint8_t> good = read_bytes("p.tern");
+    {
+      auto m = serialization::load_model_file("p.tern");
+      REQUIRE_MESSAGE(m.has_value(), m.status().message());
+      const Value& w = (*m)->graph().values[1];
+      REQUIRE(w.packed.size() == 2);
+      CHECK(w.packed[0].key == "kernel v1");
+      CHECK(w.packed[0].data.byte_size() == 100);
+      CHECK(reinterpret_cast<uintptr_t>(w.packed[0].data.raw()) % 64 == 0);
+      CHECK(std::memcmp(w.packed[0].data.raw(), blob.raw(), 100) == 0);
+      CHECK(w.packed[1].data.byte_size() == 8);
+      CHECK(values_f32(*w.constant) == std::vector<float>{1, 2, 3});
+    }
+    std::remove("p.tern");
+    auto patched = [&](auto mutate) {
+      std::vector<uint8_t> b = good;
+      mutate(fb::GetMutableModel(b.data())->mutable_graph()->mutable_values());
+      return load_bytes(b);
+    };
+    Status s = patched([](auto* values) {
+      values->GetMutableObject(1)->mutable_packed()->GetMutableObject(0)->mutate_segment(7);
+    });
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("packed data 0 segment 7 out of range") != std::string::npos);
+    s = patched([](auto* values) {
+      values->GetMutableObject(1)->mutable_packed()->GetMutableObject(1)->mutate_segment(-1);
+    });
+    CHECK(s.message().find("packed data 1 segment -1") != std::string::npos);
+    // The packed data belongs to a constant: move the constant's segment away from value 1.
+    s = patched([](auto* values) { values->GetMutableObject(1)->mutate_segment(-1); });
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message().find("not a constant") != std::string::npos);
+    // A graph value holding packed data without a constant cannot be written either.
+    Graph bad = sample_graph();
+    bad.values[2].packed.push_back(PackedData{"k", blob});
+    CHECK(serialization::save_tern(bad, "bad.tern").code() == Code::kInternal);
   }
 
   TEST_CASE("ONNX import: Constant nodes become constants, unknown ops are named, opset read") {

@@ -229,15 +229,59 @@ int cmd_info(const std::vector<std::string>& all_args) {
 }
 
 int cmd_convert(const std::vector<std::string>& args) {
-  if (args.size() != 2) {
-    std::fprintf(stderr, "usage: tern convert IN OUT.tern\n");
+  RunSetup setup;
+  std::string out_path;
+  bool optimize = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    int r = parse_setup_option("convert", args, i, &setup);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (a == "--optimize") {
+      optimize = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      std::fprintf(stderr, "tern convert: unknown option '%s'\n", a.c_str());
+      return 2;
+    } else if (setup.model_path.empty()) {
+      setup.model_path = a;
+    } else if (out_path.empty()) {
+      out_path = a;
+    } else {
+      std::fprintf(stderr, "tern convert: unexpected argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (setup.model_path.empty() || out_path.empty()) {
+    std::fprintf(stderr,
+                 "usage: tern convert IN OUT.tern [--optimize [--threads N] [--flag NAME=VALUE]"
+                 " [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...]]\n");
     return 2;
   }
-  ModelPtr model;
-  tern_status s = tern_model_load_file(args[0].c_str(), &model.p);
-  if (s != TERN_OK) return fail("loading the model", s);
-  if ((s = tern_model_save(model.p, args[1].c_str())) != TERN_OK) return fail("saving", s);
-  std::printf("wrote %s\n", args[1].c_str());
+  if (!optimize) {
+    ModelPtr model;
+    tern_status s = tern_model_load_file(setup.model_path.c_str(), &model.p);
+    if (s != TERN_OK) return fail("loading the model", s);
+    if ((s = tern_model_save(model.p, out_path.c_str())) != TERN_OK) return fail("saving", s);
+    std::printf("wrote %s\n", out_path.c_str());
+    return 0;
+  }
+  Prepared prep;
+  if (int rc = prepare("convert", setup, &prep)) return rc;
+  tern_status s = TERN_OK;
+  if (!setup.input_files.empty() || !setup.input_shapes.empty()) {
+    // Dynamic input shapes: one run builds the plan (and packs the weights) for these.
+    TensorList outputs;
+    outputs.v.assign(prep.out_names.size(), nullptr);
+    s = tern_session_run(prep.session.get(), prep.run_options.get(), prep.in_names.data(),
+                         prep.inputs.v.data(), prep.inputs.v.size(), prep.out_names.data(),
+                         prep.out_names.size(), outputs.v.data());
+    if (s != TERN_OK) return fail("running the model", s);
+  }
+  size_t packed = 0;
+  if ((s = tern_session_save_optimized(prep.session.get(), out_path.c_str(), &packed)) != TERN_OK) {
+    return fail("saving", s);
+  }
+  std::printf("wrote %s (optimized graph, %zu packed weight layouts)\n", out_path.c_str(), packed);
   return 0;
 }
 

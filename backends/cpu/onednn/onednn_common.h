@@ -4,12 +4,14 @@
 
 #include <dnnl.hpp>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
 
 #include "core/kernel.h"
 #include "core/tensor.h"
+#include "core/weight_memory.h"
 
 namespace tern::onednn {
 
@@ -79,19 +81,67 @@ inline dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 
-// Reorders constant weights once into the layout the primitive chose.
-inline Expected<dnnl::memory> pack_weights(const dnnl::memory::desc& plain,
-                                           const dnnl::memory::desc& wanted, const Tensor& w) {
+// Constant weights in the layout a primitive chose. They are reordered once at kernel creation,
+// or found already packed in the model (PackedData saved by `tern convert --optimize`) and used in
+// place from its mapping. The bytes are a header, the oneDNN layout description padded to 64,
+// then the data; `blob` holds both so a saved model can carry them.
+struct PackedWeights {
+  dnnl::memory memory;
+  PackedData blob;
+  bool in_place = false;  // from the model: no copy of our own
+  size_t bytes() const { return in_place ? 0 : blob.data.byte_size(); }
+};
+
+constexpr size_t kPackedHeader = (sizeof(dnnl_memory_desc_t) + 63) / 64 * 64;
+
+// Names oneDNN's packed weights: the library version and the size of its layout description, so
+// a model packed by another version is packed again rather than misread.
+inline std::string packed_key() {
+  const dnnl_version_t* v = dnnl_version();
+  return str_cat("onednn ", v->major, ".", v->minor, ".", v->patch, " md",
+                 sizeof(dnnl_memory_desc_t));
+}
+
+// Weights `w` (plain layout `plain`) in layout `wanted`: the model's packed copy when it has one
+// with the same layout, else a reorder into memory of our own.
+inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
+                                            const dnnl::memory::desc& wanted, const TensorInfo& w) {
+  PackedWeights packed;
+  const size_t total = kPackedHeader + wanted.get_size();
+  if (w.packed) {
+    const std::string key = packed_key();
+    for (const PackedData& d : *w.packed) {
+      if (d.key != key || d.data.byte_size() != total) continue;
+      dnnl_memory_desc_t stored;
+      std::memcpy(&stored, d.data.raw(), sizeof(stored));
+      if (!dnnl_memory_desc_equal(&stored, &wanted.data)) continue;
+      auto* data = static_cast<uint8_t*>(const_cast<void*>(d.data.raw())) + kPackedHeader;
+      try {
+        packed.memory = dnnl::memory(wanted, engine(), data);  // only ever read
+      } catch (const dnnl::error& e) {
+        return internal_error("oneDNN packed weights: ", e.what());
+      }
+      packed.blob = d;
+      packed.in_place = true;
+      return packed;
+    }
+  }
+  std::shared_ptr<void> buffer = weight_buffer(total);
+  if (!buffer) return out_of_memory("packed weights of ", total, " bytes");
+  auto* bytes = static_cast<uint8_t*>(buffer.get());
+  std::memset(bytes, 0, kPackedHeader);
+  std::memcpy(bytes, &wanted.data, sizeof(wanted.data));
   try {
-    dnnl::memory src(plain, engine(), w.raw());
-    dnnl::memory dst(wanted, engine());
-    dnnl::stream stream(engine());
-    dnnl::reorder(src, dst).execute(stream, src, dst);
-    stream.wait();
-    return dst;
+    dnnl::memory src(plain, engine(), w.value->raw());
+    packed.memory = dnnl::memory(wanted, engine(), bytes + kPackedHeader);
+    dnnl::reorder(src, packed.memory).execute(thread_stream(), src, packed.memory);
+    thread_stream().wait();
   } catch (const dnnl::error& e) {
     return internal_error("oneDNN weight reorder: ", e.what());
   }
+  packed.blob = PackedData{packed_key(), Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)},
+                                                      bytes, std::move(buffer))};
+  return packed;
 }
 
 }  // namespace tern::onednn

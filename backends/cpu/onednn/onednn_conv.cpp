@@ -54,7 +54,11 @@ class OnednnConv final : public Kernel {
  public:
   const char* name() const override { return name_; }
   size_t workspace_bytes() const override { return src_reorder_bytes_ + dst_reorder_bytes_; }
-  size_t packed_bytes() const override { return packed_ ? packed_w_.get_desc().get_size() : 0; }
+  size_t packed_bytes() const override { return packed_w_.bytes(); }
+  std::vector<PackedWeight> packed_weights() const override {
+    if (!packed_w_.blob.data.raw()) return {};
+    return {PackedWeight{1, packed_w_.blob}};
+  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
@@ -158,7 +162,7 @@ class OnednnConv final : public Kernel {
                                                          : "onednn";
       if (wconst) {
         TERN_ASSIGN_OR_RETURN(k->packed_w_,
-                              onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
+                              onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
         k->packed_ = true;
       }
     } catch (const dnnl::error& e) {
@@ -192,7 +196,7 @@ class OnednnConv final : public Kernel {
     }
     args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, src));
     args.emplace(DNNL_ARG_WEIGHTS,
-                 packed_ ? packed_w_ : dnnl::memory(plain_w_md_, eng, a.inputs[1]->raw()));
+                 packed_ ? packed_w_.memory : dnnl::memory(plain_w_md_, eng, a.inputs[1]->raw()));
     if (has_bias_) {
       args.emplace(DNNL_ARG_BIAS,
                    dnnl::memory(dnnl::memory::desc({a.inputs[2]->shape()[0]},
@@ -222,7 +226,7 @@ class OnednnConv final : public Kernel {
   dnnl::convolution_forward prim_;
   dnnl::reorder src_reorder_, z_reorder_, dst_reorder_;
   dnnl::memory::desc user_src_md_, src_md_, user_dst_md_, dst_md_, plain_w_md_, scratch_md_, z_md_;
-  dnnl::memory packed_w_;
+  onednn::PackedWeights packed_w_;
   size_t src_reorder_bytes_ = 0, dst_reorder_bytes_ = 0;
   bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;
   std::vector<ops::FusedStep> tail_;  // epilogue steps oneDNN cannot take, run after it

@@ -12,6 +12,11 @@ using dt = dnnl::memory::data_type;
 class OnednnConvTranspose final : public Kernel {
  public:
   const char* name() const override { return "onednn"; }
+  size_t packed_bytes() const override { return packed_w_.bytes(); }
+  std::vector<PackedWeight> packed_weights() const override {
+    if (!packed_w_.blob.data.raw()) return {};
+    return {PackedWeight{1, packed_w_.blob}};
+  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
@@ -55,7 +60,7 @@ class OnednnConvTranspose final : public Kernel {
       k->has_bias_ = p.has_bias;
       k->bias_len_ = p.y[1];
       TERN_ASSIGN_OR_RETURN(k->packed_w_,
-                            onednn::pack_weights(plain_w, pd.weights_desc(), *wconst));
+                            onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this deconvolution: ", e.what());
     }
@@ -66,7 +71,7 @@ class OnednnConvTranspose final : public Kernel {
     auto& eng = onednn::engine();
     std::unordered_map<int, dnnl::memory> args;
     args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, a.inputs[0]->raw()));
-    args.emplace(DNNL_ARG_WEIGHTS, packed_w_);
+    args.emplace(DNNL_ARG_WEIGHTS, packed_w_.memory);
     if (has_bias_) {
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({bias_len_}, dt::f32, tag::x),
                                                eng, a.inputs[2]->raw()));
@@ -78,7 +83,7 @@ class OnednnConvTranspose final : public Kernel {
  private:
   dnnl::deconvolution_forward prim_;
   dnnl::memory::desc src_md_, dst_md_, scratch_md_;
-  dnnl::memory packed_w_;
+  onednn::PackedWeights packed_w_;
   bool has_bias_ = false;
   int64_t bias_len_ = 0;
 };

@@ -14,7 +14,11 @@ using dt = dnnl::memory::data_type;
 class OnednnMatMul final : public Kernel {
  public:
   const char* name() const override { return "onednn"; }
-  size_t packed_bytes() const override { return packed_w_.get_desc().get_size(); }
+  size_t packed_bytes() const override { return packed_w_.bytes(); }
+  std::vector<PackedWeight> packed_weights() const override {
+    if (!packed_w_.blob.data.raw()) return {};
+    return {PackedWeight{1, packed_w_.blob}};
+  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
@@ -38,7 +42,8 @@ class OnednnMatMul final : public Kernel {
                                       onednn::user_scratchpad_attr(), onednn::engine());
       k->prim_ = dnnl::matmul(pd);
       k->scratch_md_ = pd.scratchpad_desc();
-      TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(), *b.value));
+      TERN_ASSIGN_OR_RETURN(k->packed_w_,
+                            onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this matmul: ", e.what());
     }
@@ -49,7 +54,7 @@ class OnednnMatMul final : public Kernel {
     auto& eng = onednn::engine();
     std::unordered_map<int, dnnl::memory> args;
     args.emplace(DNNL_ARG_SRC, dnnl::memory(a_md_, eng, a.inputs[0]->raw()));
-    args.emplace(DNNL_ARG_WEIGHTS, packed_w_);
+    args.emplace(DNNL_ARG_WEIGHTS, packed_w_.memory);
     args.emplace(DNNL_ARG_DST, dnnl::memory(y_md_, eng, a.outputs[0]->raw()));
     return onednn::execute(prim_, scratch_md_, args);
   }
@@ -57,7 +62,7 @@ class OnednnMatMul final : public Kernel {
  private:
   dnnl::matmul prim_;
   dnnl::memory::desc a_md_, y_md_, scratch_md_;
-  dnnl::memory packed_w_;
+  onednn::PackedWeights packed_w_;
 };
 
 }  // namespace

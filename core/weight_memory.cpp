@@ -1,0 +1,101 @@
+#include "core/weight_memory.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <mutex>
+
+namespace tern {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kChunk = 8 * kHugePage;  // address space only: untouched pages cost nothing
+constexpr size_t kAlign = 64;
+
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// Maps `bytes` (a multiple of kHugePage) at a 2 MiB boundary, advised for transparent huge pages.
+void* map_huge(size_t bytes) {
+  const size_t mapped = bytes + kHugePage;
+  void* m = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  const auto base = reinterpret_cast<uintptr_t>(m);
+  const uintptr_t start = round_up(base, kHugePage);
+  if (start > base) ::munmap(m, start - base);
+  const size_t tail = base + mapped - (start + bytes);
+  if (tail) ::munmap(reinterpret_cast<void*>(start + bytes), tail);
+  void* p = reinterpret_cast<void*>(start);
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KiB
+#endif
+  return p;
+}
+
+// Shared chunks for small buffers: a bump pointer and a count of live buffers per chunk.
+struct Chunk {
+  uint8_t* base = nullptr;
+  size_t used = 0;
+  size_t live = 0;
+};
+
+class ChunkPool {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!current_ || current_->used + bytes > kChunk) {
+      retire_current();
+      void* p = map_huge(kChunk);
+      if (!p) return nullptr;
+      current_ = new Chunk{static_cast<uint8_t*>(p), 0, 0};
+    }
+    Chunk* c = current_;
+    void* p = c->base + c->used;
+    c->used += bytes;
+    ++c->live;
+    return std::shared_ptr<void>(p, [this, c](void*) { release(c); });
+  }
+
+ private:
+  // A chunk no longer handed out from is unmapped once its last buffer goes.
+  void retire_current() {
+    if (current_ && current_->live == 0) {
+      ::munmap(current_->base, kChunk);
+      delete current_;
+    }
+    current_ = nullptr;
+  }
+
+  void release(Chunk* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--c->live > 0) return;
+    if (c == current_) {
+      // Keep the mapping for the next session, but give its pages back.
+      ::madvise(c->base, round_up(c->used, kHugePage), MADV_DONTNEED);
+      c->used = 0;
+      return;
+    }
+    ::munmap(c->base, kChunk);
+    delete c;
+  }
+
+  std::mutex mu_;
+  Chunk* current_ = nullptr;
+};
+
+}  // namespace
+
+std::shared_ptr<void> weight_buffer(size_t bytes) {
+  bytes = round_up(bytes == 0 ? 1 : bytes, kAlign);
+  if (bytes < kHugePage) {
+    static ChunkPool* pool = new ChunkPool();  // never destroyed: buffers may outlive statics
+    return pool->allocate(bytes);
+  }
+  const size_t rounded = round_up(bytes, kHugePage);
+  void* p = map_huge(rounded);
+  if (!p) return nullptr;
+  return std::shared_ptr<void>(p, [rounded](void* q) { ::munmap(q, rounded); });
+}
+
+}  // namespace tern

@@ -1,0 +1,17 @@
+// Memory for long-lived kernel data (weights packed into a kernel's layout at session creation).
+// It comes from huge-page-backed regions, so filling it costs one page fault per 2 MiB instead of
+// one per 4 KiB: packing weights is most of a session's creation time, and most of that was
+// page faults.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace tern {
+
+// 64-byte aligned, null on failure. Buffers of 2 MiB and more get a mapping of their own; smaller
+// ones are carved one after another from shared 2 MiB-aligned chunks, so a model's small packed
+// weights share huge pages. A chunk is returned to the system when its last buffer is freed.
+std::shared_ptr<void> weight_buffer(size_t bytes);
+
+}  // namespace tern
