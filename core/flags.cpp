@@ -130,6 +130,16 @@ std::vector<FlagDef> make_defs() {
        {},
        0,
        1 << 20},
+      {FlagId::kCpuConvMemoryFormat,
+       "cpu.conv_memory_format",
+       T::kEnum,
+       S::kSession,
+       0,
+       "",
+       "activation layout of CPU convolution chains: blocked = channels in blocks of the vector "
+       "width (oneDNN nChw16c / nChw8c), channels_last = NHWC (oneDNN's brgemm convolutions), "
+       "auto = channels_last on AVX-512 when no convolution is grouped, else blocked",
+       {"auto", "blocked", "channels_last"}},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

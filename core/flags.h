@@ -42,6 +42,7 @@ enum class FlagId : int {
   kCudnnDeterministic,
   kCudnnBenchmark,
   kCudnnBenchmarkLimit,
+  kCpuConvMemoryFormat,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

@@ -24,7 +24,8 @@ struct TensorInfo {
   // For a constant of the model: its data packed ahead of time for kernels (PackedData), or null.
   const std::vector<PackedData>* packed = nullptr;
   // Memory layout the planner chose: 0 is plain row-major; 8 or 16 means a rank-4 activation
-  // whose channels are blocked by that many (oneDNN's nChw8c / nChw16c), padded to a multiple.
+  // whose channels are blocked by that many (oneDNN's nChw8c / nChw16c), padded to a multiple;
+  // the channel count itself is one block of all channels: channels-last (NHWC).
   // Only kernels that declare layout support (see Kernel::accepts_layouts) ever see non-zero.
   int block = 0;
 };

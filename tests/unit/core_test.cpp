@@ -104,7 +104,7 @@ TEST_SUITE("core") {
     CHECK(g.values[3].name == "w_2x");
   }
 
-  TEST_CASE("weight buffers: aligned, writable, apart; small ones share chunks, large ones own maps") {
+  TEST_CASE("weight buffers: aligned, writable, apart; small ones share chunks, large own maps") {
     std::vector<std::shared_ptr<void>> bufs;
     const size_t sizes[] = {1, 100, 4096, 300000, 3 << 20, 64, 5 << 20, 1 << 20};
     for (size_t n : sizes) {

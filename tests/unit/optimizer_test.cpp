@@ -271,6 +271,60 @@ TEST_SUITE("optimizer") {
     CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
   }
 
+  TEST_CASE("channels-last and blocked convolution layouts compute the same as plain") {
+    // x [1,24,10,10] -> Conv 3x3 (32) -> Relu -> Conv 3x3 (48) -> MaxPool 2x2 -> Conv 1x1 (40)
+    //   -> GlobalAveragePool: channel counts that are not one vector block.
+    GraphMaker m;
+    m.g.opset = 13;
+    Attributes pad1;
+    pad1.set("pads", attr_ints({1, 1, 1, 1}));
+    Attributes pool;
+    pool.set("kernel_shape", attr_ints({2, 2}));
+    pool.set("strides", attr_ints({2, 2}));
+    int x = m.g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {24, ""}, {10, ""},
+                                                                  {10, ""}}});
+    m.g.inputs.push_back(x);
+    int c1 = m.node("Conv", {x, m.constant("w1", random_f32({32, 24, 3, 3}, 21, -0.2f, 0.2f)),
+                             m.constant("b1", random_f32({32}, 22))}, pad1);
+    int r1 = m.node("Relu", {c1});
+    int c2 = m.node("Conv", {r1, m.constant("w2", random_f32({48, 32, 3, 3}, 23, -0.2f, 0.2f))},
+                    pad1);
+    int p1 = m.node("MaxPool", {c2}, pool);
+    int c3 = m.node("Conv", {p1, m.constant("w3", random_f32({40, 48, 1, 1}, 24, -0.2f, 0.2f))});
+    m.g.outputs.push_back(m.node("GlobalAveragePool", {c3}));
+    auto model = Model::create(m.g, nullptr, "layouts").value();
+    Tensor in = random_f32({1, 24, 10, 10}, 25);
+    auto run = [&](const char* flag, const char* value, std::shared_ptr<const Plan>* plan) {
+      SessionConfig cfg;
+      cfg.backends.push_back(backends::get("cpu").value());
+      REQUIRE(cfg.overrides.set(flag, value, FlagScope::kSession).is_ok());
+      auto session = Session::create(model, cfg).value();
+      std::vector<Tensor> out;
+      const Graph& g = session->graph();
+      REQUIRE(session->run({"x"}, {&in}, {g.value_name(g.outputs[0])}, &out).is_ok());
+      if (plan) *plan = session->plan_for({{1, 24, 10, 10}}).value();
+      return out[0];
+    };
+    const Tensor want = run("deterministic_algorithms", "1", nullptr);  // plain, portable kernels
+    std::shared_ptr<const Plan> blocked_plan, last_plan;
+    for (const char* format : {"blocked", "channels_last"}) {
+      Tensor got = run("cpu.conv_memory_format", format,
+                       std::string(format) == "blocked" ? &blocked_plan : &last_plan);
+      Comparison cmp = compare(got.data<float>(), want.data<float>(),
+                               static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+      CHECK_MESSAGE(cmp.mismatches == 0, format, ": max abs diff ", cmp.max_abs);
+    }
+    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+      auto blocks = [](const Plan& p, int id) { return p.values[static_cast<size_t>(id)].block; };
+      CHECK(blocks(*last_plan, r1) == 32);  // Conv+Relu; one block of all channels: NHWC
+      CHECK(blocks(*last_plan, c2) == 48);
+      CHECK(blocks(*last_plan, p1) == 48);
+      CHECK(blocks(*last_plan, c3) == 40);
+      CHECK((blocks(*blocked_plan, r1) == 16 || blocks(*blocked_plan, r1) == 8));
+      CHECK((blocks(*blocked_plan, c3) == 8));
+    }
+  }
+
   TEST_CASE("a saved optimized model uses its packed weights in place and computes the same bits") {
     ChainGraph c;
     Tensor x = random_f32({1, 16, 8, 8}, 5);

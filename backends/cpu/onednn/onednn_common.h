@@ -41,12 +41,14 @@ inline void* thread_scratchpad(size_t bytes) {
   return buf.get();
 }
 
-// Activation layout for a rank-4 tensor whose channels are blocked by `block` (8 or 16, padded
-// with zeros to a multiple of it), or the plain layout when block is 0.
+// Activation layout for a rank-4 tensor whose channels are blocked by `block` (TensorInfo::block):
+// 8 or 16 is oneDNN's nChw8c / nChw16c (padded with zeros to a multiple), any other count is one
+// block of all channels, channels-last (NHWC), and 0 the plain layout.
 inline dnnl::memory::format_tag layout_tag(size_t rank, int block) {
   using tag = dnnl::memory::format_tag;
   if (rank == 4 && block == 16) return tag::nChw16c;
   if (rank == 4 && block == 8) return tag::nChw8c;
+  if (rank == 4 && block > 0) return tag::nhwc;
   return activation_tag(rank);
 }
 

@@ -105,9 +105,10 @@ class OnednnConv final : public Kernel {
                                            onednn::layout_tag(p.x.size(), in_block));
       k->src_md_ = k->user_src_md_;
       // A source in another layout than the blocked destination (plain past the first layer's
-      // few channels, or the other block size): reorder it so a direct kernel runs, not oneDNN's
-      // reference fallback.
-      if (in_block != out_block && out_block != 0 && p.x[1] > 4) {
+      // few channels, or the other block size; always for a channels-last destination): reorder
+      // it so a direct kernel runs, not oneDNN's reference fallback.
+      const bool last_out = onednn::layout_tag(4, out_block) == tag::nhwc;
+      if (in_block != out_block && out_block != 0 && (p.x[1] > 4 || last_out)) {
         k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
                                         onednn::layout_tag(p.x.size(), out_block));
         k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
