@@ -32,6 +32,19 @@ void gemm_one(const GemmShape& s, float alpha, const float* a, const float* b, f
     }
     return;
   }
+  if (m == 1) {
+    // One row (a classifier's fully connected layer at batch 1): a matrix-vector product. sgemm
+    // would copy all of B into its packed panels first, on every call.
+    const blasint incx = static_cast<blasint>(s.trans_a ? s.lda : 1);
+    if (s.trans_b) {  // B holds op(B)'s columns as rows: y = B[n x k] * a
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n), static_cast<blasint>(s.k),
+                  alpha, bp, static_cast<blasint>(s.ldb), ap, incx, beta, cp, 1);
+    } else {  // y = B[k x n]^T * a
+      cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<blasint>(s.k), static_cast<blasint>(n),
+                  alpha, bp, static_cast<blasint>(s.ldb), ap, incx, beta, cp, 1);
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
               s.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
               static_cast<blasint>(n), static_cast<blasint>(s.k), alpha, ap,

@@ -6,12 +6,12 @@
 #include <random>
 
 #include "backends/registry.h"
+#include "backends_util.h"
 #include "core/op_registry.h"
 #include "graph_builder.h"
 #include "ops/conv.h"
 #include "ops/conv_transpose.h"
 #include "ops/matmul.h"
-#include "backends_util.h"
 #include "test_util.h"
 
 using namespace tern;
@@ -179,26 +179,28 @@ TEST_SUITE("cpu_kernels") {
       ops::matmul_reference(params, a.data<float>(), b.data<float>(), ref.data());
       check_close(p.outputs[0], ref, "matmul " + shape_str(c.a) + " x " + shape_str(c.b));
     }
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb)
-        for (const Shape& cshape : {Shape{}, Shape{4}, Shape{3, 1}, Shape{3, 4}}) {
-          Tensor a = random_f32(ta ? Shape{6, 3} : Shape{3, 6}, rng);
-          Tensor b = random_f32(tb ? Shape{4, 6} : Shape{6, 4}, rng);
-          Tensor cm = random_f32(cshape, rng);
-          Attributes at;
-          at.set("transA", attr_int(ta));
-          at.set("transB", attr_int(tb));
-          at.set("alpha", attr_float(0.5f));
-          at.set("beta", attr_float(2.0f));
-          Prepared p = run_cpu("Gemm", at, {&a, &b, &cm}, {false, false, false});
-          CHECK(p.kernel == "openblas");
-          RefContext ref_ctx("Gemm", at, {&a, &b, &cm});
-          auto params = ops::parse_gemm(ref_ctx.ctx).value();
-          std::vector<float> ref(12);
-          ops::gemm_reference(params, a.data<float>(), b.data<float>(), cm.data<float>(),
-                              ref.data());
-          check_close(p.outputs[0], ref, "gemm");
-        }
+    // M = 3, and M = 1 (a matrix-vector product: the batch-1 classifier layer)
+    for (int64_t m : {3, 1})
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (const Shape& cshape : {Shape{}, Shape{4}, Shape{m, 1}, Shape{m, 4}}) {
+            Tensor a = random_f32(ta ? Shape{6, m} : Shape{m, 6}, rng);
+            Tensor b = random_f32(tb ? Shape{4, 6} : Shape{6, 4}, rng);
+            Tensor cm = random_f32(cshape, rng);
+            Attributes at;
+            at.set("transA", attr_int(ta));
+            at.set("transB", attr_int(tb));
+            at.set("alpha", attr_float(0.5f));
+            at.set("beta", attr_float(2.0f));
+            Prepared p = run_cpu("Gemm", at, {&a, &b, &cm}, {false, false, false});
+            CHECK(p.kernel == "openblas");
+            RefContext ref_ctx("Gemm", at, {&a, &b, &cm});
+            auto params = ops::parse_gemm(ref_ctx.ctx).value();
+            std::vector<float> ref(static_cast<size_t>(m * 4));
+            ops::gemm_reference(params, a.data<float>(), b.data<float>(), cm.data<float>(),
+                                ref.data());
+            check_close(p.outputs[0], ref, "gemm");
+          }
   }
 
   TEST_CASE("vectorised Erf and Softmax match double-precision references at every ISA level") {
