@@ -114,9 +114,9 @@ std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
       const Tensor* c = constant_of(g, n.inputs[static_cast<size_t>(1 - side)]);
       if (!c || c->numel() != 1 || c->dtype() != DType::kFloat32 || n.inputs[side] < 0) continue;
       const float v = c->data<float>()[0];
-      return FusedActivation{"Affine", op == "Mul" ? std::vector<float>{v, 0.0f}
-                                                   : std::vector<float>{1.0f, v},
-                             side, c->rank()};
+      return FusedActivation{
+          "Affine", op == "Mul" ? std::vector<float>{v, 0.0f} : std::vector<float>{1.0f, v}, side,
+          c->rank()};
     }
     return std::nullopt;
   }
@@ -154,6 +154,33 @@ std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
   }
   return std::nullopt;
 }
+
+namespace {
+
+// What pattern-matching passes look at: who produces and reads each value, and the nodes a pass
+// has already taken (removed at its end).
+struct PatternView {
+  Graph& g;
+  std::vector<std::vector<size_t>> consumers = value_consumers(g);
+  std::vector<int> producers = value_producers(g);
+  std::vector<bool> is_output = graph_output_mask(g);
+  std::vector<bool> removed = std::vector<bool>(g.nodes.size(), false);
+
+  // The node of type `op` that produces v, unless taken already.
+  Node* node_at(int v, const char* op) {
+    int p = v < 0 ? -1 : producers[static_cast<size_t>(v)];
+    if (p < 0 || removed[static_cast<size_t>(p)]) return nullptr;
+    Node& n = g.nodes[static_cast<size_t>(p)];
+    return n.op_type == op && n.domain.empty() ? &n : nullptr;
+  }
+  size_t index_of(const Node* n) const { return static_cast<size_t>(n - g.nodes.data()); }
+  // Read only by `reader` and not a graph output.
+  bool only(int v, const Node* reader) const {
+    return only_read_by(consumers, is_output, v, index_of(reader));
+  }
+};
+
+}  // namespace
 
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report) {
   auto consumers = value_consumers(g);
@@ -196,7 +223,8 @@ Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report) {
     const float* mean = p[2]->data<float>();
     const float* var = p[3]->data<float>();
     for (int64_t o = 0; o < m; ++o) {
-      const double s = static_cast<double>(scale[o]) / std::sqrt(static_cast<double>(var[o]) + *eps);
+      const double s =
+          static_cast<double>(scale[o]) / std::sqrt(static_cast<double>(var[o]) + *eps);
       for (int64_t k = 0; k < per; ++k) {
         nw.data<float>()[o * per + k] = static_cast<float>(w->data<float>()[o * per + k] * s);
       }
@@ -218,37 +246,28 @@ Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report) {
 }
 
 Status fuse_hardswish(Graph& g, OptimizerReport* report) {
-  auto consumers = value_consumers(g);
-  auto producers = value_producers(g);
-  auto is_output = graph_output_mask(g);
-  std::vector<bool> removed(g.nodes.size(), false);
-  auto node_at = [&](int v, const char* op) -> Node* {
-    int p = v < 0 ? -1 : producers[static_cast<size_t>(v)];
-    if (p < 0 || removed[static_cast<size_t>(p)]) return nullptr;
-    Node& n = g.nodes[static_cast<size_t>(p)];
-    return n.op_type == op && n.domain.empty() ? &n : nullptr;
-  };
-  auto index_of = [&](const Node* n) { return static_cast<size_t>(n - g.nodes.data()); };
+  PatternView pv{g};
   for (size_t d = 0; d < g.nodes.size(); ++d) {
     Node& div = g.nodes[d];
     // div(mul(x, clip(add(x, 3), 0, 6)), 6)
     if (div.op_type != "Div" || !div.domain.empty() || div.inputs.size() != 2) continue;
     if (scalar_of(g, div.inputs[1]) != 6.0f) continue;
-    Node* mul = node_at(div.inputs[0], "Mul");
-    if (!mul || !only_read_by(consumers, is_output, div.inputs[0], d)) continue;
+    Node* mul = pv.node_at(div.inputs[0], "Mul");
+    if (!mul || !pv.only(div.inputs[0], &div)) continue;
     for (int side = 0; side < 2; ++side) {
       const int x = mul->inputs[static_cast<size_t>(side)];
       const int c = mul->inputs[static_cast<size_t>(1 - side)];
-      Node* clip = node_at(c, "Clip");
-      if (!clip || !only_read_by(consumers, is_output, c, index_of(mul))) continue;
+      Node* clip = pv.node_at(c, "Clip");
+      if (!clip || !pv.only(c, mul)) continue;
       auto act = activation_of(g, *clip);
       if (!act || act->params[0] != 0.0f || act->params[1] != 6.0f) continue;
-      Node* add = node_at(clip->inputs[0], "Add");
-      if (!add || !only_read_by(consumers, is_output, clip->inputs[0], index_of(clip))) continue;
+      Node* add = pv.node_at(clip->inputs[0], "Add");
+      if (!add || !pv.only(clip->inputs[0], clip)) continue;
       const bool x_first = add->inputs[0] == x && scalar_of(g, add->inputs[1]) == 3.0f;
       const bool x_second = add->inputs[1] == x && scalar_of(g, add->inputs[0]) == 3.0f;
       if (!x_first && !x_second) continue;
-      removed[index_of(mul)] = removed[index_of(clip)] = removed[index_of(add)] = true;
+      pv.removed[pv.index_of(mul)] = pv.removed[pv.index_of(clip)] = pv.removed[pv.index_of(add)] =
+          true;
       div.op_type = "HardSwish";
       div.inputs = {x};
       div.attrs = Attributes();
@@ -256,7 +275,88 @@ Status fuse_hardswish(Graph& g, OptimizerReport* report) {
       break;
     }
   }
-  erase_nodes(g, removed);
+  erase_nodes(g, pv.removed);
+  return Status::ok();
+}
+
+Status fuse_layer_norm(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  // ReduceMean over the last axis only, keeping it (opset < 18: axes is an attribute).
+  auto last_axis_mean = [&](const Node* n) {
+    if (!n || n->inputs.size() != 1) return false;
+    auto axes = n->attrs.get_ints("axes", {});
+    auto keep = n->attrs.get_int("keepdims", 1);
+    return axes && keep && *keep == 1 && *axes == std::vector<int64_t>{-1};
+  };
+  // A constant float32 vector (or [1, ..., n]) to scale or shift the normalised rows with.
+  auto row_vector = [&](int v) {
+    const Tensor* t = constant_of(g, v);
+    if (!t || t->dtype() != DType::kFloat32 || t->rank() == 0) return false;
+    return t->numel() == t->shape().back();
+  };
+  for (size_t a = 0; a < g.nodes.size(); ++a) {
+    Node& add_b = g.nodes[a];
+    // add(mul(div(sub(x, mean(x)), sqrt(add(mean(pow(sub, 2)), eps))), scale), bias)
+    if (pv.removed[a] || add_b.op_type != "Add" || !add_b.domain.empty() ||
+        add_b.inputs.size() != 2)
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      const int mul_out = add_b.inputs[static_cast<size_t>(side)];
+      const int bias = add_b.inputs[static_cast<size_t>(1 - side)];
+      Node* mul = pv.node_at(mul_out, "Mul");
+      if (!mul || !row_vector(bias) || !pv.only(mul_out, &add_b) || mul->inputs.size() != 2)
+        continue;
+      const int scale_side = row_vector(mul->inputs[1]) ? 1 : row_vector(mul->inputs[0]) ? 0 : -1;
+      if (scale_side < 0) continue;
+      const int div_out = mul->inputs[static_cast<size_t>(1 - scale_side)];
+      const int scale = mul->inputs[static_cast<size_t>(scale_side)];
+      Node* div = pv.node_at(div_out, "Div");
+      if (!div || !pv.only(div_out, mul) || div->inputs.size() != 2) continue;
+      const int sub_out = div->inputs[0];
+      Node* sub = pv.node_at(sub_out, "Sub");
+      Node* sqrt = pv.node_at(div->inputs[1], "Sqrt");
+      if (!sub || !sqrt || !pv.only(div->inputs[1], div) || sub->inputs.size() != 2) continue;
+      const int x = sub->inputs[0];
+      Node* mean = pv.node_at(sub->inputs[1], "ReduceMean");
+      if (!last_axis_mean(mean) || mean->inputs[0] != x || !pv.only(sub->inputs[1], sub)) continue;
+      Node* add_eps = pv.node_at(sqrt->inputs[0], "Add");
+      if (!add_eps || !pv.only(sqrt->inputs[0], sqrt) || add_eps->inputs.size() != 2) continue;
+      const int eps_side = scalar_of(g, add_eps->inputs[1])   ? 1
+                           : scalar_of(g, add_eps->inputs[0]) ? 0
+                                                              : -1;
+      if (eps_side < 0) continue;
+      const float eps = *scalar_of(g, add_eps->inputs[static_cast<size_t>(eps_side)]);
+      const int var_out = add_eps->inputs[static_cast<size_t>(1 - eps_side)];
+      Node* var = pv.node_at(var_out, "ReduceMean");
+      if (!last_axis_mean(var) || !pv.only(var_out, add_eps)) continue;
+      Node* pow = pv.node_at(var->inputs[0], "Pow");
+      if (!pow || !pv.only(var->inputs[0], var) || pow->inputs.size() != 2 ||
+          pow->inputs[0] != sub_out || scalar_of(g, pow->inputs[1]) != 2.0f) {
+        continue;
+      }
+      // sub's output feeds exactly the Pow and the Div.
+      const auto& readers = pv.consumers[static_cast<size_t>(sub_out)];
+      if (pv.is_output[static_cast<size_t>(sub_out)] || readers.size() != 2) continue;
+      const Tensor& sc = *constant_of(g, scale);
+      const Tensor& bi = *constant_of(g, bias);
+      if (sc.numel() != bi.numel()) continue;
+      for (Node* n : {mul, div, sub, sqrt, mean, add_eps, var, pow})
+        pv.removed[pv.index_of(n)] = true;
+      add_b.op_type = "LayerNormalization";
+      add_b.inputs = {x, scale, bias};
+      add_b.attrs = Attributes();
+      Attribute axis, epsilon;
+      axis.kind = Attribute::Kind::kInt;
+      axis.i = -1;
+      epsilon.kind = Attribute::Kind::kFloat;
+      epsilon.f = eps;
+      add_b.attrs.set("axis", axis);
+      add_b.attrs.set("epsilon", epsilon);
+      ++report->layer_norms_fused;
+      break;
+    }
+  }
+  erase_nodes(g, pv.removed);
   return Status::ok();
 }
 
@@ -270,8 +370,8 @@ Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation
   const int64_t m = w->shape()[0];
   if (bias && (bias->dtype() != DType::kFloat32 || bias->numel() != m)) return false;
   const float scale = act.params[0], shift = act.params[1];
-  const std::string base = conv.name.empty() ? g.values[static_cast<size_t>(conv.outputs[0])].name
-                                             : conv.name;
+  const std::string base =
+      conv.name.empty() ? g.values[static_cast<size_t>(conv.outputs[0])].name : conv.name;
   if (scale != 1.0f) {
     TERN_ASSIGN_OR_RETURN(Tensor nw, Tensor::allocate(DType::kFloat32, w->shape()));
     for (int64_t i = 0; i < w->numel(); ++i) nw.data<float>()[i] = w->data<float>()[i] * scale;
@@ -339,8 +439,8 @@ Status remove_dead_nodes(Graph& g, OptimizerReport* report) {
     std::vector<bool> removed(g.nodes.size(), false);
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       bool used = std::any_of(g.nodes[n].outputs.begin(), g.nodes[n].outputs.end(), [&](int id) {
-        return id >= 0 && (is_output[static_cast<size_t>(id)] ||
-                           !consumers[static_cast<size_t>(id)].empty());
+        return id >= 0 &&
+               (is_output[static_cast<size_t>(id)] || !consumers[static_cast<size_t>(id)].empty());
       });
       if (!used) {
         removed[n] = changed = true;
@@ -355,6 +455,7 @@ Status remove_dead_nodes(Graph& g, OptimizerReport* report) {
 Status optimize_graph(Graph& g, OptimizerReport* report) {
   TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
+  TERN_RETURN_IF_ERROR(fuse_layer_norm(g, report));
   TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));
   return remove_dead_nodes(g, report);
 }

@@ -18,15 +18,19 @@ namespace tern {
 struct OptimizerReport {
   size_t batch_norms_folded = 0;
   size_t hardswish_fused = 0;
+  size_t layer_norms_fused = 0;
   size_t activations_fused = 0;
   size_t dead_nodes_removed = 0;
 };
 
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
+// The opset-13 decomposition of LayerNormalization over the last axis (ReduceMean, Sub, Pow 2,
+// ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias) becomes one LayerNormalization node.
+Status fuse_layer_norm(Graph& g, OptimizerReport* report);
 Status fuse_conv_activation(Graph& g, OptimizerReport* report);
 Status remove_dead_nodes(Graph& g, OptimizerReport* report);
-// All of the above, in that order.
+// All of the above, in that order (layer norms after HardSwish).
 Status optimize_graph(Graph& g, OptimizerReport* report);
 
 // An element-wise step a FusedConv epilogue can apply: "Relu", "LeakyRelu" (alpha), "Clip" (min,

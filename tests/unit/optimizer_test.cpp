@@ -271,6 +271,59 @@ TEST_SUITE("optimizer") {
     CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
   }
 
+  TEST_CASE("the decomposed LayerNormalization becomes one node and computes the same") {
+    // y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale + bias over the last axis
+    GraphMaker m;
+    m.g.opset = 13;
+    Attributes last;
+    last.set("axes", attr_ints({-1}));
+    int x = m.g.add_value("x", ValueType{DType::kFloat32, true, {{2, ""}, {3, ""}, {40, ""}}});
+    m.g.inputs.push_back(x);
+    Tensor scale = random_f32({40}, 31, 0.5f, 1.5f), bias = random_f32({40}, 32);
+    int mean = m.node("ReduceMean", {x}, last);
+    int d = m.node("Sub", {x, mean});
+    int sq = m.node("Pow", {d, m.constant("two", make_f32({}, {2.0f}))});
+    int var = m.node("ReduceMean", {sq}, last);
+    int ve = m.node("Add", {var, m.constant("eps", make_f32({}, {1e-5f}))});
+    int sd = m.node("Sqrt", {ve});
+    int n = m.node("Div", {d, sd});
+    int sc = m.node("Mul", {n, m.constant("scale", scale)});
+    m.g.outputs.push_back(m.node("Add", {sc, m.constant("bias", bias)}));
+    Graph g = m.g;
+    OptimizerReport r;
+    REQUIRE(optimize_graph(g, &r).is_ok());
+    CHECK(r.layer_norms_fused == 1);
+    CHECK(g.nodes.size() == 1);
+    CHECK(count_ops(g, "LayerNormalization") == 1);
+    // The pattern with the centred value read elsewhere too is left alone.
+    GraphMaker other = m;
+    other.g.outputs.push_back(d);
+    OptimizerReport r2;
+    REQUIRE(optimize_graph(other.g, &r2).is_ok());
+    CHECK(r2.layer_norms_fused == 0);
+
+    Tensor in = random_f32({2, 3, 40}, 33, -3.0f, 3.0f);
+    Tensor t = one("ReduceMean", {in}, {}, last);
+    Tensor c = one("Sub", {in, t}, {});
+    t = one("Pow", {c}, {make_f32({}, {2.0f})});
+    t = one("ReduceMean", {t}, {}, last);
+    t = one("Add", {t}, {make_f32({}, {1e-5f})});
+    t = one("Sqrt", {t}, {});
+    t = one("Div", {c, t}, {});
+    t = one("Mul", {t}, {scale});
+    Tensor want = one("Add", {t}, {bias});
+    auto model = Model::create(m.g, nullptr, "ln").value();
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(model, cfg).value();
+    std::vector<Tensor> out;
+    REQUIRE(session->run({"x"}, {&in}, {session->graph().value_name(m.g.outputs[0])}, &out).is_ok());
+    CHECK(session->optimizer_report().layer_norms_fused == 1);
+    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
+                             static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+  }
+
   TEST_CASE("channels-last and blocked convolution layouts compute the same as plain") {
     // x [1,24,10,10] -> Conv 3x3 (32) -> Relu -> Conv 3x3 (48) -> MaxPool 2x2 -> Conv 1x1 (40)
     //   -> GlobalAveragePool: channel counts that are not one vector block.
