@@ -1,6 +1,8 @@
 // ReorderToPlain (Tern-internal, inserted by the planner): copies a channel-blocked rank-4 tensor
 // (nChwBc, B = the input's block, channels a multiple of B) into the plain NCHW layout, at the edge
 // where a blocked convolution chain meets an op that needs plain data.
+#include <algorithm>
+
 #include "core/op_registry.h"
 #include "core/parallel.h"
 
@@ -21,17 +23,24 @@ Status run_reorder(const ReorderParams& p, const KernelArgs& a, const ExecContex
   const float* src = a.inputs[0]->data<float>();
   float* dst = a.outputs[0]->data<float>();
   const int64_t B = p.block, cb = p.c / B;
-  // One (image, channel block) per task: reads B * hw contiguous floats, writes B planes.
-  parallel_for(p.n * cb, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const float* s = src + t * B * p.hw;
-      const int64_t n = t / cb, c0 = (t % cb) * B;
-      float* d = dst + (n * p.c + c0) * p.hw;
-      for (int64_t i = 0; i < p.hw; ++i) {
-        for (int64_t b = 0; b < B; ++b) d[b * p.hw + i] = s[i * B + b];
-      }
-    }
-  });
+  // Tiles of pixels: a tile's B * kTile source floats stay in L1 while each of its B channel rows
+  // is written contiguously (writing one float per plane per pixel thrashed the caches).
+  constexpr int64_t kTile = 64;
+  const int64_t tiles = (p.hw + kTile - 1) / kTile;
+  parallel_for(p.n * cb * tiles, std::max<int64_t>(1, 4096 / (B * kTile)), exec.num_threads,
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t blk = t / tiles, i0 = (t % tiles) * kTile;
+                   const int64_t i1 = std::min(p.hw, i0 + kTile);
+                   const float* s = src + blk * B * p.hw;
+                   const int64_t n = blk / cb, c0 = (blk % cb) * B;
+                   float* d = dst + (n * p.c + c0) * p.hw;
+                   for (int64_t b = 0; b < B; ++b) {
+                     float* row = d + b * p.hw;
+                     for (int64_t i = i0; i < i1; ++i) row[i] = s[i * B + b];
+                   }
+                 }
+               });
   return Status::ok();
 }
 

@@ -32,7 +32,7 @@ struct Prepared {
   std::vector<Tensor> outputs;
 };
 Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vector<Tensor*>& ins,
-                 const std::vector<bool>& constant) {
+                 const std::vector<bool>& constant, int in_block = 0) {
   Node node{"k", op, "", {}, {0}, attrs};
   OpContext ctx;
   ctx.node = &node;
@@ -44,6 +44,7 @@ Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vect
                                     ins[i] && constant[i] ? ins[i] : nullptr});
     ctx.input_names.push_back("in" + std::to_string(i));
   }
+  ctx.inputs[0].block = in_block;
   ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
   Status s = infer_node(*OpRegistry::global().find(op), ctx);
   REQUIRE_MESSAGE(s.is_ok(), s.message());
@@ -201,6 +202,25 @@ TEST_SUITE("cpu_kernels") {
                                 ref.data());
             check_close(p.outputs[0], ref, "gemm");
           }
+  }
+
+  TEST_CASE("ReorderToPlain: 16-channel blocks and channels-last (one block of all channels)") {
+    std::mt19937 rng(5);
+    for (int block : {16, 48}) {  // 48 channels: nChw16c, and NHWC
+      Tensor x = random_f32({2, 48, 13, 10}, rng);  // 130 pixels: tiles of 64 and a rest
+      Prepared p = run_cpu("ReorderToPlain", {}, {&x}, {false}, block);
+      const float* s = x.data<float>();
+      const float* y = p.outputs[0].data<float>();
+      const int64_t hw = 130, cb = 48 / block;
+      int wrong = 0;
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < 48; ++c)
+          for (int64_t i = 0; i < hw; ++i) {
+            const float want = s[((n * cb + c / block) * hw + i) * block + c % block];
+            wrong += y[(n * 48 + c) * hw + i] != want;
+          }
+      CHECK_MESSAGE(wrong == 0, "block ", block);
+    }
   }
 
   TEST_CASE("vectorised Erf and Softmax match double-precision references at every ISA level") {
