@@ -223,7 +223,7 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  TEST_CASE("vectorised Erf and Softmax match double-precision references at every ISA level") {
+  TEST_CASE("vectorised Erf, Sigmoid, Softmax match double-precision references at every ISA") {
     Tensor x = random_f32({3, 5, 67}, 7u, -4.0f, 4.0f);
     float* xv = x.data<float>();
     xv[0] = 0.0f;
@@ -248,6 +248,12 @@ TEST_SUITE("cpu_kernels") {
         CHECK(err <= 3e-7 + 1e-6 * std::abs(want));
       }
       MESSAGE(std::string(cap), ": Erf max abs error ", worst);
+      Prepared g = run_cpu("Sigmoid", {}, {&x}, {false});
+      CHECK(g.kernel.rfind("sigmoid.", 0) == 0);
+      for (size_t i = 0; i < n; ++i) {
+        const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(xv[i])));
+        CHECK(std::abs(g.outputs[0].data<float>()[i] - want) <= 1e-6 * want);
+      }
       Prepared s = run_cpu("Softmax", {}, {&x}, {false});
       CHECK(s.kernel.rfind("softmax.", 0) == 0);
       for (size_t row = 0; row < n / 67; ++row) {

@@ -1,6 +1,6 @@
 // Float32 unary ops on Tern's vectorised primitives (AVX-512 / AVX2 / scalar, chosen by the CPU
 // capability and the cpu.max_capability flag; the kernel name carries the ISA): Erf, the core of
-// GELU's exact form in BERT-style encoders, and Softmax over a contiguous (last) span.
+// GELU's exact form in BERT-style encoders, Sigmoid, and Softmax over a contiguous (last) span.
 #include <algorithm>
 
 #include "backends/cpu/cpu_capability.h"
@@ -18,17 +18,28 @@ struct VecUnary {
   const VecOps* vec = nullptr;
 };
 
-Expected<std::unique_ptr<Kernel>> make_erf(const OpContext& ctx) {
+// An element-wise op from the table: erf or sigmoid.
+template <void (*const VecOps::*kFn)(const float*, float*, int64_t)>
+Expected<std::unique_ptr<Kernel>> make_elementwise(const OpContext& ctx, const char* name) {
   if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
   VecUnary k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
-  return make_kernel(str_cat("erf.", k.vec->isa), k,
+  return make_kernel(str_cat(name, ".", k.vec->isa), k,
                      [](const VecUnary& q, const KernelArgs& a, const ExecContext& exec) {
                        const float* x = a.inputs[0]->data<float>();
                        float* y = a.outputs[0]->data<float>();
-                       parallel_for(a.outputs[0]->numel(), 16384, exec.num_threads,
-                                    [&](int64_t b, int64_t e) { q.vec->erf(x + b, y + b, e - b); });
+                       parallel_for(
+                           a.outputs[0]->numel(), 16384, exec.num_threads,
+                           [&](int64_t b, int64_t e) { (q.vec->*kFn)(x + b, y + b, e - b); });
                        return Status::ok();
                      });
+}
+
+Expected<std::unique_ptr<Kernel>> make_erf(const OpContext& ctx) {
+  return make_elementwise<&VecOps::erf>(ctx, "erf");
+}
+
+Expected<std::unique_ptr<Kernel>> make_sigmoid(const OpContext& ctx) {
+  return make_elementwise<&VecOps::sigmoid>(ctx, "sigmoid");
 }
 
 struct VecSoftmax {
@@ -65,6 +76,7 @@ Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
 
 void register_cpu_unary_vec(KernelRegistry& r) {
   r.add("Erf", "cpu", DType::kFloat32, make_erf, /*priority=*/1);
+  r.add("Sigmoid", "cpu", DType::kFloat32, make_sigmoid, /*priority=*/1);
   r.add("Softmax", "cpu", DType::kFloat32, make_softmax, /*priority=*/1);
 }
 

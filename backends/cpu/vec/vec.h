@@ -20,6 +20,8 @@ struct VecOps {
   double (*exp_sum)(const float* x, float sub, float* y, int64_t n);
   // y[i] = erf(x[i]), absolute error below 2e-7 (y may be x)
   void (*erf)(const float* x, float* y, int64_t n);
+  // y[i] = 1 / (1 + exp(-x[i])), relative error about 3e-7 (y may be x)
+  void (*sigmoid)(const float* x, float* y, int64_t n);
 };
 
 // The table for an ISA level (levels the build or the CPU lack fall back to a lower one).

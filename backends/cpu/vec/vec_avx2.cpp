@@ -18,6 +18,6 @@
 
 namespace tern::vec_detail {
 const VecOps kAvx2Ops = {"avx2", vec_avx2::scale, vec_avx2::max, vec_avx2::exp_sum,
-                            vec_avx2::erf};
+                            vec_avx2::erf, vec_avx2::sigmoid};
 }  // namespace tern::vec_detail
 #endif

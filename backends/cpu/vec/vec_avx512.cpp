@@ -19,6 +19,6 @@
 
 namespace tern::vec_detail {
 const VecOps kAvx512Ops = {"avx512", vec_avx512::scale, vec_avx512::max, vec_avx512::exp_sum,
-                            vec_avx512::erf};
+                            vec_avx512::erf, vec_avx512::sigmoid};
 }  // namespace tern::vec_detail
 #endif

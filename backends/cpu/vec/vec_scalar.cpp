@@ -8,7 +8,7 @@ namespace tern {
 
 namespace vec_detail {
 const VecOps kScalarOps = {"scalar", vec_scalar::scale, vec_scalar::max, vec_scalar::exp_sum,
-                            vec_scalar::erf};
+                            vec_scalar::erf, vec_scalar::sigmoid};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {
