@@ -360,6 +360,98 @@ Status fuse_layer_norm(Graph& g, OptimizerReport* report) {
   return Status::ok();
 }
 
+Status fuse_gelu(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  auto near = [&](int v, float want) {
+    auto x = scalar_of(g, v);
+    return x && std::abs(*x - want) <= 1e-4f * std::abs(want);
+  };
+  for (size_t t = 0; t < g.nodes.size(); ++t) {
+    Node& top = g.nodes[t];
+    // mul(mul(x, add(erf(div(x, sqrt 2)), 1)), 0.5), Mul operands in either order
+    if (pv.removed[t] || top.op_type != "Mul" || !top.domain.empty() || top.inputs.size() != 2)
+      continue;
+    const int half_side = near(top.inputs[1], 0.5f) ? 1 : near(top.inputs[0], 0.5f) ? 0 : -1;
+    if (half_side < 0) continue;
+    const int inner_out = top.inputs[static_cast<size_t>(1 - half_side)];
+    Node* inner = pv.node_at(inner_out, "Mul");
+    if (!inner || !pv.only(inner_out, &top) || inner->inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int x = inner->inputs[static_cast<size_t>(side)];
+      const int add_out = inner->inputs[static_cast<size_t>(1 - side)];
+      Node* add = pv.node_at(add_out, "Add");
+      if (!add || !pv.only(add_out, inner) || add->inputs.size() != 2) continue;
+      const int one_side = near(add->inputs[1], 1.0f) ? 1 : near(add->inputs[0], 1.0f) ? 0 : -1;
+      if (one_side < 0) continue;
+      const int erf_out = add->inputs[static_cast<size_t>(1 - one_side)];
+      Node* erf = pv.node_at(erf_out, "Erf");
+      if (!erf || !pv.only(erf_out, add)) continue;
+      Node* div = pv.node_at(erf->inputs[0], "Div");
+      if (!div || !pv.only(erf->inputs[0], erf) || div->inputs.size() != 2 || div->inputs[0] != x ||
+          !near(div->inputs[1], 1.41421356f)) {
+        continue;
+      }
+      for (Node* n : {inner, add, erf, div}) pv.removed[pv.index_of(n)] = true;
+      top.op_type = "Gelu";
+      top.inputs = {x};
+      top.attrs = Attributes();
+      ++report->gelus_fused;
+      break;
+    }
+  }
+  erase_nodes(g, pv.removed);
+  return Status::ok();
+}
+
+Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  for (size_t a = 0; a < g.nodes.size(); ++a) {
+    Node& add = g.nodes[a];
+    if (pv.removed[a] || add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2)
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      const int mm_out = add.inputs[static_cast<size_t>(side)];
+      const int bias = add.inputs[static_cast<size_t>(1 - side)];
+      Node* mm = pv.node_at(mm_out, "MatMul");
+      if (!mm || !pv.only(mm_out, &add)) continue;
+      const Tensor* w = constant_of(g, mm->inputs[1]);
+      const Tensor* b = constant_of(g, bias);
+      if (!w || !b || w->dtype() != DType::kFloat32 || w->rank() != 2 ||
+          b->dtype() != DType::kFloat32 || b->rank() == 0 || b->shape().back() != w->shape()[1] ||
+          b->numel() != w->shape()[1]) {
+        continue;
+      }
+      pv.removed[pv.index_of(mm)] = true;
+      add.op_type = "FusedMatMul";
+      add.inputs = {mm->inputs[0], mm->inputs[1], bias};
+      add.attrs = Attributes();
+      ++report->matmuls_fused;
+      break;
+    }
+  }
+  erase_nodes(g, pv.removed);
+  // A Relu or Gelu that alone reads a FusedMatMul's output runs inside it.
+  PatternView again{g};
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    Node& act = g.nodes[n];
+    if ((act.op_type != "Relu" && act.op_type != "Gelu") || !act.domain.empty()) continue;
+    if (act.op_type == "Gelu") {
+      auto approximate = act.attrs.get_string("approximate", "none");
+      if (!approximate || *approximate != "none") continue;
+    }
+    Node* mm = again.node_at(act.inputs[0], "FusedMatMul");
+    if (!mm || !again.only(act.inputs[0], &act) || mm->attrs.find("activation")) continue;
+    Attribute kind;
+    kind.kind = Attribute::Kind::kString;
+    kind.s = act.op_type;
+    mm->attrs.set("activation", kind);
+    mm->outputs = act.outputs;
+    again.removed[n] = true;
+  }
+  erase_nodes(g, again.removed);
+  return Status::ok();
+}
+
 // conv(x) * s + b with constant float32 weights (and bias): the same convolution with weights
 // W * s and bias B * s + b. Returns false when the weights are not constant.
 Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation& act) {
@@ -456,6 +548,8 @@ Status optimize_graph(Graph& g, OptimizerReport* report) {
   TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
   TERN_RETURN_IF_ERROR(fuse_layer_norm(g, report));
+  TERN_RETURN_IF_ERROR(fuse_gelu(g, report));
+  TERN_RETURN_IF_ERROR(fuse_matmul_epilogue(g, report));
   TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));
   return remove_dead_nodes(g, report);
 }

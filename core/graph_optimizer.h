@@ -19,6 +19,8 @@ struct OptimizerReport {
   size_t batch_norms_folded = 0;
   size_t hardswish_fused = 0;
   size_t layer_norms_fused = 0;
+  size_t gelus_fused = 0;
+  size_t matmuls_fused = 0;
   size_t activations_fused = 0;
   size_t dead_nodes_removed = 0;
 };
@@ -28,6 +30,11 @@ Status fuse_hardswish(Graph& g, OptimizerReport* report);
 // The opset-13 decomposition of LayerNormalization over the last axis (ReduceMean, Sub, Pow 2,
 // ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias) becomes one LayerNormalization node.
 Status fuse_layer_norm(Graph& g, OptimizerReport* report);
+// GELU's erf decomposition, x * (erf(x / sqrt 2) + 1) * 0.5, becomes one Gelu node.
+Status fuse_gelu(Graph& g, OptimizerReport* report);
+// MatMul by constant 2-D float32 weights, + a constant bias of one value per column, then
+// optionally Relu or Gelu, becomes one FusedMatMul node.
+Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report);
 Status fuse_conv_activation(Graph& g, OptimizerReport* report);
 Status remove_dead_nodes(Graph& g, OptimizerReport* report);
 // All of the above, in that order (layer norms after HardSwish).

@@ -317,11 +317,62 @@ TEST_SUITE("optimizer") {
     cfg.backends.push_back(backends::get("cpu").value());
     auto session = Session::create(model, cfg).value();
     std::vector<Tensor> out;
-    REQUIRE(session->run({"x"}, {&in}, {session->graph().value_name(m.g.outputs[0])}, &out).is_ok());
+    const std::string y = session->graph().value_name(m.g.outputs[0]);
+    REQUIRE(session->run({"x"}, {&in}, {y}, &out).is_ok());
     CHECK(session->optimizer_report().layer_norms_fused == 1);
     Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
                              static_cast<size_t>(want.numel()), 1e-4, 1e-5);
     CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+  }
+
+  TEST_CASE("MatMul + bias + GELU (erf form) and + bias + Relu become FusedMatMuls") {
+    // x [2,5,8] -> MatMul W1 -> Add b1 -> x*(erf(x/sqrt2)+1)*0.5 -> MatMul W2 -> Add b2 -> Relu
+    GraphMaker m;
+    m.g.opset = 13;
+    int x = m.g.add_value("x", ValueType{DType::kFloat32, true, {{2, ""}, {5, ""}, {8, ""}}});
+    m.g.inputs.push_back(x);
+    Tensor w1 = random_f32({8, 6}, 41), b1 = random_f32({6}, 42);
+    Tensor w2 = random_f32({6, 4}, 43), b2 = random_f32({1, 4}, 44);
+    Tensor sqrt2 = make_f32({}, {1.4142135f}), one_ = make_f32({}, {1.0f}),
+           half = make_f32({}, {0.5f});
+    int h = m.node("Add", {m.constant("b1", b1), m.node("MatMul", {x, m.constant("w1", w1)})});
+    int e = m.node("Erf", {m.node("Div", {h, m.constant("sqrt2", sqrt2)})});
+    int gelu = m.node("Mul", {m.node("Mul", {h, m.node("Add", {e, m.constant("one", one_)})}),
+                              m.constant("half", half)});
+    int y2 = m.node("Add", {m.node("MatMul", {gelu, m.constant("w2", w2)}), m.constant("b2", b2)});
+    m.g.outputs.push_back(m.node("Relu", {y2}));
+    Graph g = m.g;
+    OptimizerReport r;
+    REQUIRE(optimize_graph(g, &r).is_ok());
+    CHECK(r.gelus_fused == 1);
+    CHECK(r.matmuls_fused == 2);
+    CHECK(g.nodes.size() == 2);
+    CHECK(count_ops(g, "FusedMatMul") == 2);
+
+    Tensor in = random_f32({2, 5, 8}, 45, -2.0f, 2.0f);
+    Tensor t = one("MatMul", {in}, {w1});
+    t = one("Add", {t}, {b1});
+    Tensor d = one("Div", {t}, {sqrt2});
+    d = one("Erf", {d}, {});
+    d = one("Add", {d}, {one_});
+    t = one("Mul", {t, d}, {});
+    t = one("Mul", {t}, {half});
+    t = one("MatMul", {t}, {w2});
+    t = one("Add", {t}, {b2});
+    Tensor want = one("Relu", {t}, {});
+    auto model = Model::create(m.g, nullptr, "mlp").value();
+    for (int det = 0; det < 2; ++det) {  // oneDNN with post-ops; OpenBLAS + our epilogue
+      SessionConfig cfg;
+      cfg.backends.push_back(backends::get("cpu").value());
+      if (det) cfg.overrides.set(FlagId::kDeterministicAlgorithms, 1);
+      auto session = Session::create(model, cfg).value();
+      std::vector<Tensor> out;
+      const Graph& sg = session->graph();
+      REQUIRE(session->run({"x"}, {&in}, {sg.value_name(sg.outputs[0])}, &out).is_ok());
+      Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
+                               static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+      CHECK_MESSAGE(cmp.mismatches == 0, "deterministic ", det, ": max abs diff ", cmp.max_abs);
+    }
   }
 
   TEST_CASE("channels-last and blocked convolution layouts compute the same as plain") {

@@ -1,9 +1,10 @@
 // MatMul with constant 2-D weights ([..., M, K] x [K, N], the projections of transformer models)
 // on oneDNN's matmul: leading dims fold into M, the weights are packed once into oneDNN's
-// preferred layout. Other MatMuls fall through to the OpenBLAS kernel.
+// preferred layout. Other MatMuls fall through to the OpenBLAS kernel. FusedMatMul's bias and
+// activation (Relu, erf GELU) run inside the primitive (bias argument, eltwise post-op).
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
-#include "ops/matmul.h"
+#include "ops/fused_matmul.h"
 
 namespace tern {
 namespace {
@@ -29,7 +30,13 @@ class OnednnMatMul final : public Kernel {
         ctx.inputs[0].dtype != DType::kFloat32 || ctx.inputs[0].shape.size() < 2) {
       return unsupported("oneDNN matmul here takes float32 [..., M, K] x constant [K, N]");
     }
-    TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
+    ops::FusedMatMulParams fp;
+    if (ctx.node->op_type == "FusedMatMul") {
+      TERN_ASSIGN_OR_RETURN(fp, ops::parse_fused_matmul(ctx));
+    } else {
+      TERN_ASSIGN_OR_RETURN(fp.mm, ops::parse_matmul(ctx));
+    }
+    const ops::MatMulParams& p = fp.mm;
     const int64_t rows = static_cast<int64_t>(p.a_offsets.size()) * p.M;
     if (rows == 0 || p.N == 0 || p.K == 0) return unsupported("empty MatMul");
     auto k = std::make_unique<OnednnMatMul>();
@@ -38,8 +45,20 @@ class OnednnMatMul final : public Kernel {
       k->y_md_ = dnnl::memory::desc({rows, p.N}, dt::f32, tag::ab);
       dnnl::memory::desc plain_w({p.K, p.N}, dt::f32, tag::ab);
       dnnl::memory::desc any_w({p.K, p.N}, dt::f32, tag::any);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(k->a_md_, any_w, k->y_md_),
-                                      onednn::user_scratchpad_attr(), onednn::engine());
+      dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
+      if (fp.act != ops::MatMulAct::kNone) {
+        dnnl::post_ops po;
+        po.append_eltwise(1.0f,
+                          fp.act == ops::MatMulAct::kRelu ? dnnl::algorithm::eltwise_relu
+                                                          : dnnl::algorithm::eltwise_gelu_erf,
+                          0.0f, 0.0f);
+        attr.set_post_ops(po);
+      }
+      k->has_bias_ = fp.has_bias;
+      if (fp.has_bias) k->bias_md_ = dnnl::memory::desc({1, p.N}, dt::f32, tag::ab);
+      auto desc = fp.has_bias ? dnnl::matmul::desc(k->a_md_, any_w, k->bias_md_, k->y_md_)
+                              : dnnl::matmul::desc(k->a_md_, any_w, k->y_md_);
+      dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
       k->prim_ = dnnl::matmul(pd);
       k->scratch_md_ = pd.scratchpad_desc();
       TERN_ASSIGN_OR_RETURN(k->packed_w_,
@@ -55,13 +74,15 @@ class OnednnMatMul final : public Kernel {
     std::unordered_map<int, dnnl::memory> args;
     args.emplace(DNNL_ARG_SRC, dnnl::memory(a_md_, eng, a.inputs[0]->raw()));
     args.emplace(DNNL_ARG_WEIGHTS, packed_w_.memory);
+    if (has_bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, eng, a.inputs[2]->raw()));
     args.emplace(DNNL_ARG_DST, dnnl::memory(y_md_, eng, a.outputs[0]->raw()));
     return onednn::execute(prim_, scratch_md_, args);
   }
 
  private:
   dnnl::matmul prim_;
-  dnnl::memory::desc a_md_, y_md_, scratch_md_;
+  dnnl::memory::desc a_md_, y_md_, bias_md_, scratch_md_;
+  bool has_bias_ = false;
   onednn::PackedWeights packed_w_;
 };
 
@@ -70,6 +91,7 @@ class OnednnMatMul final : public Kernel {
 void register_cpu_onednn_matmul(KernelRegistry& r) {
   // Tried before the OpenBLAS kernel, which takes every case this one declines.
   r.add("MatMul", "cpu", DType::kFloat32, OnednnMatMul::create, /*priority=*/1);
+  r.add("FusedMatMul", "cpu", DType::kFloat32, OnednnMatMul::create, /*priority=*/1);
 }
 
 }  // namespace tern

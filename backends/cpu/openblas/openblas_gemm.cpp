@@ -1,10 +1,11 @@
-// MatMul and Gemm on OpenBLAS's sgemm, split over the intra-op threads by cpu_sgemm.
+// MatMul, FusedMatMul and Gemm on OpenBLAS's sgemm, split over the intra-op threads by cpu_sgemm.
 #include <algorithm>
 #include <vector>
 
 #include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
-#include "ops/matmul.h"
+#include "core/parallel.h"
+#include "ops/fused_matmul.h"
 
 namespace tern {
 namespace {
@@ -54,6 +55,24 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
   return make_kernel("openblas", std::move(p), run_matmul);
 }
 
+Status run_fused_matmul(const ops::FusedMatMulParams& p, const KernelArgs& a,
+                        const ExecContext& exec) {
+  TERN_RETURN_IF_ERROR(run_matmul(p.mm, a, exec));
+  const float* bias = p.has_bias ? a.inputs[2]->data<float>() : nullptr;
+  float* y = a.outputs[0]->data<float>();
+  const int64_t rows = p.mm.N ? a.outputs[0]->numel() / p.mm.N : 0;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(p.mm.N, 1)), exec.num_threads,
+               [&](int64_t r0, int64_t r1) {
+                 ops::apply_bias_activation(p, bias, y + r0 * p.mm.N, r1 - r0);
+               });
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_fused_matmul(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ops::FusedMatMulParams p, ops::parse_fused_matmul(ctx));
+  return make_kernel("openblas", std::move(p), run_fused_matmul);
+}
+
 Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::GemmParams p, ops::parse_gemm(ctx));
   return make_kernel("openblas", std::move(p), run_gemm);
@@ -63,6 +82,7 @@ Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
 
 void register_cpu_openblas_gemm(KernelRegistry& r) {
   r.add("MatMul", "cpu", DType::kFloat32, make_matmul);
+  r.add("FusedMatMul", "cpu", DType::kFloat32, make_fused_matmul);
   r.add("Gemm", "cpu", DType::kFloat32, make_gemm);
 }
 
