@@ -98,6 +98,11 @@ class Kernel {
     PackedData packed;
   };
   virtual std::vector<PackedWeight> packed_weights() const { return {}; }
+  // The input whose memory output 0 may overwrite (-1: none): the kernel reads every input element
+  // an output element needs before it writes that element (element-wise ops; row-wise ones that
+  // read a whole row first). The memory planner then gives the output that input's buffer when
+  // this step is the input's only reader.
+  virtual int inplace_input() const { return -1; }
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);
@@ -107,22 +112,25 @@ using InferFn = Status (*)(OpContext& ctx);
 template <class Params, class RunFn>
 class FunctionKernel final : public Kernel {
  public:
-  FunctionKernel(std::string name, Params params, RunFn run, size_t workspace)
+  FunctionKernel(std::string name, Params params, RunFn run, size_t workspace, int inplace = -1)
       : name_(std::move(name)),
         params_(std::move(params)),
         run_(std::move(run)),
-        workspace_(workspace) {}
+        workspace_(workspace),
+        inplace_(inplace) {}
   const char* name() const override { return name_.c_str(); }
   Status run(const KernelArgs& args, const ExecContext& exec) const override {
     return run_(params_, args, exec);
   }
   size_t workspace_bytes() const override { return workspace_; }
+  int inplace_input() const override { return inplace_; }
 
  private:
   std::string name_;
   Params params_;
   RunFn run_;
   size_t workspace_;
+  int inplace_;
 };
 
 template <class Params, class RunFn>
@@ -130,6 +138,14 @@ std::unique_ptr<Kernel> make_kernel(std::string name, Params params, RunFn run,
                                     size_t workspace = 0) {
   return std::make_unique<FunctionKernel<Params, RunFn>>(std::move(name), std::move(params),
                                                          std::move(run), workspace);
+}
+
+// An element-wise kernel whose output may overwrite input `input` (Kernel::inplace_input).
+template <class Params, class RunFn>
+std::unique_ptr<Kernel> make_elementwise_kernel(std::string name, Params params, RunFn run,
+                                                int input = 0) {
+  return std::make_unique<FunctionKernel<Params, RunFn>>(std::move(name), std::move(params),
+                                                         std::move(run), 0, input);
 }
 
 }  // namespace tern

@@ -70,6 +70,7 @@ class Plan {
   size_t fused_attention = 0;  // attention subgraphs run as one kernel
   size_t fused_residuals = 0;  // Add (+ activation) folded into the convolution before it
   size_t reorders = 0;         // layout conversions to plain inserted at blocked-layout edges
+  size_t in_place = 0;         // steps whose output shares its input's memory (Kernel::inplace_input)
   int width = 1;               // most steps that can run at once (widest level of the step DAG)
   double total_cost = 0;       // estimated single-core work of all steps, ns
   double critical_cost = 0;    // the same along the longest dependency chain

@@ -385,14 +385,50 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
   for (Buffer& b : buffers) {
     if (b.readers.empty()) b.readers.push_back(b.step);
   }
+  // In place: a step whose kernel allows it writes its output over an input that only it reads
+  // (same size and layout). The output's buffer joins the input's, which then lives until the
+  // output's last reader; `owner` maps every buffer to the one whose memory it uses.
+  std::vector<size_t> owner(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) owner[i] = i;
+  for (size_t s = 0; s < nsteps; ++s) {
+    const PlanStep& st = plan->steps[s];
+    const int k = st.kernel->inplace_input();
+    if (k < 0 || static_cast<size_t>(k) >= st.inputs.size() || st.outputs.empty()) continue;
+    const int in = st.inputs[static_cast<size_t>(k)], out = st.outputs[0];
+    if (in < 0 || out < 0) continue;
+    const int bi = buffer_of_value[static_cast<size_t>(in)];
+    const int bo = buffer_of_value[static_cast<size_t>(out)];
+    if (bi < 0 || bo < 0) continue;
+    Buffer& src = buffers[owner[static_cast<size_t>(bi)]];
+    const Buffer& dst = buffers[static_cast<size_t>(bo)];
+    const bool only_reader = std::all_of(buffers[static_cast<size_t>(bi)].readers.begin(),
+                                         buffers[static_cast<size_t>(bi)].readers.end(),
+                                         [&](int r) { return r == static_cast<int>(s); });
+    if (!only_reader || src.bytes != dst.bytes ||
+        values[static_cast<size_t>(in)].block != values[static_cast<size_t>(out)].block) {
+      continue;
+    }
+    src.readers.insert(src.readers.end(), dst.readers.begin(), dst.readers.end());
+    owner[static_cast<size_t>(bo)] = owner[static_cast<size_t>(bi)];
+    ++plan->in_place;
+  }
+  std::vector<size_t> roots;                          // buffers that own their memory
+  std::vector<size_t> request_of(buffers.size(), 0);  // buffer -> index among roots
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (owner[i] == i) {
+      request_of[i] = roots.size();
+      roots.push_back(i);
+    }
+  }
   auto fill_layout = [&](const MemoryPlan& mp, ArenaLayout* l) {
     l->value_offset.assign(values.size(), 0);
     l->workspace_offset.assign(nsteps, 0);
     for (size_t i = 0; i < buffers.size(); ++i) {
+      const size_t offset = mp.offsets[request_of[owner[i]]];
       if (buffers[i].value >= 0) {
-        l->value_offset[static_cast<size_t>(buffers[i].value)] = mp.offsets[i];
+        l->value_offset[static_cast<size_t>(buffers[i].value)] = offset;
       } else {
-        l->workspace_offset[static_cast<size_t>(buffers[i].step)] = mp.offsets[i];
+        l->workspace_offset[static_cast<size_t>(buffers[i].step)] = offset;
       }
     }
     l->bytes = mp.arena_bytes;
@@ -400,7 +436,8 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
   };
   {
     std::vector<BufferRequest> requests;
-    for (const Buffer& b : buffers) {
+    for (size_t r : roots) {
+      const Buffer& b = buffers[r];
       int last = *std::max_element(b.readers.begin(), b.readers.end());
       requests.push_back(BufferRequest{b.bytes, b.step, std::max(b.step, last)});
     }
@@ -430,7 +467,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
   }
   if (plan->width > 1) {
     std::vector<size_t> bytes;
-    for (const Buffer& b : buffers) bytes.push_back(b.bytes);
+    for (size_t r : roots) bytes.push_back(buffers[r].bytes);
     auto before = [&](const Buffer& x, const Buffer& y) {  // x is dead before y is written
       if (y.step < 0) return false;
       return std::all_of(x.readers.begin(), x.readers.end(), [&](int r) {
@@ -439,8 +476,9 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     };
     fill_layout(plan_memory_general(bytes,
                                     [&](size_t i, size_t j) {
-                                      return !before(buffers[i], buffers[j]) &&
-                                             !before(buffers[j], buffers[i]);
+                                      const Buffer& x = buffers[roots[i]];
+                                      const Buffer& y = buffers[roots[j]];
+                                      return !before(x, y) && !before(y, x);
                                     }),
                 &plan->layouts[1]);
   }

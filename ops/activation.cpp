@@ -63,7 +63,7 @@ Expected<std::unique_ptr<Kernel>> make_act(const OpContext& ctx) {
     TERN_ASSIGN_OR_RETURN(p.alpha, ctx.attrs().get_float("alpha", 0.2f));
     TERN_ASSIGN_OR_RETURN(p.beta, ctx.attrs().get_float("beta", 0.5f));
   }
-  return make_kernel("reference", p, run_act);
+  return make_elementwise_kernel("reference", p, run_act);
 }
 
 // Clip: bounds from attributes before opset 11, from optional scalar inputs since.
@@ -115,7 +115,7 @@ Expected<std::unique_ptr<Kernel>> make_clip(const OpContext& ctx) {
                         ctx.attrs().get_float("min", std::numeric_limits<float>::lowest()));
   TERN_ASSIGN_OR_RETURN(p.attr_max,
                         ctx.attrs().get_float("max", std::numeric_limits<float>::max()));
-  return make_kernel("reference", p, run_clip);
+  return make_elementwise_kernel("reference", p, run_clip);
 }
 
 }  // namespace

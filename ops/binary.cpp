@@ -192,10 +192,19 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
       p.batch = out[0];
       p.channels = out[1];
       p.pixels = out[2] * out[3];
-      return make_kernel("blocked_channel", std::move(p), run_binary);
+      return make_elementwise_kernel("blocked_channel", std::move(p), run_binary,
+                                     1 - p.channel_input);
     }
   } else if (ctx.inputs[0].block > 0 || ctx.inputs[1].block > 0) {
     return unsupported("blocked inputs with a plain output");
+  }
+  // The output may take the memory of an input of its own shape and type: element i of both is
+  // at the same position.
+  for (int i = 0; i < 2; ++i) {
+    const TensorInfo& in = ctx.inputs[static_cast<size_t>(i)];
+    if (in.shape == out && in.dtype == ctx.outputs[0].dtype && in.block == ctx.outputs[0].block) {
+      return make_elementwise_kernel("reference", std::move(p), run_binary, i);
+    }
   }
   return make_kernel("reference", std::move(p), run_binary);
 }

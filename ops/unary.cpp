@@ -241,7 +241,7 @@ Expected<std::unique_ptr<Kernel>> make_unary(const OpContext& ctx) {
     default:
       break;
   }
-  return make_kernel("reference", p, run_unary);
+  return make_elementwise_kernel("reference", p, run_unary);
 }
 
 // IsNaN, IsInf (detect_negative / detect_positive): float in, bool out.

@@ -3,6 +3,7 @@
 // as one-node graphs that nothing can fuse).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -372,6 +373,42 @@ TEST_SUITE("optimizer") {
       Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
                                static_cast<size_t>(want.numel()), 1e-4, 1e-5);
       CHECK_MESSAGE(cmp.mismatches == 0, "deterministic ", det, ": max abs diff ", cmp.max_abs);
+    }
+  }
+
+  TEST_CASE("element-wise steps write over an input only they read; results unchanged") {
+    // x -> Neg -> a ; a -> Sigmoid -> b ; Mul(b, a) -> c ; Add(c, 1) -> y.
+    // a is read by Sigmoid and Mul: neither may overwrite it. Mul may overwrite b (only it reads
+    // b). y is a graph output, never in the arena.
+    GraphMaker m;
+    m.g.opset = 13;
+    int x = m.g.add_value("x", ValueType{DType::kFloat32, true, {{3, ""}, {70, ""}}});
+    m.g.inputs.push_back(x);
+    int a = m.node("Neg", {x});
+    int b = m.node("Sigmoid", {a});
+    int c = m.node("Mul", {b, a});
+    m.g.outputs.push_back(m.node("Add", {c, m.constant("one", make_f32({}, {1.0f}))}));
+    Tensor in = random_f32({3, 70}, 51, -3.0f, 3.0f);
+    std::vector<float> want;
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      const double av = -static_cast<double>(in.data<float>()[i]);
+      want.push_back(static_cast<float>(av / (1.0 + std::exp(-av)) + 1.0));
+    }
+    auto model = Model::create(m.g, nullptr, "chain").value();
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(model, cfg).value();
+    auto plan = session->plan_for({{3, 70}}).value();
+    CHECK(plan->in_place == 1);
+    const ArenaLayout& l = plan->layouts[0];
+    CHECK(l.value_offset[static_cast<size_t>(c)] == l.value_offset[static_cast<size_t>(b)]);
+    CHECK(l.value_offset[static_cast<size_t>(b)] != l.value_offset[static_cast<size_t>(a)]);
+    for (int run = 0; run < 2; ++run) {  // the arena is reused: the second run must agree too
+      std::vector<Tensor> out;
+      REQUIRE(session->run({"x"}, {&in}, {session->graph().value_name(m.g.outputs[0])}, &out)
+                  .is_ok());
+      Comparison cmp = compare(out[0].data<float>(), want.data(), want.size(), 1e-5, 1e-6);
+      CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
     }
   }
 

@@ -73,7 +73,7 @@ Expected<std::unique_ptr<Kernel>> make_ln_f32(const OpContext& ctx) {
     }
   }
   if (k.len == 0) return unsupported("LayerNormalization f32: empty rows");
-  return make_kernel("layer_norm_f32", k, run_ln_f32);
+  return make_elementwise_kernel("layer_norm_f32", k, run_ln_f32);  // rows read before written
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ template <void (*const VecOps::*kFn)(const float*, float*, int64_t)>
 Expected<std::unique_ptr<Kernel>> make_elementwise(const OpContext& ctx, const char* name) {
   if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
   VecUnary k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
-  return make_kernel(str_cat(name, ".", k.vec->isa), k,
+  return make_elementwise_kernel(str_cat(name, ".", k.vec->isa), k,
                      [](const VecUnary& q, const KernelArgs& a, const ExecContext& exec) {
                        const float* x = a.inputs[0]->data<float>();
                        float* y = a.outputs[0]->data<float>();
@@ -69,7 +69,7 @@ Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
   if (sp.outer == 0 || sp.axis_len == 0) return unsupported("vectorised Softmax: empty input");
   VecSoftmax k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability))), sp.outer,
                sp.axis_len};
-  return make_kernel(str_cat("softmax.", k.vec->isa), k, run_softmax);
+  return make_elementwise_kernel(str_cat("softmax.", k.vec->isa), k, run_softmax);  // by rows
 }
 
 }  // namespace
