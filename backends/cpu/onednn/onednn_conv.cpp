@@ -110,17 +110,20 @@ class OnednnConv final : public Kernel {
       //   blocks): oneDNN has only its reference kernel for that mix, so the convolution writes
       //   a padded blocked copy;
       // - an 8-blocked destination on AVX-512 (24 output channels in PP-OCR's detection neck):
-      //   the 16-block kernel into a padded copy is faster (96 -> 24 channels at 160x160: 7.6
-      //   against 10.8 ms at one thread, reorders ~0.3 ms);
+      //   the 16-block kernel into a padded copy is faster (3x3, 96 -> 24 channels at 160x160:
+      //   7.6 against 10.8 ms at one thread, reorders ~0.3 ms), unless the kernel is 1x1;
       // - a source in another layout than the destination (plain past the first layer's few
       //   channels, the other block size; always for channels-last): reordered so a direct
       //   kernel runs, not oneDNN's reference fallback.
-      const bool avx512 =
-          effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx512;
+      const bool avx512 = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx512;
+      // 1x1 kernels compute little per output element: there the reorders would cost more.
+      const bool pointwise =
+          std::all_of(p.w.begin() + 2, p.w.end(), [](int64_t d) { return d == 1; });
       int dst_block = out_block;
       if (in_block != 0 && out_block == 0) {
         dst_block = in_block;
-      } else if (avx512 && out_block == 8 && (in_block == 16 || (in_block == 0 && p.x[1] > 4))) {
+      } else if (avx512 && out_block == 8 && !pointwise &&
+                 (in_block == 16 || (in_block == 0 && p.x[1] > 4))) {
         dst_block = 16;
       }
       const bool last_out = onednn::layout_tag(4, dst_block) == tag::nhwc;
@@ -172,7 +175,7 @@ class OnednnConv final : public Kernel {
         k->z_needs_reorder_ = true;
       }
       const std::string impl = pd.impl_info_str();
-      k->name_ = impl.find("gemm") != std::string::npos ? "onednn(gemm)"
+      k->name_ = impl.find("gemm") != std::string::npos  ? "onednn(gemm)"
                  : impl.find("jit") != std::string::npos ? "onednn(jit)"
                                                          : "onednn";
       if (wconst) {
