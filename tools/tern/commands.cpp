@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -135,6 +136,13 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   for (size_t j = 0; j < out_names.size(); ++j) print_output(out_names[j], outputs.v[j]);
   if (!out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "tern run: cannot create '%s': %s\n", out_dir.c_str(),
+                   ec.message().c_str());
+      return 1;
+    }
     for (size_t j = 0; j < out_names.size(); ++j) {
       tern_tensor* t = outputs.v[j];
       std::string path = out_dir + "/" + safe_file_name(out_names[j]) + ".npy";
