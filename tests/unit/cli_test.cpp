@@ -116,12 +116,14 @@ TEST_SUITE("cli") {
     Result bad = run_cli("run " + model_dir("ppocr_cls") + "/model.onnx --input nosuch=x.npy");
     CHECK(bad.code == 1);
     // --output-dir is created when missing; one that cannot be is an error naming it.
-    Result nested = run_cli("run " + model_dir("ppocr_cls") + "/model.onnx --zeros --runs 1 --shape x=1x3x48x192" +
+    Result nested = run_cli("run " + model_dir("ppocr_cls") +
+                            "/model.onnx --zeros --runs 1 --shape x=1x3x48x192" +
                             " --output-dir cli_new_dir/a/b");
     CHECK(nested.code == 0);
     CHECK(std::filesystem::exists("cli_new_dir/a/b"));
     std::filesystem::remove_all("cli_new_dir");
-    Result denied = run_cli("run " + model_dir("ppocr_cls") + "/model.onnx --zeros --runs 1 --shape x=1x3x48x192" +
+    Result denied = run_cli("run " + model_dir("ppocr_cls") +
+                            "/model.onnx --zeros --runs 1 --shape x=1x3x48x192" +
                             " --output-dir /proc/tern_cannot_be");
     CHECK(denied.code == 1);
     CHECK(denied.output.find("cannot create '/proc/tern_cannot_be'") != std::string::npos);
