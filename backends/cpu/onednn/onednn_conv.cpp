@@ -162,8 +162,6 @@ class OnednnConv final : public Kernel {
       attr.set_post_ops(po);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, onednn::engine());
       k->prim_ = dnnl::convolution_forward(pd);
-      k->scratch_md_ = pd.scratchpad_desc();
-      k->plain_w_md_ = plain_w;
       k->has_bias_ = p.has_bias;
       k->has_sum_ = fp.has_sum;
       if (fp.has_sum && (z_block != out_block || k->dst_reorder_bytes_)) {
@@ -183,6 +181,11 @@ class OnednnConv final : public Kernel {
                               onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
         k->packed_ = true;
       }
+      std::vector<std::pair<int, dnnl::memory::desc>> args = {
+          {DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_WEIGHTS, wconst ? pd.weights_desc() : plain_w}};
+      if (p.has_bias) args.emplace_back(DNNL_ARG_BIAS, b_md);
+      args.emplace_back(DNNL_ARG_DST, k->dst_md_);
+      k->args_ = onednn::ArgPool(std::move(args), pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this convolution: ", e.what());
     }
@@ -191,7 +194,6 @@ class OnednnConv final : public Kernel {
 
   Status run(const KernelArgs& a, const ExecContext& exec) const override {
     auto& eng = onednn::engine();
-    std::unordered_map<int, dnnl::memory> args;
     void* src = a.inputs[0]->raw();
     void* dst = dst_reorder_bytes_ ? static_cast<uint8_t*>(a.workspace) + src_reorder_bytes_
                                    : a.outputs[0]->raw();
@@ -212,17 +214,9 @@ class OnednnConv final : public Kernel {
     } catch (const dnnl::error& e) {
       return internal_error("oneDNN reorder: ", e.what());
     }
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, src));
-    args.emplace(DNNL_ARG_WEIGHTS,
-                 packed_ ? packed_w_.memory : dnnl::memory(plain_w_md_, eng, a.inputs[1]->raw()));
-    if (has_bias_) {
-      args.emplace(DNNL_ARG_BIAS,
-                   dnnl::memory(dnnl::memory::desc({a.inputs[2]->shape()[0]},
-                                                   dnnl::memory::data_type::f32, tag::x),
-                                eng, a.inputs[2]->raw()));
-    }
-    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, dst));
-    TERN_RETURN_IF_ERROR(onednn::execute(prim_, scratch_md_, args));
+    void* w = packed_ ? packed_w_.memory.get_data_handle() : a.inputs[1]->raw();
+    TERN_RETURN_IF_ERROR(has_bias_ ? args_.execute(prim_, {src, w, a.inputs[2]->raw(), dst})
+                                   : args_.execute(prim_, {src, w, dst}));
     if (dst_reorder_bytes_) {
       try {
         dnnl::memory from(dst_md_, eng, dst), to(user_dst_md_, eng, a.outputs[0]->raw());
@@ -243,8 +237,9 @@ class OnednnConv final : public Kernel {
   const char* name_ = "onednn";
   dnnl::convolution_forward prim_;
   dnnl::reorder src_reorder_, z_reorder_, dst_reorder_;
-  dnnl::memory::desc user_src_md_, src_md_, user_dst_md_, dst_md_, plain_w_md_, scratch_md_, z_md_;
+  dnnl::memory::desc user_src_md_, src_md_, user_dst_md_, dst_md_, z_md_;
   onednn::PackedWeights packed_w_;
+  onednn::ArgPool args_;
   size_t src_reorder_bytes_ = 0, dst_reorder_bytes_ = 0;
   bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;
   std::vector<ops::FusedStep> tail_;  // epilogue steps oneDNN cannot take, run after it

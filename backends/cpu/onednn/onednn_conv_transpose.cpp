@@ -56,11 +56,14 @@ class OnednnConvTranspose final : public Kernel {
       dnnl::deconvolution_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
                                                      onednn::engine());
       k->prim_ = dnnl::deconvolution_forward(pd);
-      k->scratch_md_ = pd.scratchpad_desc();
       k->has_bias_ = p.has_bias;
-      k->bias_len_ = p.y[1];
       TERN_ASSIGN_OR_RETURN(k->packed_w_,
                             onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
+      std::vector<std::pair<int, dnnl::memory::desc>> args = {
+          {DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_WEIGHTS, pd.weights_desc()}};
+      if (p.has_bias) args.emplace_back(DNNL_ARG_BIAS, b_md);
+      args.emplace_back(DNNL_ARG_DST, k->dst_md_);
+      k->args_ = onednn::ArgPool(std::move(args), pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this deconvolution: ", e.what());
     }
@@ -68,24 +71,18 @@ class OnednnConvTranspose final : public Kernel {
   }
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    auto& eng = onednn::engine();
-    std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, a.inputs[0]->raw()));
-    args.emplace(DNNL_ARG_WEIGHTS, packed_w_.memory);
-    if (has_bias_) {
-      args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({bias_len_}, dt::f32, tag::x),
-                                               eng, a.inputs[2]->raw()));
-    }
-    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, a.outputs[0]->raw()));
-    return onednn::execute(prim_, scratch_md_, args);
+    void* w = packed_w_.memory.get_data_handle();
+    return has_bias_ ? args_.execute(
+                           prim_, {a.inputs[0]->raw(), w, a.inputs[2]->raw(), a.outputs[0]->raw()})
+                     : args_.execute(prim_, {a.inputs[0]->raw(), w, a.outputs[0]->raw()});
   }
 
  private:
   dnnl::deconvolution_forward prim_;
-  dnnl::memory::desc src_md_, dst_md_, scratch_md_;
+  dnnl::memory::desc src_md_, dst_md_;
   onednn::PackedWeights packed_w_;
+  onednn::ArgPool args_;
   bool has_bias_ = false;
-  int64_t bias_len_ = 0;
 };
 
 }  // namespace

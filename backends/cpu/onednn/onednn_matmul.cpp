@@ -60,9 +60,13 @@ class OnednnMatMul final : public Kernel {
                               : dnnl::matmul::desc(k->a_md_, any_w, k->y_md_);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
       k->prim_ = dnnl::matmul(pd);
-      k->scratch_md_ = pd.scratchpad_desc();
       TERN_ASSIGN_OR_RETURN(k->packed_w_,
                             onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
+      std::vector<std::pair<int, dnnl::memory::desc>> args = {
+          {DNNL_ARG_SRC, k->a_md_}, {DNNL_ARG_WEIGHTS, pd.weights_desc()}};
+      if (fp.has_bias) args.emplace_back(DNNL_ARG_BIAS, k->bias_md_);
+      args.emplace_back(DNNL_ARG_DST, k->y_md_);
+      k->args_ = onednn::ArgPool(std::move(args), pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this matmul: ", e.what());
     }
@@ -70,20 +74,18 @@ class OnednnMatMul final : public Kernel {
   }
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    auto& eng = onednn::engine();
-    std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(a_md_, eng, a.inputs[0]->raw()));
-    args.emplace(DNNL_ARG_WEIGHTS, packed_w_.memory);
-    if (has_bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, eng, a.inputs[2]->raw()));
-    args.emplace(DNNL_ARG_DST, dnnl::memory(y_md_, eng, a.outputs[0]->raw()));
-    return onednn::execute(prim_, scratch_md_, args);
+    void* w = packed_w_.memory.get_data_handle();
+    return has_bias_ ? args_.execute(
+                           prim_, {a.inputs[0]->raw(), w, a.inputs[2]->raw(), a.outputs[0]->raw()})
+                     : args_.execute(prim_, {a.inputs[0]->raw(), w, a.outputs[0]->raw()});
   }
 
  private:
   dnnl::matmul prim_;
-  dnnl::memory::desc a_md_, y_md_, bias_md_, scratch_md_;
+  dnnl::memory::desc a_md_, y_md_, bias_md_;
   bool has_bias_ = false;
   onednn::PackedWeights packed_w_;
+  onednn::ArgPool args_;
 };
 
 }  // namespace

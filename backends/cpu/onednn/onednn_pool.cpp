@@ -62,18 +62,19 @@ class OnednnPool final : public Kernel {
     const Shape y = {x[0], x[1], w.out[0], w.out[1]};
     try {
       k->src_md_ = dnnl::memory::desc(onednn::to_dims(x), dt::f32, onednn::layout_tag(4, in_block));
-      k->dst_md_ = dnnl::memory::desc(onednn::to_dims(y), dt::f32, onednn::layout_tag(4, out_block));
-      const dnnl::algorithm a = is_max      ? dnnl::algorithm::pooling_max
+      k->dst_md_ =
+          dnnl::memory::desc(onednn::to_dims(y), dt::f32, onednn::layout_tag(4, out_block));
+      const dnnl::algorithm a = is_max        ? dnnl::algorithm::pooling_max
                                 : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                               : dnnl::algorithm::pooling_avg_exclude_padding;
       auto desc = dnnl::pooling_forward::desc(
-          dnnl::prop_kind::forward_inference, a, k->src_md_, k->dst_md_,
-          onednn::to_dims(w.strides), onednn::to_dims(w.kernel), onednn::to_dims(w.pads_begin),
-          pad_r);
+          dnnl::prop_kind::forward_inference, a, k->src_md_, k->dst_md_, onednn::to_dims(w.strides),
+          onednn::to_dims(w.kernel), onednn::to_dims(w.pads_begin), pad_r);
       dnnl::pooling_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
                                                onednn::engine());
       k->prim_ = dnnl::pooling_forward(pd);
-      k->scratch_md_ = pd.scratchpad_desc();
+      k->args_ = onednn::ArgPool({{DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_DST, k->dst_md_}},
+                                 pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this pooling: ", e.what());
     }
@@ -81,16 +82,13 @@ class OnednnPool final : public Kernel {
   }
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    auto& eng = onednn::engine();
-    std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(src_md_, eng, a.inputs[0]->raw()));
-    args.emplace(DNNL_ARG_DST, dnnl::memory(dst_md_, eng, a.outputs[0]->raw()));
-    return onednn::execute(prim_, scratch_md_, args);
+    return args_.execute(prim_, {a.inputs[0]->raw(), a.outputs[0]->raw()});
   }
 
  private:
   dnnl::pooling_forward prim_;
-  dnnl::memory::desc src_md_, dst_md_, scratch_md_;
+  dnnl::memory::desc src_md_, dst_md_;
+  onednn::ArgPool args_;
 };
 
 }  // namespace
