@@ -32,7 +32,7 @@ struct Prepared {
   std::vector<Tensor> outputs;
 };
 Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vector<Tensor*>& ins,
-                 const std::vector<bool>& constant, int in_block = 0) {
+                 const std::vector<bool>& constant, int in_block = 0, int out_block = 0) {
   Node node{"k", op, "", {}, {0}, attrs};
   OpContext ctx;
   ctx.node = &node;
@@ -48,6 +48,7 @@ Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vect
   ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
   Status s = infer_node(*OpRegistry::global().find(op), ctx);
   REQUIRE_MESSAGE(s.is_ok(), s.message());
+  ctx.outputs[0].block = out_block;
   auto kernel = backends::get("cpu").value()->prepare(ctx);
   REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
   Prepared p;
@@ -61,6 +62,32 @@ Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vect
   s = (*kernel)->run(args, ExecContext{2});
   REQUIRE_MESSAGE(s.is_ok(), s.message());
   return p;
+}
+
+// NCHW <-> channels blocked by b (nChw{b}c, channels a multiple of b; b = C is NHWC).
+Tensor to_blocked(const Tensor& x, int64_t b) {
+  const Shape& d = x.shape();
+  Tensor y = Tensor::allocate(DType::kFloat32, d).value();
+  const int64_t hw = d[2] * d[3], cb = d[1] / b;
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t i = 0; i < hw; ++i) {
+        y.data<float>()[((n * cb + c / b) * hw + i) * b + c % b] =
+            x.data<float>()[(n * d[1] + c) * hw + i];
+      }
+  return y;
+}
+std::vector<float> from_blocked(const Tensor& y, int64_t b) {
+  const Shape& d = y.shape();
+  std::vector<float> out(static_cast<size_t>(y.numel()));
+  const int64_t hw = d[2] * d[3], cb = d[1] / b;
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t i = 0; i < hw; ++i) {
+        out[static_cast<size_t>((n * d[1] + c) * hw + i)] =
+            y.data<float>()[((n * cb + c / b) * hw + i) * b + c % b];
+      }
+  return out;
 }
 
 // fp32 kernels reassociate sums; the references accumulate in double. Over K <= ~600 terms of
@@ -120,6 +147,39 @@ TEST_SUITE("cpu_kernels") {
       ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
       check_close(p.outputs[0], ref,
                   "conv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()));
+    }
+  }
+
+  TEST_CASE("oneDNN Conv between layouts: plain, 8/16-blocked and channels-last, either side") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
+      MESSAGE("skipped: needs oneDNN and AVX2 or better");
+      return;
+    }
+    std::mt19937 rng(77);
+    for (int64_t k : {3, 1}) {
+      Tensor x = random_f32({1, 32, 9, 7}, rng);
+      Tensor wt = random_f32({24, 32, k, k}, rng);
+      Tensor b = random_f32({24}, rng);
+      Attributes a;
+      a.set("pads", attr_ints({k / 2, k / 2, k / 2, k / 2}));
+      RefContext ref_ctx("Conv", a, {&x, &wt, &b});
+      auto params = ops::parse_conv(ref_ctx.ctx).value();
+      std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+      ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+      // Source blocks 0 (plain), 8, 16, 32 (channels-last); destination 0, 8, 24 (channels-last).
+      for (int in_block : {0, 8, 16, 32}) {
+        for (int out_block : {0, 8, 24}) {
+          Tensor xin = in_block ? to_blocked(x, in_block) : x;
+          Prepared p =
+              run_cpu("Conv", a, {&xin, &wt, &b}, {false, true, true}, in_block, out_block);
+          CHECK(p.kernel.rfind("onednn", 0) == 0);
+          std::vector<float> got =
+              out_block ? from_blocked(p.outputs[0], out_block) : values_f32(p.outputs[0]);
+          Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+          CHECK_MESSAGE(c.mismatches == 0, "k ", k, " in block ", in_block, " out block ",
+                        out_block, ": max abs ", c.max_abs);
+        }
+      }
     }
   }
 
@@ -206,7 +266,7 @@ TEST_SUITE("cpu_kernels") {
 
   TEST_CASE("ReorderToPlain: 16-channel blocks and channels-last (one block of all channels)") {
     std::mt19937 rng(5);
-    for (int block : {16, 48}) {  // 48 channels: nChw16c, and NHWC
+    for (int block : {16, 48}) {                    // 48 channels: nChw16c, and NHWC
       Tensor x = random_f32({2, 48, 13, 10}, rng);  // 130 pixels: tiles of 64 and a rest
       Prepared p = run_cpu("ReorderToPlain", {}, {&x}, {false}, block);
       const float* s = x.data<float>();
