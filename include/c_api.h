@@ -314,8 +314,10 @@ TERN_API tern_status tern_cuda_set_preferred_linalg_library(tern_linalg_library 
 
 /* Scaled-dot-product attention backends (torch.backends.cuda.*_sdp_enabled; on CPU, MATH and
  * FLASH exist). The Attention op (ONNX Attention, and MatMul-Softmax-MatMul subgraphs fused by
- * the mha fastpath) uses FLASH when it is enabled and can run the case, else MATH; when neither
- * may run, the plan fails with TERN_ERR_INVALID_ARGUMENT saying why. The flags are
+ * the mha fastpath) on the CPU uses MATH (the faster there) when it is enabled and its score
+ * matrix (batch x heads x seq_q x seq_kv floats) stays within 64 MiB, else FLASH when it is
+ * enabled and can run the case, else MATH; when neither may run, the plan fails with
+ * TERN_ERR_INVALID_ARGUMENT saying why. The flags are
  * "sdp.math_enabled", "sdp.flash_enabled", "sdp.mem_efficient_enabled", "sdp.cudnn_enabled"
  * (scope run). */
 TERN_API int tern_sdp_enabled(tern_sdp_backend b); /* 0 also for an unknown b */

@@ -95,16 +95,31 @@ TEST_SUITE("backends") {
       Status st = s->run(names, tensors, {out}, &res, &none);
       CHECK(st.code() == Code::kInvalidArgument);
       CHECK(st.message().find("FLASH: disabled") != std::string::npos);
-      // The global flags decide when a run says nothing: FLASH first.
-      CHECK(kernels(*s, shapes)[0].rfind("flash.", 0) == 0);
-      REQUIRE(tern_sdp_enable(TERN_SDP_FLASH, 0) == TERN_OK);
+      // The global flags decide when a run says nothing: MATH while its score matrix fits (the
+      // faster of the two on the CPU), FLASH when MATH is off.
       CHECK(kernels(*s, shapes)[0].rfind("math.", 0) == 0);
-      REQUIRE(tern_sdp_enable(TERN_SDP_FLASH, 1) == TERN_OK);
+      REQUIRE(tern_sdp_enable(TERN_SDP_MATH, 0) == TERN_OK);
+      CHECK(kernels(*s, shapes)[0].rfind("flash.", 0) == 0);
+      REQUIRE(tern_sdp_enable(TERN_SDP_MATH, 1) == TERN_OK);
       // MATH plans a score workspace; FLASH does not.
       auto pf = s->plan_for(shapes, s->flags(&flash_only)).value();
       auto pm = s->plan_for(shapes, s->flags(&math_only)).value();
       CHECK(pm->arena_bytes >= pf->arena_bytes + static_cast<size_t>(c.q[0] * sq * skv * 4));
     }
+  }
+
+  TEST_CASE("sdpa: FLASH takes over when MATH's score matrix would pass 64 MiB") {
+    FlagRestore restore;
+    Builder b;
+    const Shape big{1, 4, 2100, 8};  // scores 1 * 4 * 2100 * 2100 * 4 bytes = 70.6 MB
+    int q = b.input("q", big), k = b.input("k", big), v = b.input("v", big);
+    int y = b.node("Attention", {q, k, v});
+    auto s = b.session({y});
+    const std::vector<Shape> shapes(3, big);
+    CHECK(kernels(*s, shapes)[0].rfind("flash.", 0) == 0);
+    FlagOverrides math_only;
+    math_only.set(FlagId::kSdpFlash, 0);
+    CHECK(kernels(*s, shapes, &math_only)[0].rfind("math.", 0) == 0);  // still allowed alone
   }
 
   TEST_CASE("sdpa: tern_sdp_can_use explains refusals") {
@@ -178,7 +193,7 @@ TEST_SUITE("backends") {
     auto fused = s->plan_for(shapes).value();
     CHECK(fused->fused_attention == 1);
     CHECK(fused->steps.size() == 1);
-    CHECK(std::string(fused->steps[0].kernel->name()).rfind("flash.", 0) == 0);
+    CHECK(std::string(fused->steps[0].kernel->name()).rfind("math.", 0) == 0);
     Tensor yf = run(*s, names, ins, out)[0];
     tern_mha_set_fastpath_enabled(0);
     auto plain = s->plan_for(shapes).value();
