@@ -74,11 +74,29 @@ class ArgPool {
       : args_(std::move(args)), scratch_(std::move(scratch)) {}
   ArgPool(const ArgPool&) = delete;
   ArgPool& operator=(const ArgPool&) = delete;
+  ArgPool(ArgPool&& o) noexcept { *this = std::move(o); }
   ArgPool& operator=(ArgPool&& o) noexcept {
     args_ = std::move(o.args_);
     scratch_ = std::move(o.scratch_);
     free_ = std::move(o.free_);
     return *this;
+  }
+
+  // The source, weights, optional bias and destination of a convolution or matmul.
+  static ArgPool weighted(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                          const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
+                          dnnl::memory::desc scratch) {
+    std::vector<std::pair<int, dnnl::memory::desc>> args = {{DNNL_ARG_SRC, src},
+                                                            {DNNL_ARG_WEIGHTS, weights}};
+    if (bias) args.emplace_back(DNNL_ARG_BIAS, *bias);
+    args.emplace_back(DNNL_ARG_DST, dst);
+    return ArgPool(std::move(args), std::move(scratch));
+  }
+  // Runs a pool made by weighted(); `bias` is not read when it was made without one.
+  Status execute_weighted(const dnnl::primitive& prim, void* src, void* weights, void* bias,
+                          void* dst) const {
+    return args_.size() == 4 ? execute(prim, {src, weights, bias, dst})
+                             : execute(prim, {src, weights, dst});
   }
 
   Status execute(const dnnl::primitive& prim, std::initializer_list<void*> handles) const {

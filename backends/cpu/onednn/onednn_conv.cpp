@@ -181,11 +181,9 @@ class OnednnConv final : public Kernel {
                               onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
         k->packed_ = true;
       }
-      std::vector<std::pair<int, dnnl::memory::desc>> args = {
-          {DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_WEIGHTS, wconst ? pd.weights_desc() : plain_w}};
-      if (p.has_bias) args.emplace_back(DNNL_ARG_BIAS, b_md);
-      args.emplace_back(DNNL_ARG_DST, k->dst_md_);
-      k->args_ = onednn::ArgPool(std::move(args), pd.scratchpad_desc());
+      k->args_ =
+          onednn::ArgPool::weighted(k->src_md_, wconst ? pd.weights_desc() : plain_w,
+                                    p.has_bias ? &b_md : nullptr, k->dst_md_, pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this convolution: ", e.what());
     }
@@ -215,8 +213,8 @@ class OnednnConv final : public Kernel {
       return internal_error("oneDNN reorder: ", e.what());
     }
     void* w = packed_ ? packed_w_.memory.get_data_handle() : a.inputs[1]->raw();
-    TERN_RETURN_IF_ERROR(has_bias_ ? args_.execute(prim_, {src, w, a.inputs[2]->raw(), dst})
-                                   : args_.execute(prim_, {src, w, dst}));
+    TERN_RETURN_IF_ERROR(
+        args_.execute_weighted(prim_, src, w, has_bias_ ? a.inputs[2]->raw() : nullptr, dst));
     if (dst_reorder_bytes_) {
       try {
         dnnl::memory from(dst_md_, eng, dst), to(user_dst_md_, eng, a.outputs[0]->raw());

@@ -59,11 +59,9 @@ class OnednnConvTranspose final : public Kernel {
       k->has_bias_ = p.has_bias;
       TERN_ASSIGN_OR_RETURN(k->packed_w_,
                             onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
-      std::vector<std::pair<int, dnnl::memory::desc>> args = {
-          {DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_WEIGHTS, pd.weights_desc()}};
-      if (p.has_bias) args.emplace_back(DNNL_ARG_BIAS, b_md);
-      args.emplace_back(DNNL_ARG_DST, k->dst_md_);
-      k->args_ = onednn::ArgPool(std::move(args), pd.scratchpad_desc());
+      k->args_ =
+          onednn::ArgPool::weighted(k->src_md_, pd.weights_desc(), p.has_bias ? &b_md : nullptr,
+                                    k->dst_md_, pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this deconvolution: ", e.what());
     }
@@ -71,10 +69,8 @@ class OnednnConvTranspose final : public Kernel {
   }
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    void* w = packed_w_.memory.get_data_handle();
-    return has_bias_ ? args_.execute(
-                           prim_, {a.inputs[0]->raw(), w, a.inputs[2]->raw(), a.outputs[0]->raw()})
-                     : args_.execute(prim_, {a.inputs[0]->raw(), w, a.outputs[0]->raw()});
+    return args_.execute_weighted(prim_, a.inputs[0]->raw(), packed_w_.memory.get_data_handle(),
+                                  has_bias_ ? a.inputs[2]->raw() : nullptr, a.outputs[0]->raw());
   }
 
  private:

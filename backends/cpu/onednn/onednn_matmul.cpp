@@ -62,11 +62,9 @@ class OnednnMatMul final : public Kernel {
       k->prim_ = dnnl::matmul(pd);
       TERN_ASSIGN_OR_RETURN(k->packed_w_,
                             onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
-      std::vector<std::pair<int, dnnl::memory::desc>> args = {
-          {DNNL_ARG_SRC, k->a_md_}, {DNNL_ARG_WEIGHTS, pd.weights_desc()}};
-      if (fp.has_bias) args.emplace_back(DNNL_ARG_BIAS, k->bias_md_);
-      args.emplace_back(DNNL_ARG_DST, k->y_md_);
-      k->args_ = onednn::ArgPool(std::move(args), pd.scratchpad_desc());
+      k->args_ = onednn::ArgPool::weighted(k->a_md_, pd.weights_desc(),
+                                           fp.has_bias ? &k->bias_md_ : nullptr, k->y_md_,
+                                           pd.scratchpad_desc());
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this matmul: ", e.what());
     }
@@ -74,10 +72,8 @@ class OnednnMatMul final : public Kernel {
   }
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    void* w = packed_w_.memory.get_data_handle();
-    return has_bias_ ? args_.execute(
-                           prim_, {a.inputs[0]->raw(), w, a.inputs[2]->raw(), a.outputs[0]->raw()})
-                     : args_.execute(prim_, {a.inputs[0]->raw(), w, a.outputs[0]->raw()});
+    return args_.execute_weighted(prim_, a.inputs[0]->raw(), packed_w_.memory.get_data_handle(),
+                                  has_bias_ ? a.inputs[2]->raw() : nullptr, a.outputs[0]->raw());
   }
 
  private:
