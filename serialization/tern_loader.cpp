@@ -11,6 +11,17 @@ namespace {
 
 constexpr uint64_t kAlign = 64;
 
+// int64 vectors are copied bytewise: FlatBuffers' verifier checks that a vector's 4-byte length
+// prefix is aligned, not that 8-byte elements are, so a crafted file may put them at any 4-byte
+// boundary (found by tests/fuzz/fuzz_tern_loader). Little-endian hosts only, as FlatBuffers' data.
+std::vector<int64_t> read_longs(const flatbuffers::Vector<int64_t>* v) {
+  std::vector<int64_t> out;
+  if (!v || v->size() == 0) return out;
+  out.resize(v->size());
+  std::memcpy(out.data(), v->Data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
 Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& where) {
   Attribute out;
   out.kind = static_cast<Attribute::Kind>(a.kind());
@@ -25,7 +36,7 @@ Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& wh
       out.s = a.s() ? a.s()->str() : "";
       break;
     case fb::AttributeKind::Ints:
-      if (a.ints()) out.ints.assign(a.ints()->begin(), a.ints()->end());
+      out.ints = read_longs(a.ints());
       break;
     case fb::AttributeKind::Floats:
       if (a.floats()) out.floats.assign(a.floats()->begin(), a.floats()->end());
@@ -40,8 +51,7 @@ Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& wh
       if (!t || !dtype_is_valid(t->dtype()) || t->dtype() == static_cast<int32_t>(DType::kString)) {
         return invalid_model(where, ": tensor has no valid non-string dtype");
       }
-      Shape shape;
-      if (t->shape()) shape.assign(t->shape()->begin(), t->shape()->end());
+      const Shape shape = read_longs(t->shape());
       auto n = checked_numel(shape);
       if (!n) return invalid_model(where, ": ", n.status().message());
       size_t bytes = static_cast<size_t>(*n) * dtype_size(static_cast<DType>(t->dtype()));
@@ -138,8 +148,7 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
       if (dtype_size(val.type.dtype) == 0 || val.type.dtype == DType::kString) {
         return invalid_model(where, ": constant without a non-string dtype");
       }
-      Shape shape;
-      if (v->const_shape()) shape.assign(v->const_shape()->begin(), v->const_shape()->end());
+      const Shape shape = read_longs(v->const_shape());
       auto n = checked_numel(shape);
       if (!n) return invalid_model(where, ": ", n.status().message());
       const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v->segment()));
