@@ -6,16 +6,18 @@
 namespace tern {
 
 int Graph::add_value(std::string name, ValueType type) {
+  values.push_back(Value{std::move(name), std::move(type), std::nullopt, {}});
+  return static_cast<int>(values.size() - 1);
+}
+
+std::string Graph::unused_name(const std::string& base) const {
   auto taken = [&](const std::string& n) {
     return std::any_of(values.begin(), values.end(), [&](const Value& v) { return v.name == n; });
   };
-  if (taken(name)) {
-    int k = 2;
-    while (taken(str_cat(name, "_", k))) ++k;
-    name = str_cat(name, "_", k);
-  }
-  values.push_back(Value{std::move(name), std::move(type), std::nullopt, {}});
-  return static_cast<int>(values.size() - 1);
+  if (!taken(base)) return base;
+  int k = 2;
+  while (taken(str_cat(base, "_", k))) ++k;
+  return str_cat(base, "_", k);
 }
 
 std::string Graph::describe_node(size_t index) const {

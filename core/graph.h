@@ -57,9 +57,10 @@ struct Graph {
   std::string producer;
   std::vector<std::pair<std::string, std::string>> metadata;
 
-  // Appends a value; a name already taken gets a "_2", "_3", ... suffix (names stay unique, as
-  // the .tern format requires).
   int add_value(std::string name, ValueType type = {});
+  // `base`, or `base` with a "_2", "_3", ... suffix when a value already has that name (value
+  // names are unique in a graph, as the .tern format requires). Linear in the number of values.
+  std::string unused_name(const std::string& base) const;
   // "node 'conv1' (Conv)"; falls back to the node's index when it has no name.
   std::string describe_node(size_t index) const;
   const std::string& value_name(int id) const { return values[static_cast<size_t>(id)].name; }

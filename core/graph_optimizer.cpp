@@ -38,7 +38,7 @@ int add_constant(Graph& g, std::string name, Tensor t) {
   type.dtype = t.dtype();
   type.has_shape = true;
   for (int64_t d : t.shape()) type.dims.push_back(Dim{d, {}});
-  int id = g.add_value(std::move(name), std::move(type));
+  int id = g.add_value(g.unused_name(name), std::move(type));
   g.values[static_cast<size_t>(id)].constant = std::move(t);
   return id;
 }

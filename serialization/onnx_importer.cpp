@@ -43,6 +43,7 @@ class Importer {
           g_.values[static_cast<size_t>(id)].constant->dtype();
     }
     for (const auto& vi : gp.input()) {
+      if (vi.name().empty()) return invalid_model("a graph input has no name");
       int id = value(vi.name());
       if (g_.values[static_cast<size_t>(id)].constant) continue;  // IR < 4: initializers listed
       TERN_RETURN_IF_ERROR(read_type(vi, id).with_prefix(str_cat("graph input '", vi.name(), "'")));
@@ -56,6 +57,7 @@ class Importer {
       }
     }
     for (const auto& vi : gp.output()) {
+      if (vi.name().empty()) return invalid_model("a graph output has no name");
       auto it = ids_.find(vi.name());
       if (it == ids_.end())
         return invalid_model("graph output '", vi.name(), "' is never produced");
@@ -194,6 +196,7 @@ class Importer {
     for (const auto& in : n.input()) node.inputs.push_back(in.empty() ? -1 : value(in));
     for (const auto& out : n.output()) node.outputs.push_back(out.empty() ? -1 : value(out));
     for (const auto& a : n.attribute()) {
+      if (a.name().empty()) return invalid_model(where, ": an attribute has no name");
       auto attr = read_attribute(a);
       if (!attr) return attr.status().with_prefix(str_cat(where, ": attribute '", a.name(), "'"));
       node.attrs.set(a.name(), std::move(*attr));

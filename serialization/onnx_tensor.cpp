@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -13,7 +14,8 @@ namespace tern::serialization {
 
 namespace {
 
-// Reads external data (location relative to the model's folder, offset, length).
+// Reads external data (location relative to the model's folder, offset, length); with a null dst
+// only checks that the file holds it.
 Status read_external(const onnx::TensorProto& t, const std::string& base_dir, size_t bytes,
                      void* dst) {
   std::string location;
@@ -51,6 +53,14 @@ Status read_external(const onnx::TensorProto& t, const std::string& base_dir, si
     return invalid_model("tensor '", t.name(), "': external data length ", length,
                          " but shape needs ", bytes, " bytes");
   }
+  std::error_code ec;
+  const uintmax_t file_bytes = std::filesystem::file_size(base_dir + "/" + location, ec);
+  if (ec) return io_error("tensor '", t.name(), "': cannot open external data '", location, "'");
+  if (offset > file_bytes || bytes > file_bytes - offset) {
+    return invalid_model("tensor '", t.name(), "': external data file '", location,
+                         "' is too short");
+  }
+  if (!dst) return Status::ok();  // checked only
   std::ifstream f(base_dir + "/" + location, std::ios::binary);
   if (!f) return io_error("tensor '", t.name(), "': cannot open external data '", location, "'");
   f.seekg(static_cast<std::streamoff>(offset));
@@ -91,6 +101,46 @@ void unpack_bits(const uint8_t* packed, DType dt, int64_t n, uint8_t* out) {
 
 }  // namespace
 
+namespace {
+
+// Whether the tensor's data (string, external, raw or typed fields) holds n elements of dt.
+Status check_present(const onnx::TensorProto& t, DType dt, int64_t n, const std::string& base_dir) {
+  const int bits = dtype_file_bits(dt);
+  const size_t es = dtype_size(dt);
+  if (dt != DType::kString && bits >= 8 && static_cast<uint64_t>(n) > SIZE_MAX / es) {
+    return invalid_model("tensor '", t.name(), "': ", n, " elements overflow the address space");
+  }
+  if (n == 0) return Status::ok();
+  if (dt == DType::kString) return check_count(t, t.string_data(), n);
+  const size_t bytes =
+      bits < 8 ? static_cast<size_t>((n * bits + 7) / 8) : static_cast<size_t>(n) * es;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return read_external(t, base_dir, bytes, nullptr);
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes) {
+      return invalid_model("tensor '", t.name(), "' has ", t.raw_data().size(),
+                           " bytes of raw data, its shape needs ", bytes);
+    }
+    return Status::ok();
+  }
+  switch (dt) {
+    case DType::kFloat32:
+      return check_count(t, t.float_data(), n);
+    case DType::kFloat64:
+      return check_count(t, t.double_data(), n);
+    case DType::kInt64:
+      return check_count(t, t.int64_data(), n);
+    case DType::kUInt32:
+    case DType::kUInt64:
+      return check_count(t, t.uint64_data(), n);
+    default:
+      return check_count(t, t.int32_data(), bits < 8 ? static_cast<int64_t>(bytes) : n);
+  }
+}
+
+}  // namespace
+
 Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir) {
   if (!dtype_is_valid(t.data_type())) {
     return unsupported("tensor '", t.name(), "' has data type ", t.data_type(),
@@ -100,11 +150,15 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
   Shape shape(t.dims().begin(), t.dims().end());
   auto n = checked_numel(shape);
   if (!n) return invalid_model("tensor '", t.name(), "': ", n.status().message());
+  // The data the file holds must match the shape before anything is allocated: a few bytes of
+  // protobuf may claim a tensor of terabytes (found by tests/fuzz/fuzz_onnx_importer).
+  TERN_RETURN_IF_ERROR(check_present(t, dt, *n, base_dir));
   TERN_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(dt, shape));
   if (dt == DType::kString) {
     if (*n == 0) return out;
     TERN_RETURN_IF_ERROR(check_count(t, t.string_data(), *n));
-    for (int64_t i = 0; i < *n; ++i) out.data<std::string>()[i] = t.string_data(static_cast<int>(i));
+    for (int64_t i = 0; i < *n; ++i)
+      out.data<std::string>()[i] = t.string_data(static_cast<int>(i));
     return out;
   }
   const int bits = dtype_file_bits(dt);
@@ -156,7 +210,7 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
           out.data<uint64_t>()[i] = t.uint64_data(static_cast<int>(i));
       }
       break;
-    default: {  // int32 and every narrower type travel in int32_data
+    default: {         // int32 and every narrower type travel in int32_data
       if (bits < 8) {  // one entry per packed byte
         const int64_t nbytes = static_cast<int64_t>(bytes);
         TERN_RETURN_IF_ERROR(check_count(t, t.int32_data(), nbytes));

@@ -2,15 +2,11 @@
 // version, dtypes, indices, segment bounds and sizes, packed layouts, acyclic graph) on arbitrary
 // bytes. A model it accepts must be usable: its inputs and outputs are read, and it saves and
 // loads again.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <string>
 
-#include "serialization/model_io.h"
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto model = tern::serialization::load_model_memory(data, size);
@@ -22,16 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t names = 0;
   for (const auto& in : m.inputs()) names += in.name.size() + in.dims.size();
   for (const auto& out : m.outputs()) names += out.name.size() + out.dims.size();
-  static const std::string path = "/tmp/fuzz_tern_loader_" + std::to_string(getpid()) + ".tern";
-  tern::Status saved = tern::serialization::save_tern(m.graph(), path);
-  if (saved.is_ok()) {
-    auto again = tern::serialization::load_model_file(path);
-    if (!again) {
-      std::fprintf(stderr, "a loaded model saved as .tern does not load again: %s\n",
-                   again.status().message().c_str());
-      std::abort();
-    }
-  }
-  std::remove(path.c_str());
+  tern_fuzz::check_round_trip(m, "fuzz_tern_loader");
   return names == SIZE_MAX;  // keeps the loop above from being optimised away
 }
