@@ -50,9 +50,26 @@ tern_status tern_tensor_create_from_data(tern_dtype dtype, const int64_t* shape,
     TERN_API_REQUIRE(byte_size >= need, "byte_size ", byte_size, " is smaller than the ", need,
                      " bytes shape ", tern::shape_str(s), " needs");
     TERN_API_REQUIRE(data || need == 0, "data is NULL for a non-empty tensor");
-    std::shared_ptr<void> keep;
-    if (deleter) keep = std::shared_ptr<void>(data, [deleter, ctx](void* p) { deleter(p, ctx); });
-    *out = new tern_tensor{tern::Tensor::wrap(static_cast<tern::DType>(dtype), s, data, keep)};
+    // The deleter runs when the last user of the data goes, and never on a failure here: the
+    // owner is armed only after everything that may throw has been made.
+    struct Owner {
+      Owner(void* d, void (*del)(void*, void*), void* c) : data(d), deleter(del), ctx(c) {}
+      Owner(const Owner&) = delete;
+      Owner& operator=(const Owner&) = delete;
+      ~Owner() {
+        if (armed) deleter(data, ctx);
+      }
+      void* data;
+      void (*deleter)(void*, void*);
+      void* ctx;
+      bool armed = false;
+    };
+    std::shared_ptr<Owner> owner;
+    if (deleter) owner = std::make_shared<Owner>(data, deleter, ctx);
+    std::shared_ptr<void> keep = owner ? std::shared_ptr<void>(owner, data) : nullptr;
+    auto* t = new tern_tensor{tern::Tensor::wrap(static_cast<tern::DType>(dtype), s, data, keep)};
+    if (owner) owner->armed = true;
+    *out = t;
     return Status::ok();
   });
 }

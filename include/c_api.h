@@ -60,7 +60,10 @@ typedef enum {
   TERN_FLOAT64 = 11,
   TERN_UINT32 = 12,
   TERN_UINT64 = 13,
-  TERN_BFLOAT16 = 16
+  TERN_BFLOAT16 = 16,
+  /* Not a type: makes every non-negative int representable in tern_dtype (bindings pass plain
+   * ints; an unknown one gets TERN_ERR_INVALID_ARGUMENT or TERN_ERR_UNSUPPORTED). */
+  TERN_DTYPE_MAX_ENUM = 0x7FFFFFFF
 } tern_dtype;
 
 /* The library version, "MAJOR.MINOR.PATCH". Static string. */
@@ -171,7 +174,8 @@ typedef enum {
   TERN_SDP_MATH = 0,
   TERN_SDP_FLASH,
   TERN_SDP_MEM_EFFICIENT,
-  TERN_SDP_CUDNN
+  TERN_SDP_CUDNN,
+  TERN_SDP_MAX_ENUM = 0x7FFFFFFF /* not a backend: see TERN_DTYPE_MAX_ENUM */
 } tern_sdp_backend;
 
 /* Per-run options, passed to tern_session_run (NULL: none). Not synchronised: one per thread. */
@@ -244,13 +248,26 @@ TERN_API tern_status tern_session_memory_info(const tern_session* s, size_t* act
 /* ---- Backends API: threads, flags and torch.backends-style queries (DESIGN §3) ----------------
  */
 
-typedef enum { TERN_BLAS_DEFAULT = 0, TERN_BLAS_CUBLAS, TERN_BLAS_CUBLASLT } tern_blas_library;
+/* Each enum below ends with a *_MAX_ENUM value that is not a choice: it makes any non-negative
+ * int representable, so an unknown one from a binding is refused with a status. */
+typedef enum {
+  TERN_BLAS_DEFAULT = 0,
+  TERN_BLAS_CUBLAS,
+  TERN_BLAS_CUBLASLT,
+  TERN_BLAS_MAX_ENUM = 0x7FFFFFFF
+} tern_blas_library;
 typedef enum {
   TERN_LINALG_DEFAULT = 0,
   TERN_LINALG_CUSOLVER,
-  TERN_LINALG_MAGMA
+  TERN_LINALG_MAGMA,
+  TERN_LINALG_MAX_ENUM = 0x7FFFFFFF
 } tern_linalg_library;
-typedef enum { TERN_VERBOSE_OFF = 0, TERN_VERBOSE_ON, TERN_VERBOSE_ON_CREATION } tern_verbose_level;
+typedef enum {
+  TERN_VERBOSE_OFF = 0,
+  TERN_VERBOSE_ON,
+  TERN_VERBOSE_ON_CREATION,
+  TERN_VERBOSE_MAX_ENUM = 0x7FFFFFFF
+} tern_verbose_level;
 
 /* Threads, with PyTorch's rules. Intra-op threads ("num_threads") are the threads one node may
  * use: Tern's kernels, oneDNN and OpenBLAS all run on one OpenMP pool of that size, so a run

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_tern_loader fuzz_onnx_importer)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_tern_loader fuzz_onnx_importer fuzz_session_run)
 build_dir="${TERN_FUZZ_BUILD_DIR:-build-fuzz}"
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTERN_FUZZ=ON -DTERN_BUILD_TESTS=OFF -DTERN_WERROR=OFF > /dev/null

@@ -18,8 +18,8 @@ inline void check_round_trip(const tern::Model& m, const char* target) {
   if (tern::serialization::save_tern(m.graph(), path).is_ok()) {
     auto again = tern::serialization::load_model_file(path);
     if (!again) {
-      std::fprintf(stderr, "%s: an accepted model saved as .tern does not load again: %s\n",
-                   target, again.status().message().c_str());
+      std::fprintf(stderr, "%s: an accepted model saved as .tern does not load again: %s\n", target,
+                   again.status().message().c_str());
       std::abort();
     }
   }

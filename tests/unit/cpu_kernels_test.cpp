@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "backends/registry.h"
@@ -325,6 +326,27 @@ TEST_SUITE("cpu_kernels") {
           CHECK(std::abs(s.outputs[0].data<float>()[row * 67 + i] - want) <= 1e-6 + 1e-5 * want);
         }
       }
+    }
+    // NaN and infinities: NaN stays NaN (no float -> int conversion of it), the limits hold.
+    const float inf = std::numeric_limits<float>::infinity();
+    Tensor odd = make_f32({1, 4}, {std::nanf(""), inf, -inf, 0.0f});
+    for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+      CAPTURE(cap);
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      const Prepared pe = run_cpu("Erf", {}, {&odd}, {false});
+      const float* e = pe.outputs[0].data<float>();
+      CHECK(std::isnan(e[0]));
+      CHECK(e[1] == 1.0f);
+      CHECK(e[2] == -1.0f);
+      const Prepared pg = run_cpu("Sigmoid", {}, {&odd}, {false});
+      const float* g = pg.outputs[0].data<float>();
+      CHECK(std::isnan(g[0]));
+      CHECK(g[1] == 1.0f);
+      CHECK(g[2] == 0.0f);
+      CHECK(g[3] == 0.5f);
+      const Prepared ps = run_cpu("Softmax", {}, {&odd}, {false});
+      CHECK(std::isnan(ps.outputs[0].data<float>()[0]));  // a row holding NaN is NaN
     }
     // Softmax over an inner axis is left to the portable kernel.
     Attributes a;
