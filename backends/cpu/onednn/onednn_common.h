@@ -229,4 +229,18 @@ inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
   return packed;
 }
 
+// A kernel holding its constant weights (input 1) in a oneDNN layout: counted in the plan's
+// memory and carried by a saved optimized model.
+class PackedWeightKernel : public Kernel {
+ public:
+  size_t packed_bytes() const override { return packed_w_.bytes(); }
+  std::vector<PackedWeight> packed_weights() const override {
+    if (!packed_w_.blob.data.raw()) return {};
+    return {PackedWeight{1, packed_w_.blob}};
+  }
+
+ protected:
+  PackedWeights packed_w_;
+};
+
 }  // namespace tern::onednn

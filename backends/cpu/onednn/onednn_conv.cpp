@@ -51,15 +51,10 @@ void append_step(dnnl::post_ops& po, const ops::FusedStep& st) {
   }
 }
 
-class OnednnConv final : public Kernel {
+class OnednnConv final : public onednn::PackedWeightKernel {
  public:
   const char* name() const override { return name_; }
   size_t workspace_bytes() const override { return src_reorder_bytes_ + dst_reorder_bytes_; }
-  size_t packed_bytes() const override { return packed_w_.bytes(); }
-  std::vector<PackedWeight> packed_weights() const override {
-    if (!packed_w_.blob.data.raw()) return {};
-    return {PackedWeight{1, packed_w_.blob}};
-  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
@@ -236,7 +231,6 @@ class OnednnConv final : public Kernel {
   dnnl::convolution_forward prim_;
   dnnl::reorder src_reorder_, z_reorder_, dst_reorder_;
   dnnl::memory::desc user_src_md_, src_md_, user_dst_md_, dst_md_, z_md_;
-  onednn::PackedWeights packed_w_;
   onednn::ArgPool args_;
   size_t src_reorder_bytes_ = 0, dst_reorder_bytes_ = 0;
   bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;

@@ -9,14 +9,9 @@ namespace {
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-class OnednnConvTranspose final : public Kernel {
+class OnednnConvTranspose final : public onednn::PackedWeightKernel {
  public:
   const char* name() const override { return "onednn"; }
-  size_t packed_bytes() const override { return packed_w_.bytes(); }
-  std::vector<PackedWeight> packed_weights() const override {
-    if (!packed_w_.blob.data.raw()) return {};
-    return {PackedWeight{1, packed_w_.blob}};
-  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
@@ -76,7 +71,6 @@ class OnednnConvTranspose final : public Kernel {
  private:
   dnnl::deconvolution_forward prim_;
   dnnl::memory::desc src_md_, dst_md_;
-  onednn::PackedWeights packed_w_;
   onednn::ArgPool args_;
   bool has_bias_ = false;
 };

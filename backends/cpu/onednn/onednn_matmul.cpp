@@ -12,14 +12,9 @@ namespace {
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-class OnednnMatMul final : public Kernel {
+class OnednnMatMul final : public onednn::PackedWeightKernel {
  public:
   const char* name() const override { return "onednn"; }
-  size_t packed_bytes() const override { return packed_w_.bytes(); }
-  std::vector<PackedWeight> packed_weights() const override {
-    if (!packed_w_.blob.data.raw()) return {};
-    return {PackedWeight{1, packed_w_.blob}};
-  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
@@ -80,7 +75,6 @@ class OnednnMatMul final : public Kernel {
   dnnl::matmul prim_;
   dnnl::memory::desc a_md_, y_md_, bias_md_;
   bool has_bias_ = false;
-  onednn::PackedWeights packed_w_;
   onednn::ArgPool args_;
 };
 
