@@ -54,6 +54,13 @@ Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx) {
   return p;
 }
 
+Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx) {
+  if (ctx.node->op_type == "FusedConv") return parse_fused_conv(ctx);
+  FusedConvParams p;
+  TERN_ASSIGN_OR_RETURN(p.conv, parse_conv(ctx));
+  return p;
+}
+
 namespace {
 
 void apply_step(const FusedStep& st, float* y, int64_t n) {

@@ -27,6 +27,9 @@ struct FusedConvParams {
 };
 
 Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx);
+// A Conv node's params as a FusedConv without epilogue or residual; FusedConv's as they are
+// (for kernels serving both ops).
+Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx);
 // y[i] = epilogue(y[i]) for n elements.
 void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n);
 

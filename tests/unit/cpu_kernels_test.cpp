@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -12,6 +13,7 @@
 #include "graph_builder.h"
 #include "ops/conv.h"
 #include "ops/conv_transpose.h"
+#include "ops/fused_conv.h"
 #include "ops/matmul.h"
 #include "test_util.h"
 
@@ -78,10 +80,11 @@ Tensor to_blocked(const Tensor& x, int64_t b) {
       }
   return y;
 }
+// The logical NCHW values of an nChw{b}c tensor (channels padded to a multiple of b).
 std::vector<float> from_blocked(const Tensor& y, int64_t b) {
   const Shape& d = y.shape();
   std::vector<float> out(static_cast<size_t>(y.numel()));
-  const int64_t hw = d[2] * d[3], cb = d[1] / b;
+  const int64_t hw = d[2] * d[3], cb = (d[1] + b - 1) / b;
   for (int64_t n = 0; n < d[0]; ++n)
     for (int64_t c = 0; c < d[1]; ++c)
       for (int64_t i = 0; i < hw; ++i) {
@@ -263,6 +266,119 @@ TEST_SUITE("cpu_kernels") {
                                 ref.data());
             check_close(p.outputs[0], ref, "gemm");
           }
+  }
+
+  TEST_CASE("conv1x1_avx512: pointwise FusedConv on 16-blocked activations matches the reference") {
+    if (std::string(tern_cpu_get_capability()) != "AVX512") {
+      MESSAGE("skipped: the CPU lacks AVX-512");
+      return;
+    }
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // Logical NCHW -> nChw16c with the padding channels set to `pad` (NaN: must never be read).
+    auto blocked = [&](const Tensor& t, float pad, std::shared_ptr<std::vector<float>>* keep) {
+      const Shape& d = t.shape();
+      const int64_t cb = (d[1] + 15) / 16, hw = d[2] * d[3];
+      *keep = std::make_shared<std::vector<float>>(static_cast<size_t>(d[0] * cb * hw * 16), pad);
+      for (int64_t n = 0; n < d[0]; ++n)
+        for (int64_t c = 0; c < d[1]; ++c)
+          for (int64_t i = 0; i < hw; ++i) {
+            (**keep)[static_cast<size_t>(((n * cb + c / 16) * hw + i) * 16 + c % 16)] =
+                t.data<float>()[(n * d[1] + c) * hw + i];
+          }
+      return Tensor::wrap(DType::kFloat32, d, (*keep)->data(), *keep);
+    };
+    const std::vector<std::pair<std::vector<std::string>, std::vector<float>>> epilogues = {
+        {{}, {}},
+        {{"Relu"}, {}},
+        {{"Clip"}, {0.0f, 6.0f}},
+        {{"Affine", "HardSwish", "Affine"}, {1.5f, -0.25f, 0.5f, 0.125f}},
+        {{"LeakyRelu", "HardSigmoid"}, {0.1f, 0.2f, 0.5f}}};
+    for (int trial = 0; trial < 30; ++trial) {
+      const int64_t n = pick(1, 2), ic = pick(1, 70), oc = pick(1, 70), h = pick(1, 9),
+                    w = pick(1, 9);
+      const bool has_sum = pick(0, 1) == 1;
+      const auto& ep = epilogues[static_cast<size_t>(pick(0, 4))];
+      CAPTURE(trial);
+      Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
+      Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, h, w}, rng);
+      Attributes a;
+      Attribute acts, params;
+      acts.kind = Attribute::Kind::kStrings;
+      acts.strings = ep.first;
+      params.kind = Attribute::Kind::kFloats;
+      params.floats = ep.second;
+      a.set("activations", acts);
+      a.set("activation_params", params);
+      std::vector<std::shared_ptr<std::vector<float>>> keep(3);
+      Tensor xb = blocked(x, nan, &keep[0]), zb = blocked(z, 0.0f, &keep[1]);
+      Tensor yb = blocked(Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value(), nan, &keep[2]);
+      std::vector<Tensor*> ins = {&xb, &wt, &b};
+      if (has_sum) ins.push_back(&zb);
+      Node node{"k", "FusedConv", "", {}, {0}, a};
+      OpContext ctx;
+      ctx.node = &node;
+      ctx.where = "node 'k' (FusedConv)";
+      ctx.opset = 13;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        ctx.inputs.push_back(TensorInfo{true, DType::kFloat32, ins[i]->shape(),
+                                        i == 1 || i == 2 ? ins[i] : nullptr});
+        ctx.inputs.back().block = i == 0 || i == 3 ? 16 : 0;
+        ctx.input_names.push_back("in" + std::to_string(i));
+      }
+      ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
+      REQUIRE(infer_node(*OpRegistry::global().find("FusedConv"), ctx).is_ok());
+      ctx.outputs[0].block = 16;
+      auto kernel = backends::get("cpu").value()->prepare(ctx);
+      REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+      CHECK(std::string((*kernel)->name()) == "conv1x1_avx512");
+      KernelArgs args;
+      for (Tensor* t : ins) args.inputs.push_back(t);
+      args.outputs.push_back(&yb);
+      REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
+      const std::vector<float> two = *keep[2];
+      REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
+      CHECK(std::memcmp(two.data(), keep[2]->data(), two.size() * 4) == 0);  // thread-independent
+      // Reference: conv + bias (+ residual), then the epilogue.
+      RefContext ref_ctx("Conv", {}, {&x, &wt, &b});
+      auto cp = ops::parse_conv(ref_ctx.ctx).value();
+      std::vector<float> ref(static_cast<size_t>(numel(cp.y)));
+      ops::conv_reference(cp, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+      if (has_sum) {
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] += z.data<float>()[i];
+      }
+      OpContext fctx = ctx;
+      ops::apply_epilogue(ops::parse_fused_conv(fctx).value().epilogue, ref.data(),
+                          static_cast<int64_t>(ref.size()));
+      const std::vector<float> got = from_blocked(yb, 16);
+      Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+      CHECK_MESSAGE(c.mismatches == 0, shape_str(x.shape()), " -> ", oc, " sum ", has_sum,
+                    ": max abs ", c.max_abs);
+      int bad_padding = 0;  // channels past oc are written as zeros
+      const int64_t cb = (oc + 15) / 16, hw = h * w;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c2 = oc; c2 < cb * 16; ++c2)
+          for (int64_t p = 0; p < hw; ++p) {
+            bad_padding +=
+                (*keep[2])[static_cast<size_t>(((i * cb + c2 / 16) * hw + p) * 16 + c2 % 16)] !=
+                0.0f;
+          }
+      CHECK(bad_padding == 0);
+      // A second kernel finds the packed weights (as a saved optimized model carries them) and
+      // uses them in place, with the same result.
+      std::vector<Kernel::PackedWeight> packed = (*kernel)->packed_weights();
+      REQUIRE(packed.size() == 1);
+      std::vector<PackedData> carried = {packed[0].packed};
+      ctx.inputs[1].packed = &carried;
+      auto again = backends::get("cpu").value()->prepare(ctx);
+      REQUIRE(again.has_value());
+      CHECK((*again)->packed_bytes() == 0);
+      REQUIRE((*again)->run(args, ExecContext{2}).is_ok());
+      CHECK(std::memcmp(two.data(), keep[2]->data(), two.size() * 4) == 0);
+    }
   }
 
   TEST_CASE("ReorderToPlain: 16-channel blocks and channels-last (one block of all channels)") {

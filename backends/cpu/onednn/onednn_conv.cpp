@@ -61,12 +61,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       // oneDNN picks its work split from the thread count, so bits may change with it.
       return unsupported("oneDNN Conv is not deterministic across thread counts");
     }
-    ops::FusedConvParams fp;
-    if (ctx.node->op_type == "FusedConv") {
-      TERN_ASSIGN_OR_RETURN(fp, ops::parse_fused_conv(ctx));
-    } else {
-      TERN_ASSIGN_OR_RETURN(fp.conv, ops::parse_conv(ctx));
-    }
+    TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx));
     const ops::ConvParams& p = fp.conv;
     auto k = std::make_unique<OnednnConv>();
     // oneDNN 2.6's depthwise kernel computes a second eltwise_linear post-op in one chain wrongly:
