@@ -29,6 +29,7 @@ struct tern_session_options {
   std::vector<std::string> backends{"cpu"};
   tern::FlagOverrides flags;  // num_threads, num_interop_threads and any session-scoped flag
   std::string profile_path;   // empty: no profiling
+  uint64_t max_memory_bytes = 0;  // 0: no limit
 };
 struct tern_run_options {
   tern::FlagOverrides flags;  // run-scoped flags (sdp.*, onednn.verbose)

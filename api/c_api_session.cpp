@@ -61,6 +61,14 @@ tern_status tern_session_options_set_num_threads(tern_session_options* o, int n)
   });
 }
 
+tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o, uint64_t bytes) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(o, "options is NULL");
+    o->max_memory_bytes = bytes;
+    return Status::ok();
+  });
+}
+
 tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n) {
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(o, "options is NULL");
@@ -136,6 +144,7 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
     }
     cfg.overrides = opts.flags;
     cfg.profile_path = opts.profile_path;
+    cfg.max_memory_bytes = opts.max_memory_bytes;
     TERN_ASSIGN_OR_RETURN(auto s, tern::Session::create(m->m, std::move(cfg)));
     *out = new tern_session{std::move(s)};
     return Status::ok();

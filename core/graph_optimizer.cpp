@@ -455,9 +455,13 @@ Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report) {
 // conv(x) * s + b with constant float32 weights (and bias): the same convolution with weights
 // W * s and bias B * s + b. Returns false when the weights are not constant.
 Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation& act) {
-  const Tensor* w = constant_of(g, conv.inputs[1]);
+  // Handles, not pointers into g.values: add_constant below may move them.
+  std::optional<Tensor> w_handle, bias_handle;
+  if (const Tensor* t = constant_of(g, conv.inputs[1])) w_handle = *t;
   const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
-  const Tensor* bias = has_bias ? constant_of(g, conv.inputs[2]) : nullptr;
+  if (const Tensor* t = has_bias ? constant_of(g, conv.inputs[2]) : nullptr) bias_handle = *t;
+  const Tensor* w = w_handle ? &*w_handle : nullptr;
+  const Tensor* bias = bias_handle ? &*bias_handle : nullptr;
   if (!w || w->dtype() != DType::kFloat32 || w->rank() < 3 || (has_bias && !bias)) return false;
   const int64_t m = w->shape()[0];
   if (bias && (bias->dtype() != DType::kFloat32 || bias->numel() != m)) return false;

@@ -27,28 +27,46 @@ std::vector<std::string> OpRegistry::op_types() const {
   return out;
 }
 
-Status infer_node(const OpSchema& schema, OpContext& ctx) {
-  int present_inputs = 0;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    if (ctx.inputs[i].present) present_inputs = static_cast<int>(i) + 1;
-  }
-  int n_out = static_cast<int>(ctx.outputs.size());
-  if (present_inputs < schema.min_inputs ||
-      static_cast<int>(ctx.inputs.size()) > schema.max_inputs) {
-    return invalid_model(ctx.where, ": has ", ctx.inputs.size(), " inputs, expected ",
-                         schema.min_inputs, " to ", schema.max_inputs);
+Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_present,
+                   size_t n_outputs, const std::string& where) {
+  const auto n_in = static_cast<int>(inputs_present.size());
+  if (n_in < schema.min_inputs || n_in > schema.max_inputs) {
+    return invalid_model(where, ": has ", n_in, " inputs, expected ", schema.min_inputs, " to ",
+                         schema.max_inputs);
   }
   for (int i = 0; i < schema.min_inputs; ++i) {
-    if (!ctx.inputs[static_cast<size_t>(i)].present) {
-      return invalid_model(ctx.where, ": required input ", i, " is missing");
+    if (!inputs_present[static_cast<size_t>(i)]) {
+      return invalid_model(where, ": required input ", i, " is missing");
     }
   }
+  const auto n_out = static_cast<int>(n_outputs);
   if (n_out < schema.min_outputs || n_out > schema.max_outputs) {
-    return invalid_model(ctx.where, ": has ", n_out, " outputs, expected ", schema.min_outputs,
-                         " to ", schema.max_outputs);
+    return invalid_model(where, ": has ", n_out, " outputs, expected ", schema.min_outputs, " to ",
+                         schema.max_outputs);
   }
+  return Status::ok();
+}
+
+Status infer_node(const OpSchema& schema, OpContext& ctx) {
+  std::vector<bool> present;
+  for (const TensorInfo& in : ctx.inputs) present.push_back(in.present);
+  TERN_RETURN_IF_ERROR(check_arity(schema, present, ctx.outputs.size(), ctx.where));
   ctx.output_values.assign(ctx.outputs.size(), std::nullopt);
-  return schema.infer(ctx).with_prefix(ctx.where);
+  TERN_RETURN_IF_ERROR(schema.infer(ctx).with_prefix(ctx.where));
+  // Later ops multiply an input's dims freely: no inferred shape may pass 2^62 elements (dims
+  // not known yet, negative, are left out).
+  for (size_t o = 0; o < ctx.outputs.size(); ++o) {
+    int64_t n = 1;
+    for (int64_t d : ctx.outputs[o].shape) {
+      if (d <= 0) continue;
+      if (n > (int64_t{1} << 62) / d) {
+        return invalid_argument(ctx.where, ": output ", o, " of shape ",
+                                shape_str(ctx.outputs[o].shape), " has more than 2^62 elements");
+      }
+      n *= d;
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace tern

@@ -39,5 +39,9 @@ void register_all_ops(OpRegistry& r);  // generated
 
 // Runs shape inference for ctx.node and checks arity first.
 Status infer_node(const OpSchema& schema, OpContext& ctx);
+// The input and output counts of a node against its schema: INVALID_MODEL (prefixed by `where`)
+// for too few or too many, or a required input (below min_inputs) that is not present.
+Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_present,
+                   size_t n_outputs, const std::string& where);
 
 }  // namespace tern

@@ -56,8 +56,41 @@ void Plan::release_arena(int layout, std::shared_ptr<void> arena) const {
   free_arenas_[layout].push_back(std::move(arena));
 }
 
+namespace {
+
+// An allocation the session's memory limit refused says so.
+Status with_budget_note(Status st, const MemoryBudget* budget) {
+  if (st.is_ok() || st.code() != Code::kOutOfMemory || !budget || budget->refusals() == 0) {
+    return st;
+  }
+  return out_of_memory(st.message(), " (the session's max_memory_bytes limit is ",
+                       budget->limit(), " bytes; ", budget->used(), " in use)");
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                    SessionConfig config) {
+  std::shared_ptr<MemoryBudget> budget;
+  if (config.max_memory_bytes) budget = std::make_shared<MemoryBudget>(config.max_memory_bytes);
+  BudgetScope scope(budget);
+  auto s = create_charged(std::move(model), std::move(config));
+  if (!s) return with_budget_note(s.status(), budget.get());
+  (*s)->budget_ = std::move(budget);
+  return s;
+}
+
+Status Session::run(const std::vector<std::string>& input_names,
+                    const std::vector<const Tensor*>& inputs,
+                    const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
+                    const FlagOverrides* run_flags) {
+  BudgetScope scope(budget_);
+  return with_budget_note(run_charged(input_names, inputs, output_names, outputs, run_flags),
+                          budget_.get());
+}
+
+Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const Model> model,
+                                                           SessionConfig config) {
   if (config.backends.empty()) return invalid_argument("no backend given");
   const auto t0 = Profiler::Clock::now();
   std::unique_ptr<Session> s(new Session());
@@ -141,6 +174,10 @@ Status Session::check_ops() {
       return unsupported(g.describe_node(n), ": op type ", node.op_type,
                          " is not supported by Tern");
     }
+    std::vector<bool> present;
+    for (int id : node.inputs) present.push_back(id >= 0);
+    // Before any rewrite reads a node's inputs by position.
+    TERN_RETURN_IF_ERROR(check_arity(*schema, present, node.outputs.size(), g.describe_node(n)));
     bool any = std::any_of(config_.backends.begin(), config_.backends.end(),
                            [&](Backend* b) { return b->supports_op(node.op_type); });
     if (!any) {
@@ -485,10 +522,10 @@ bool runs_concurrently(const Plan& plan, int threads, int interop) {
   return saved_ns > kHandoffNs * static_cast<double>(plan.steps.size());
 }
 
-Status Session::run(const std::vector<std::string>& input_names,
-                    const std::vector<const Tensor*>& inputs,
-                    const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-                    const FlagOverrides* run_flags) {
+Status Session::run_charged(const std::vector<std::string>& input_names,
+                            const std::vector<const Tensor*>& inputs,
+                            const std::vector<std::string>& output_names,
+                            std::vector<Tensor>* outputs, const FlagOverrides* run_flags) {
   std::vector<const Tensor*> ordered;
   TERN_RETURN_IF_ERROR(check_inputs(input_names, inputs, &ordered));
   const Graph& g = graph_;

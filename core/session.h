@@ -18,6 +18,7 @@
 #include "core/backend.h"
 #include "core/flags.h"
 #include "core/graph_optimizer.h"
+#include "core/memory_budget.h"
 #include "core/model.h"
 #include "core/op_registry.h"
 #include "core/profiler.h"
@@ -28,6 +29,7 @@ struct SessionConfig {
   std::vector<Backend*> backends;  // preference order; must not be empty
   FlagOverrides overrides;         // this session's flag values (num_threads, ...)
   std::string profile_path;        // non-empty: record a trace of every run (see Profiler)
+  uint64_t max_memory_bytes = 0;   // the session's memory limit (MemoryBudget); 0: none
 };
 
 struct PlanStep {
@@ -108,6 +110,8 @@ class Session {
              const FlagOverrides* run_flags = nullptr);
 
   const Model& model() const { return *model_; }
+  // The memory limit's account (null without a limit).
+  const MemoryBudget* budget() const { return budget_.get(); }
   // The graph the session runs: the model's, after constant folding and the optimizer.
   const Graph& graph() const { return graph_; }
   const OptimizerReport& optimizer_report() const { return optimizer_report_; }
@@ -135,6 +139,12 @@ class Session {
 
  private:
   Session() = default;
+  static Expected<std::unique_ptr<Session>> create_charged(std::shared_ptr<const Model> model,
+                                                           SessionConfig config);
+  Status run_charged(const std::vector<std::string>& input_names,
+                     const std::vector<const Tensor*>& inputs,
+                     const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
+                     const FlagOverrides* run_flags);
   // Schemas and backends for every node of graph_; recomputes order_.
   Status check_ops();
   // Computes nodes whose inputs are all constant and stores their outputs as constants.
@@ -190,6 +200,7 @@ class Session {
   std::vector<AttentionMatch> patterns_;
 
   std::unique_ptr<Profiler> profiler_;
+  std::shared_ptr<MemoryBudget> budget_;  // charged while create and run are on the stack
 
   mutable std::mutex plans_mu_;
   std::shared_ptr<const Plan> last_plan_;

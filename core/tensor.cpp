@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "core/half.h"
+#include "core/memory_budget.h"
 #include "core/low_float.h"
 
 namespace tern {
@@ -41,11 +43,14 @@ std::string shape_str(const Shape& shape) {
 }
 
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
+  if (bytes > SIZE_MAX - Tensor::kAlignment) return nullptr;
   size_t rounded = (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
   if (rounded == 0) rounded = Tensor::kAlignment;
-  void* p = std::aligned_alloc(Tensor::kAlignment, rounded);
-  if (!p) return nullptr;
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return allocate_charged(rounded, [rounded]() -> std::shared_ptr<void> {
+    void* p = std::aligned_alloc(Tensor::kAlignment, rounded);
+    if (!p) return nullptr;
+    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  });
 }
 
 namespace {

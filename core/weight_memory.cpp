@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/memory_budget.h"
+
 namespace tern {
 namespace {
 
@@ -87,15 +89,18 @@ class ChunkPool {
 }  // namespace
 
 std::shared_ptr<void> weight_buffer(size_t bytes) {
+  if (bytes > (size_t{1} << 62)) return nullptr;
   bytes = round_up(bytes == 0 ? 1 : bytes, kAlign);
   if (bytes < kHugePage) {
     static ChunkPool* pool = new ChunkPool();  // never destroyed: buffers may outlive statics
-    return pool->allocate(bytes);
+    return allocate_charged(bytes, [bytes] { return pool->allocate(bytes); });
   }
   const size_t rounded = round_up(bytes, kHugePage);
-  void* p = map_huge(rounded);
-  if (!p) return nullptr;
-  return std::shared_ptr<void>(p, [rounded](void* q) { ::munmap(q, rounded); });
+  return allocate_charged(rounded, [rounded]() -> std::shared_ptr<void> {
+    void* p = map_huge(rounded);
+    if (!p) return nullptr;
+    return std::shared_ptr<void>(p, [rounded](void* q) { ::munmap(q, rounded); });
+  });
 }
 
 }  // namespace tern

@@ -42,7 +42,8 @@ typedef enum {
   TERN_ERR_BACKEND_UNAVAILABLE, /* the backend is not built or has no device */
   TERN_ERR_OUT_OF_MEMORY,
   TERN_ERR_IO,      /* a file could not be opened, read, mapped or written */
-  TERN_ERR_INTERNAL /* a bug in Tern: please report it with tern_last_error() */
+  TERN_ERR_INTERNAL, /* a bug in Tern: please report it with tern_last_error() */
+  TERN_STATUS_MAX_ENUM = 0x7FFFFFFF /* not a status: see TERN_DTYPE_MAX_ENUM */
 } tern_status;
 
 /* Tensor element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -162,6 +163,13 @@ TERN_API tern_status tern_session_options_set_num_threads(tern_session_options* 
 /* Inter-op threads for this session's runs: how many independent nodes may run at the same time
  * (the "num_interop_threads" flag for this session only); 0 means follow the process value. */
 TERN_API tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n);
+/* A limit on the memory the session allocates: its packed weights, constants it folds, the arena
+ * of every run in flight, and the outputs of its runs until the caller destroys them. A creation
+ * or run that would pass it fails with TERN_ERR_OUT_OF_MEMORY (the message names the limit),
+ * allocating nothing more, and the session stays usable. 0 (the default) means no limit.
+ * Memory oneDNN or OpenBLAS allocate inside themselves is not counted. */
+TERN_API tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o,
+                                                              uint64_t bytes);
 /* Overrides any flag of scope "session" or "run" for this session alone (names and values as in
  * tern_flag_set; "num_threads" and "num_interop_threads" included). The session reads the global
  * value of every flag it does not override at the start of each run. TERN_ERR_INVALID_ARGUMENT:

@@ -35,7 +35,9 @@ Status infer_reshape(OpContext& ctx) {
     }
     if (d < 0) return invalid_argument("shape ", shape_str(spec), " has a negative entry");
     out[i] = d;
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) {
+      return invalid_argument("shape ", shape_str(spec), " has more elements than int64 holds");
+    }
   }
   int64_t total = numel(in);
   if (infer_at >= 0) {

@@ -109,7 +109,7 @@ TEST_SUITE("backends") {
           TERN_ERR_INVALID_ARGUMENT);
     CHECK(tern_cuda_set_preferred_linalg_library(TERN_LINALG_MAGMA) == TERN_OK);
     CHECK(flag("cuda.preferred_linalg_library") == "MAGMA");
-    CHECK(tern_cuda_set_preferred_linalg_library(static_cast<tern_linalg_library>(-1)) ==
+    CHECK(tern_cuda_set_preferred_linalg_library(static_cast<tern_linalg_library>(3)) ==
           TERN_ERR_INVALID_ARGUMENT);
     CHECK(tern_cudnn_set_benchmark_limit(3) == TERN_OK);
     CHECK(tern_cudnn_get_benchmark_limit() == 3);

@@ -4,6 +4,7 @@
 
 #include <dnnl.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -159,6 +160,25 @@ class ArgPool {
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<Set>> free_;
 };
+
+// oneDNN's primitives divide by dimensions and index in 32 bits in places (a declared batch of
+// 2^32 made its matmul divide by zero): tensors with no elements or more than 2^31 - 1 go to the
+// portable kernels instead (UNSUPPORTED here passes the node on to them).
+inline Status require_onednn_sizes(const OpContext& ctx) {
+  for (const auto* list : {&ctx.inputs, &ctx.outputs}) {
+    for (const TensorInfo& t : *list) {
+      if (!t.present) continue;
+      int64_t n = 1;
+      for (int64_t d : t.shape) {
+        if (d <= 0) return unsupported("oneDNN: a tensor with no elements");
+        if (d > INT32_MAX || (n *= d) > INT32_MAX) {
+          return unsupported("oneDNN: a tensor of 2^31 elements or more");
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
 
 inline dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;

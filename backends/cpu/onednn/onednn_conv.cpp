@@ -57,6 +57,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
   size_t workspace_bytes() const override { return src_reorder_bytes_ + dst_reorder_bytes_; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
       // oneDNN picks its work split from the thread count, so bits may change with it.
       return unsupported("oneDNN Conv is not deterministic across thread counts");

@@ -14,6 +14,7 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
   const char* name() const override { return "onednn"; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
     TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
     const Tensor* wconst = ctx.inputs[1].value;
     if (!wconst) return unsupported("oneDNN deconvolution needs constant weights");

@@ -17,6 +17,7 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
   const char* name() const override { return "onednn"; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
       return unsupported("oneDNN matmul's split depends on the thread count");
     }

@@ -17,6 +17,7 @@ class OnednnPool final : public Kernel {
   const char* name() const override { return "onednn"; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
     const std::string& op = ctx.node->op_type;
     const bool global = op.rfind("Global", 0) == 0;
     const bool is_max = op == "MaxPool" || op == "GlobalMaxPool";
