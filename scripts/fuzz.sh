@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan, TERN_FUZZ=ON) into ${TERN_FUZZ_BUILD_DIR:-build-fuzz}
-# and runs each for SECONDS (default 60) on a scratch copy of its seed corpus in
+# Builds the libFuzzer targets (clang, ASan + UBSan, TERN_FUZZ=ON) into
+# ${TERN_FUZZ_BUILD_DIR:-build-address} (configured as scripts/sanitize.sh address does, so one build
+# serves both) and runs each for SECONDS (default 60) on a scratch copy of its seed corpus in
 # tests/fuzz/corpus/<target>. A crash leaves its input in <build dir>/artifacts and fails the run;
 # add it to tests/fuzz/regressions/<target> once fixed.
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]
@@ -10,9 +11,9 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_tern_loader fuzz_onnx_importer fuzz_session_run)
-build_dir="${TERN_FUZZ_BUILD_DIR:-build-fuzz}"
+build_dir="${TERN_FUZZ_BUILD_DIR:-build-address}"
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTERN_FUZZ=ON -DTERN_BUILD_TESTS=OFF -DTERN_WERROR=OFF > /dev/null
+  -DTERN_SANITIZE=address -DTERN_WERROR=OFF -DTERN_FUZZ=ON > /dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 mkdir -p "$build_dir/artifacts"
 for t in "${targets[@]}"; do

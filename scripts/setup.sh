@@ -8,6 +8,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  clang libclang-rt-14-dev  # the sanitizer builds and the libFuzzer targets
 )
 # Extra packages for the main job ("scripts/setup.sh --main-job"): npm fetches the model. A
 # machine whose Node.js already ships npm keeps it (Debian's npm conflicts with such builds).

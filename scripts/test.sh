@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test with ctest (unit suites,
-# exported symbols, and the ONNX conformance gate). Tests that need ../shared skip with a message
-# when it is absent.
+# exported symbols, and the ONNX conformance gate), then the sanitizer builds (ASan + UBSan +
+# LeakSanitizer: every unit suite and the conformance suite; TSan: the concurrency and API suites)
+# and each libFuzzer target for 60 s. Tests that need ../shared skip with a message when it is
+# absent. TERN_TEST_QUICK=1 stops after ctest and the conformance summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus="$(pwd)/../shared/conformance/onnx-node"
@@ -13,3 +15,8 @@ ctest --output-on-failure --timeout 900
 if [ -d "$corpus" ]; then
   ./tern-conformance --dir "$corpus" --json conformance.json | tail -n 2
 fi
+cd - > /dev/null
+[ "${TERN_TEST_QUICK:-0}" = 1 ] && exit 0
+scripts/sanitize.sh address
+scripts/sanitize.sh thread
+scripts/fuzz.sh 60

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds Tern with a sanitizer (clang, every object instrumented) into
+# ${TERN_SANITIZE_BUILD_DIR:-build-<mode>} and runs tests under it:
+#   scripts/sanitize.sh address   ASan + UBSan + LeakSanitizer: every unit test suite, then the
+#                                 ONNX conformance suite (its summary line). The same build holds
+#                                 the libFuzzer targets (TERN_FUZZ=ON), so scripts/fuzz.sh reuses it.
+#   scripts/sanitize.sh thread    TSan: the concurrency suite and the API suite
+# Any report fails the run. The TSan build leaves OpenMP out of Tern's own code (libgomp is not
+# instrumented, so TSan cannot see its barriers); oneDNN and OpenBLAS keep their own threads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-address}"
+build_dir="${TERN_SANITIZE_BUILD_DIR:-build-$mode}"
+extra=()
+case "$mode" in
+  address) extra+=(-DTERN_FUZZ=ON) ;;
+  thread) extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON) ;;
+  *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
+esac
+CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTERN_SANITIZE="$mode" -DTERN_WERROR=OFF "${extra[@]}" > /dev/null
+cmake --build "$build_dir" --parallel "$(nproc)" --target tern_unit_tests tern-conformance tern
+corpus="$(pwd)/../shared/conformance/onnx-node"
+# clang builds run on LLVM's OpenMP runtime, whose idle workers spin for 200 ms after a parallel
+# region (GCC's libgomp, which release builds use, sleeps within milliseconds): without this the
+# thread tests' idle and busy-core checks would measure that spinning.
+export KMP_BLOCKTIME=0
+if [ "$mode" = address ]; then
+  # allocator_may_return_null: the tests check that impossible allocations are reported as
+  # TERN_ERR_OUT_OF_MEMORY, which needs malloc to fail rather than ASan to stop the process.
+  export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  echo "== ASan+UBSan: unit tests"
+  "$build_dir/tests/tern_unit_tests" --no-intro
+  if [ -d "$corpus" ]; then
+    echo "== ASan+UBSan: conformance"
+    "$build_dir/tern-conformance" --dir "$corpus" | tail -n 2
+  else
+    echo "conformance skipped: $corpus is absent"
+  fi
+else
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/tests/tsan.supp"
+  echo "== TSan: concurrency and API suites"
+  "$build_dir/tests/tern_unit_tests" --no-intro --test-suite=concurrency,api
+fi
