@@ -33,7 +33,6 @@ class MemoryBudget {
   const uint64_t limit_;
   std::atomic<uint64_t> used_{0};
   std::atomic<uint64_t> refusals_{0};
-  friend class BudgetScope;
 };
 
 // Charges this thread's allocations to `budget` (null: none) while it lives; scopes nest.
