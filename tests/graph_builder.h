@@ -81,6 +81,23 @@ struct SingleOp {
   }
 };
 
+// Builds a graph node by node: constant() adds an initializer, node() a one-output node whose
+// output value it returns.
+struct GraphMaker {
+  tern::Graph g;
+  int constant(const std::string& name, const tern::Tensor& t) {
+    int id = g.add_value(name);
+    g.values[static_cast<size_t>(id)].constant = t;
+    return id;
+  }
+  int node(const std::string& op, std::vector<int> inputs, tern::Attributes attrs = {}) {
+    int out = g.add_value(op + std::to_string(g.nodes.size()));
+    g.nodes.push_back(tern::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(inputs),
+                                 {out}, std::move(attrs)});
+    return out;
+  }
+};
+
 inline tern::Attribute attr_int(int64_t v) {
   tern::Attribute a;
   a.kind = tern::Attribute::Kind::kInt;

@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,18 @@
 #include "core/tensor.h"
 
 namespace tern_test {
+
+// A file's bytes (empty when it cannot be read).
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// x [batch, 8] -> MatMul -> Add -> Reshape [-1, 2, 3] -> Softmax -> y: the fuzzers' seed model,
+// in the repository, so the tests that use it need nothing from ../shared.
+inline std::string matmul_seed_model() {
+  return std::string(TERN_SOURCE_DIR) + "/tests/fuzz/corpus/tern_loader/matmul.tern";
+}
 
 inline std::string shared_dir() {
   return TERN_SHARED_DIR;

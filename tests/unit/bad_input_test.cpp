@@ -23,14 +23,7 @@ using namespace tern_test;
 
 namespace {
 
-// x [batch, 8] -> MatMul -> Add -> Reshape [-1, 2, 3] -> Softmax -> y (the fuzzers' seed model).
-const std::string kMatmulModel =
-    std::string(TERN_SOURCE_DIR) + "/tests/fuzz/corpus/tern_loader/matmul.tern";
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
+const std::string kMatmulModel = matmul_seed_model();
 
 std::string temp_path(const std::string& name) {
   return "/tmp/tern_bad_input_" + std::to_string(::getpid()) + "_" + name;

@@ -16,6 +16,7 @@
 
 #include "c_api.h"
 #include "core/graph.h"
+#include "graph_builder.h"
 #include "serialization/model_io.h"
 #include "test_util.h"
 
@@ -39,46 +40,26 @@ Tensor random_tensor(Shape shape, std::mt19937& rng) {
 // the own kernels, on a graph the optimizer rewrites.
 std::string write_small_cnn() {
   std::mt19937 rng(11);
-  Graph g;
+  GraphMaker mk;
+  Graph& g = mk.g;
   g.opset = 13;
   ValueType xt{DType::kFloat32, true, {}};
   for (int64_t d : {1, 3, 16, 16}) xt.dims.push_back(Dim{d, ""});
-  int cur = g.add_value("x", xt);
-  g.inputs.push_back(cur);
-  int counter = 0;
-  auto constant = [&](Tensor t) {
-    const int id = g.add_value("c" + std::to_string(counter++));
-    g.values[static_cast<size_t>(id)].constant = std::move(t);
-    return id;
-  };
-  auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
-    Node n;
-    n.name = "n" + std::to_string(counter);
-    n.op_type = op;
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    cur = g.add_value("v" + std::to_string(counter++));
-    n.outputs = {cur};
-    g.nodes.push_back(n);
-    return cur;
+  const int x = g.add_value("x", xt);
+  g.inputs.push_back(x);
+  auto weights = [&](Shape shape) {
+    return mk.constant("c" + std::to_string(g.values.size()), random_tensor(std::move(shape), rng));
   };
   Attributes pad1;
-  Attribute pads;
-  pads.kind = Attribute::Kind::kInts;
-  pads.ints = {1, 1, 1, 1};
-  pad1.set("pads", pads);
-  node("Conv",
-       {cur, constant(random_tensor({16, 3, 3, 3}, rng)), constant(random_tensor({16}, rng))},
-       pad1);
-  node("Relu", {cur});
-  node("Conv",
-       {cur, constant(random_tensor({32, 16, 1, 1}, rng)), constant(random_tensor({32}, rng))});
-  node("Relu", {cur});
-  node("GlobalAveragePool", {cur});
-  node("Flatten", {cur});
-  node("Gemm", {cur, constant(random_tensor({32, kClasses}, rng)),
-                constant(random_tensor({kClasses}, rng))});
-  node("Softmax", {cur});
+  pad1.set("pads", attr_ints({1, 1, 1, 1}));
+  int cur = mk.node("Conv", {x, weights({16, 3, 3, 3}), weights({16})}, pad1);
+  cur = mk.node("Relu", {cur});
+  cur = mk.node("Conv", {cur, weights({32, 16, 1, 1}), weights({32})});
+  cur = mk.node("Relu", {cur});
+  cur = mk.node("GlobalAveragePool", {cur});
+  cur = mk.node("Flatten", {cur});
+  cur = mk.node("Gemm", {cur, weights({32, kClasses}), weights({kClasses})});
+  cur = mk.node("Softmax", {cur});
   g.values[static_cast<size_t>(cur)].name = "y";
   g.outputs.push_back(cur);
   const std::string path = "/tmp/tern_concurrency_" + std::to_string(::getpid()) + ".tern";

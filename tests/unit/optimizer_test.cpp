@@ -23,21 +23,6 @@ namespace {
 // x [1,16,8,8] -> Conv -> BatchNormalization -> Relu -> Conv -> Add(., relu) -> Relu
 //   -> x * clip(x + 3, 0, 6) / 6 -> GlobalAveragePool -> y ; plus an unused Sigmoid(x).
 // Builds a graph node by node: constants, and nodes with one fresh output each.
-struct GraphMaker {
-  Graph g;
-  int constant(const std::string& name, const Tensor& t) {
-    int id = g.add_value(name);
-    g.values[static_cast<size_t>(id)].constant = t;
-    return id;
-  }
-  int node(const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
-    int out = g.add_value(op + std::to_string(g.nodes.size()));
-    g.nodes.push_back(Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(inputs), {out},
-                           std::move(attrs)});
-    return out;
-  }
-};
-
 struct ChainGraph : GraphMaker {
   Tensor w1 = random_f32({16, 16, 3, 3}, 11, -0.3f, 0.3f), b1 = random_f32({16}, 12);
   Tensor w2 = random_f32({16, 16, 3, 3}, 13, -0.3f, 0.3f);

@@ -32,9 +32,7 @@ constexpr bool kAsan = false;
 constexpr bool kAsan = false;
 #endif
 
-// x [batch, 8] -> MatMul -> Add -> Reshape [-1, 2, 3] -> Softmax -> y (the fuzzers' seed model).
-const std::string kMatmulModel =
-    std::string(TERN_SOURCE_DIR) + "/tests/fuzz/corpus/tern_loader/matmul.tern";
+const std::string kMatmulModel = matmul_seed_model();
 
 size_t resident_bytes() {
   std::ifstream f("/proc/self/statm");
@@ -164,10 +162,7 @@ TEST_SUITE("resources") {
   }
 
   TEST_CASE("1000 load/create/run/destroy cycles: no leaks, resident set flat") {
-    const std::vector<uint8_t> bytes = [] {
-      std::ifstream f(kMatmulModel, std::ios::binary);
-      return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-    }();
+    const std::vector<uint8_t> bytes = read_bytes(kMatmulModel);
     REQUIRE(!bytes.empty());
     size_t after_warmup = 0;
     for (int i = 0; i < 1000; ++i) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "graph_builder.h"
+#include "test_util.h"
 #include "serialization/model_io.h"
 #include "serialization/tern_generated.h"
 
@@ -51,10 +52,6 @@ Graph sample_graph() {
   return g;
 }
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
 
 // Rebuilds a .tern image after `edit` changes the unpacked model (FlatBuffers object API-free:
 // we patch the written file's scalar fields in place through the generated accessors).
