@@ -29,7 +29,7 @@ const char* tern_version(void) {
   return TERN_VERSION_STRING;
 }
 uint32_t tern_abi_version(void) {
-  return 1;
+  return TERN_ABI_VERSION;
 }
 uint32_t tern_format_version(void) {
   return tern::serialization::kFormatVersion;

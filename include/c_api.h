@@ -69,9 +69,22 @@ typedef enum {
 
 /* The library version, "MAJOR.MINOR.PATCH". Static string. */
 TERN_API const char* tern_version(void);
-/* The ABI version: incremented whenever a function signature, enum value or documented
- * ownership rule of this header changes incompatibly. A binding built against ABI N may refuse
- * to run on a library reporting another value. */
+/* The ABI version of this header. tern_abi_version() returns the value the library was built
+ * with; the two differ when a program or binding compiled against one header loads a library
+ * built from another.
+ *
+ * The policy: the ABI version is incremented whenever a change could break a program compiled
+ * against the previous header: a function removed or renamed, a parameter or return type changed,
+ * an enum value renumbered, a struct's layout changed other than by growing one that carries its
+ * own struct_size, or a documented ownership or lifetime rule changed. Adding functions, adding
+ * enum values before a *_MAX_ENUM, and growing a struct_size-versioned struct keep the ABI
+ * version (a program built against the older header works unchanged). The exported symbol list
+ * (cmake/tern.symbols, checked by the test suite) changes only by additions within one ABI
+ * version. The shared library's soname carries the number: libtern.so.1 for ABI version 1.
+ *
+ * Bindings compare the two at load time and refuse a library with another ABI version. */
+#define TERN_ABI_VERSION 1
+/* The ABI version the library was built with (TERN_ABI_VERSION of its header). Never fails. */
 TERN_API uint32_t tern_abi_version(void);
 /* The highest .tern format version this library reads and the one it writes. */
 TERN_API uint32_t tern_format_version(void);

@@ -34,8 +34,25 @@ inline std::string shared_dir() {
 inline std::string model_dir(const std::string& name) {
   return shared_dir() + "/models/" + name;
 }
+// Why the models in ../shared/models cannot be used by this build ("" when they can).
+inline std::string models_unavailable() {
+#if !defined(TERN_HAVE_ONNX)
+  return "this build has no ONNX importer (TERN_MINIMAL=ON or TERN_WITH_ONNX=OFF)";
+#else
+  if (!std::filesystem::exists(shared_dir() + "/models/ppocr_cls/model.onnx")) {
+    return "../shared/models is absent";
+  }
+  return "";
+#endif
+}
+// The status for bytes that are not a .tern file: without the importer they might still be ONNX.
+#if defined(TERN_HAVE_ONNX)
+constexpr tern_status kNotTernFileStatus = TERN_ERR_INVALID_MODEL;
+#else
+constexpr tern_status kNotTernFileStatus = TERN_ERR_UNSUPPORTED;
+#endif
 inline bool have_shared_models() {
-  return std::filesystem::exists(shared_dir() + "/models/ppocr_cls/model.onnx");
+  return models_unavailable().empty();
 }
 
 struct Comparison {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cpu/own_sgemm.h"
 #include "core/parallel.h"
 
 #if defined(TERN_HAVE_OPENBLAS)
@@ -20,11 +21,11 @@ void gemm_one(const GemmShape& s, float alpha, const float* a, const float* b, f
               int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const int64_t m = m1 - m0, n = n1 - n0;
   if (m <= 0 || n <= 0) return;
+#if defined(TERN_HAVE_OPENBLAS)
   // Element (i, p) of op(A) and (p, j) of op(B).
   const float* ap = s.trans_a ? a + m0 : a + m0 * s.lda;
   const float* bp = s.trans_b ? b + n0 * s.ldb : b + n0;
   float* cp = c + m0 * s.ldc + n0;
-#if defined(TERN_HAVE_OPENBLAS)
   if (s.k == 0) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j)
@@ -51,18 +52,7 @@ void gemm_one(const GemmShape& s, float alpha, const float* a, const float* b, f
               static_cast<blasint>(s.lda), bp, static_cast<blasint>(s.ldb), beta, cp,
               static_cast<blasint>(s.ldc));
 #else
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = 0;
-      for (int64_t p = 0; p < s.k; ++p) {
-        float x = s.trans_a ? ap[p * s.lda + i] : ap[i * s.lda + p];
-        float y = s.trans_b ? bp[j * s.ldb + p] : bp[p * s.ldb + j];
-        acc += x * y;
-      }
-      float& out = cp[i * s.ldc + j];
-      out = alpha * acc + (beta == 0 ? 0.0f : beta * out);
-    }
-  }
+  own_sgemm(s, alpha, a, b, beta, c, m0, m1, n0, n1);
 #endif
 }
 
@@ -82,6 +72,14 @@ void deterministic_gemms(const GemmShape& s, float alpha, const float* const* a,
 }
 
 }  // namespace
+
+const char* cpu_gemm_name() {
+#if defined(TERN_HAVE_OPENBLAS)
+  return "openblas";
+#else
+  return own_sgemm_kernel_name();
+#endif
+}
 
 void cpu_sgemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
                float* c, int threads, bool deterministic) {

@@ -1,6 +1,7 @@
 // Row-major single-precision GEMM on the intra-op threads: C = alpha * op(A) * op(B) + beta * C.
 // OpenBLAS (held at one thread) computes each part; Tern splits the work over OpenMP threads so
-// GEMMs, oneDNN and our own kernels share one pool. Without OpenBLAS a portable blocked loop runs.
+// GEMMs, oneDNN and our own kernels share one pool. Without OpenBLAS our own packed GEMM runs
+// (own_sgemm.h: NEON on aarch64).
 //
 // Partitions: by default the larger of M and N is split into one part per thread. With
 // deterministic set the split is a fixed grid that depends on the shapes only, so every element
@@ -16,6 +17,9 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
 };
+
+// Which GEMM runs: "openblas", or "own_sgemm(neon)" / "own_sgemm(portable)" (kernel names).
+const char* cpu_gemm_name();
 
 void cpu_sgemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
                float* c, int threads, bool deterministic);

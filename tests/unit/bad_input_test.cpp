@@ -244,7 +244,7 @@ TEST_SUITE("bad_input") {
              [&] { return tern_model_load_memory(bytes.data(), bytes.size() / 2, &m2); });
     std::vector<uint8_t> wrong_id = bytes;
     std::memcpy(wrong_id.data() + 4, "ONNX", 4);  // the FlatBuffers file identifier
-    t.expect("wrong file identifier", TERN_ERR_INVALID_MODEL, "",
+    t.expect("wrong file identifier", kNotTernFileStatus, "",
              [&] { return tern_model_load_memory(wrong_id.data(), wrong_id.size(), &m2); });
     std::vector<uint8_t> newer = bytes;
     fb::GetMutableModel(newer.data())->mutate_format_version(serialization::kFormatVersion + 1);

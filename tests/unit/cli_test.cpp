@@ -94,7 +94,7 @@ TEST_SUITE("cli") {
 
   TEST_CASE("PP-OCR models through the CLI match the references, ONNX and converted .tern") {
     if (!have_shared_models()) {
-      MESSAGE("skipped: ../shared/models is absent");
+      MESSAGE((std::string("skipped: ") + models_unavailable()));
       return;
     }
     check_model_via_cli("ppocr_cls", model_dir("ppocr_cls") + "/model.onnx");

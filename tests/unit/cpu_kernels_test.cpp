@@ -2,11 +2,14 @@
 // over random shapes with a printed seed.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 
+#include "backends/cpu/cpu_gemm.h"
+#include "backends/cpu/own_sgemm.h"
 #include "backends/registry.h"
 #include "backends_util.h"
 #include "core/op_registry.h"
@@ -223,11 +226,10 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  TEST_CASE("OpenBLAS MatMul (batch broadcast, 1-D operands) and Gemm match the references") {
-    if (!tern_openblas_is_available()) {
-      MESSAGE("skipped: built without OpenBLAS");
-      return;
-    }
+  TEST_CASE("MatMul (batch broadcast, 1-D operands) and Gemm on cpu_sgemm match the references") {
+    // OpenBLAS in full builds, own_sgemm without it (TERN_MINIMAL).
+    const std::string gemm = cpu_gemm_name();
+    MESSAGE("GEMM: ", gemm);
     std::mt19937 rng(42);
     struct Case {
       Shape a, b;
@@ -236,7 +238,7 @@ TEST_SUITE("cpu_kernels") {
                           Case{{2, 3, 5}, {5}}, Case{{64, 300}, {300, 70}}}) {
       Tensor a = random_f32(c.a, rng), b = random_f32(c.b, rng);
       Prepared p = run_cpu("MatMul", {}, {&a, &b}, {false, false});
-      CHECK(p.kernel == "openblas");
+      CHECK(p.kernel == gemm);
       RefContext ref_ctx("MatMul", {}, {&a, &b});
       auto params = ops::parse_matmul(ref_ctx.ctx).value();
       CHECK(p.outputs[0].shape() == params.out);
@@ -258,7 +260,7 @@ TEST_SUITE("cpu_kernels") {
             at.set("alpha", attr_float(0.5f));
             at.set("beta", attr_float(2.0f));
             Prepared p = run_cpu("Gemm", at, {&a, &b, &cm}, {false, false, false});
-            CHECK(p.kernel == "openblas");
+            CHECK(p.kernel == gemm);
             RefContext ref_ctx("Gemm", at, {&a, &b, &cm});
             auto params = ops::parse_gemm(ref_ctx.ctx).value();
             std::vector<float> ref(static_cast<size_t>(m * 4));
@@ -266,6 +268,64 @@ TEST_SUITE("cpu_kernels") {
                                 ref.data());
             check_close(p.outputs[0], ref, "gemm");
           }
+  }
+
+  TEST_CASE("own_sgemm: packed GEMM matches a double-precision reference; splits are bitwise equal") {
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int64_t> dim(1, 300);
+    MESSAGE("own_sgemm micro-kernel: ", std::string(own_sgemm_kernel_name()));
+    for (int iter = 0; iter < 40; ++iter) {
+      GemmShape s;
+      s.trans_a = rng() & 1;
+      s.trans_b = rng() & 1;
+      s.m = iter < 4 ? iter + 1 : dim(rng);
+      s.n = dim(rng);
+      s.k = iter == 5 ? 0 : (iter % 3 == 0 ? dim(rng) + kGemmKc : dim(rng));  // one and two K blocks
+      // Leading dimensions past the minimum: strided operands.
+      s.lda = (s.trans_a ? s.m : s.k) + static_cast<int64_t>(rng() % 3);
+      s.ldb = (s.trans_b ? s.k : s.n) + static_cast<int64_t>(rng() % 3);
+      s.ldc = s.n + static_cast<int64_t>(rng() % 3);
+      const float alpha = iter % 2 ? 1.0f : 0.75f, beta = iter % 4 == 1 ? 0.5f : 0.0f;
+      Tensor a = random_f32({(s.trans_a ? s.k : s.m) + 1, s.lda}, rng);
+      Tensor b = random_f32({(s.trans_b ? s.n : s.k) + 1, s.ldb}, rng);
+      Tensor c0 = random_f32({s.m, s.ldc}, rng);
+      std::vector<float> whole(c0.data<float>(), c0.data<float>() + c0.numel()), split = whole;
+      const std::vector<float> before = whole;
+      own_sgemm(s, alpha, a.data<float>(), b.data<float>(), beta, whole.data(), 0, s.m, 0, s.n);
+      // Four sub-blocks at odd boundaries, as the threaded driver may cut them.
+      const int64_t mh = s.m / 3, nh = (s.n * 2) / 3;
+      for (auto [i0, i1, j0, j1] : {std::array<int64_t, 4>{0, mh, 0, nh}, {0, mh, nh, s.n},
+                                    {mh, s.m, 0, nh}, {mh, s.m, nh, s.n}}) {
+        own_sgemm(s, alpha, a.data<float>(), b.data<float>(), beta, split.data(), i0, i1, j0, j1);
+      }
+      CHECK_MESSAGE(whole == split, "m=", s.m, " n=", s.n, " k=", s.k);
+      size_t bad = 0;
+      double max_err = 0;
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < s.ldc; ++j) {
+          const size_t at = static_cast<size_t>(i * s.ldc + j);
+          if (j >= s.n) {  // outside the matrix: untouched
+            bad += whole[at] != before[at];
+            continue;
+          }
+          double acc = 0, mag = 0;
+          for (int64_t p = 0; p < s.k; ++p) {
+            const double x = s.trans_a ? a.data<float>()[p * s.lda + i] : a.data<float>()[i * s.lda + p];
+            const double y = s.trans_b ? b.data<float>()[j * s.ldb + p] : b.data<float>()[p * s.ldb + j];
+            acc += x * y;
+            mag += std::fabs(x * y);
+          }
+          const double want = alpha * acc + (beta == 0 ? 0.0 : beta * before[at]);
+          const double err = std::fabs(whole[at] - want);
+          max_err = std::max(max_err, err);
+          bad += !(err <= 1e-5 * (mag + std::fabs(before[at])) + 1e-6);
+        }
+      }
+      CHECK_MESSAGE(bad == 0, "m=", s.m, " n=", s.n, " k=", s.k, " ta=", s.trans_a,
+                    " tb=", s.trans_b, " max err ", max_err);
+    }
   }
 
   TEST_CASE("conv1x1_avx512: pointwise FusedConv on 16-blocked activations matches the reference") {

@@ -1,7 +1,9 @@
 // serialization/: the .tern writer and loader (round trip, verification), the ONNX importer.
 #include <doctest/doctest.h>
 
+#if defined(TERN_HAVE_ONNX)
 #include <onnx/onnx_pb.h>
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -209,6 +211,7 @@ TEST_SUITE("serialization") {
     CHECK(count >= 2);
   }
 
+#if defined(TERN_HAVE_ONNX)  // the ONNX importer's own cases
   TEST_CASE("ONNX import: Constant nodes become constants, unknown ops are named, opset read") {
     onnx::ModelProto mp;
     mp.set_ir_version(8);
@@ -306,4 +309,5 @@ TEST_SUITE("serialization") {
     CHECK(m.status().message().find("relative path inside") != std::string::npos);
     std::remove("ext.onnx");
   }
+#endif
 }

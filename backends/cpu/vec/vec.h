@@ -1,5 +1,6 @@
 // Tern's own vectorised primitives, compiled once per x86 ISA level (scalar, AVX2, AVX-512) from
-// one source (vec_impl.inc) and chosen at run time. Which table a kernel gets follows the CPU's
+// one source (vec_impl.inc) and chosen at run time; on aarch64 written with NEON intrinsics
+// (vec_neon.cpp). Which table a kernel gets follows the CPU's
 // capability capped by the cpu.max_capability flag (env TERN_CPU_CAPABILITY), so the dispatch can
 // be observed and tested: kernels put VecOps::isa into their names.
 #pragma once
@@ -11,7 +12,7 @@ namespace tern {
 enum class CpuIsa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 struct VecOps {
-  const char* isa;  // "scalar" | "avx2" | "avx512"
+  const char* isa;  // "scalar" (x86 baseline) | "avx2" | "avx512" | "neon" (aarch64 baseline)
   // y[i] *= a
   void (*scale)(float* y, float a, int64_t n);
   // max(x[i]); -inf for n == 0
@@ -31,6 +32,7 @@ namespace vec_detail {
 extern const VecOps kScalarOps;
 extern const VecOps kAvx2Ops;    // only on x86-64
 extern const VecOps kAvx512Ops;  // only on x86-64
+extern const VecOps kNeonOps;    // only on aarch64
 }  // namespace vec_detail
 
 }  // namespace tern

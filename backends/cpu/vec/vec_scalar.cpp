@@ -15,6 +15,9 @@ const VecOps& vec_ops(CpuIsa isa) {
 #if defined(__x86_64__)
   if (isa == CpuIsa::kAvx512) return vec_detail::kAvx512Ops;
   if (isa == CpuIsa::kAvx2) return vec_detail::kAvx2Ops;
+#elif defined(__aarch64__)
+  (void)isa;  // NEON is part of every ARMv8-A CPU
+  return vec_detail::kNeonOps;
 #else
   (void)isa;
 #endif

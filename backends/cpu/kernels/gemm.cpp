@@ -1,4 +1,5 @@
-// MatMul, FusedMatMul and Gemm on OpenBLAS's sgemm, split over the intra-op threads by cpu_sgemm.
+// MatMul, FusedMatMul and Gemm on cpu_sgemm: OpenBLAS's sgemm where the build has it, else Tern's
+// own packed GEMM (NEON on aarch64); split over the intra-op threads either way.
 #include <algorithm>
 #include <vector>
 
@@ -52,7 +53,7 @@ Status run_gemm(const ops::GemmParams& p, const KernelArgs& a, const ExecContext
 
 Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
-  return make_kernel("openblas", std::move(p), run_matmul);
+  return make_kernel(cpu_gemm_name(), std::move(p), run_matmul);
 }
 
 Status run_fused_matmul(const ops::FusedMatMulParams& p, const KernelArgs& a,
@@ -70,17 +71,17 @@ Status run_fused_matmul(const ops::FusedMatMulParams& p, const KernelArgs& a,
 
 Expected<std::unique_ptr<Kernel>> make_fused_matmul(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::FusedMatMulParams p, ops::parse_fused_matmul(ctx));
-  return make_kernel("openblas", std::move(p), run_fused_matmul);
+  return make_kernel(cpu_gemm_name(), std::move(p), run_fused_matmul);
 }
 
 Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::GemmParams p, ops::parse_gemm(ctx));
-  return make_kernel("openblas", std::move(p), run_gemm);
+  return make_kernel(cpu_gemm_name(), std::move(p), run_gemm);
 }
 
 }  // namespace
 
-void register_cpu_openblas_gemm(KernelRegistry& r) {
+void register_cpu_gemm(KernelRegistry& r) {
   r.add("MatMul", "cpu", DType::kFloat32, make_matmul);
   r.add("FusedMatMul", "cpu", DType::kFloat32, make_fused_matmul);
   r.add("Gemm", "cpu", DType::kFloat32, make_gemm);

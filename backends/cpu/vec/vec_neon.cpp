@@ -1,0 +1,144 @@
+// NEON build of the vectorised primitives (aarch64, where Advanced SIMD is always present): the
+// same formulas as vec_impl.inc on 4-lane registers with fused multiply-add, and the same 16
+// accumulator lanes, so sums are taken in the same order as the other builds. Tails go through
+// the vector code on a padded copy (padding that adds nothing: -inf for max, exp(-inf) = 0).
+#include "backends/cpu/vec/vec.h"
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+#include <cstring>
+
+namespace tern::vec_neon {
+namespace {
+
+inline float32x4_t exp4(float32x4_t x) {
+  const uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
+  float32x4_t xc = vbslq_f32(nan, vdupq_n_f32(0.0f), x);
+  xc = vmaxq_f32(vminq_f32(xc, vdupq_n_f32(88.7f)), vdupq_n_f32(-87.3f));
+  const float32x4_t fx = vrndnq_f32(vmulq_f32(xc, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vfmsq_f32(xc, fx, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, fx, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+  p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+  float32x4_t y = vaddq_f32(vfmaq_f32(r, vmulq_f32(p, r), r), vdupq_n_f32(1.0f));
+  const int32x4_t bits = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(fx), vdupq_n_s32(127)), 23);
+  y = vmulq_f32(y, vreinterpretq_f32_s32(bits));
+  y = vbslq_f32(vcltq_f32(x, vdupq_n_f32(-87.3f)), vdupq_n_f32(0.0f), y);
+  return vbslq_f32(nan, x, y);
+}
+
+inline float32x4_t erf4(float32x4_t x) {
+  const float32x4_t a = vabsq_f32(x), x2 = vmulq_f32(x, x);
+  float32x4_t s = vdupq_n_f32(-1.0f / 1320.0f);
+  s = vfmaq_f32(vdupq_n_f32(1.0f / 216.0f), s, x2);
+  s = vfmaq_f32(vdupq_n_f32(-1.0f / 42.0f), s, x2);
+  s = vfmaq_f32(vdupq_n_f32(1.0f / 10.0f), s, x2);
+  s = vfmaq_f32(vdupq_n_f32(-1.0f / 3.0f), s, x2);
+  const float32x4_t small = vmulq_f32(vmulq_f32(x, vfmaq_f32(vdupq_n_f32(1.0f), s, x2)),
+                                      vdupq_n_f32(1.12837916709551257f));
+  const float32x4_t t =
+      vdivq_f32(vdupq_n_f32(1.0f), vfmaq_f32(vdupq_n_f32(1.0f), a, vdupq_n_f32(0.5f)));
+  static const float kQ[] = {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
+                             0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
+  float32x4_t q = vdupq_n_f32(0.17087277f);
+  for (float c : kQ) q = vfmaq_f32(vdupq_n_f32(c), q, t);
+  const float32x4_t erfc = vmulq_f32(t, exp4(vfmsq_f32(q, a, a)));
+  const float32x4_t big =
+      vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), vsubq_f32(erfc, vdupq_n_f32(1.0f)),
+                vsubq_f32(vdupq_n_f32(1.0f), erfc));
+  return vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.5f)), small, big);
+}
+
+inline float32x4_t sigmoid4(float32x4_t x) {
+  return vdivq_f32(vdupq_n_f32(1.0f), vaddq_f32(vdupq_n_f32(1.0f), exp4(vnegq_f32(x))));
+}
+
+// y[i] = f(x[i]) four at a time; the last 1-3 through a padded copy.
+template <typename F>
+void map4(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, f(vld1q_f32(x + i)));
+  if (i < n) {
+    float in[4] = {0, 0, 0, 0}, out[4];
+    std::memcpy(in, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    vst1q_f32(out, f(vld1q_f32(in)));
+    std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+void scale(float* y, float a, int64_t n) {
+  map4(y, y, n, [a](float32x4_t v) { return vmulq_f32(v, vdupq_n_f32(a)); });
+}
+
+float max(const float* x, int64_t n) {
+  const float32x4_t ninf = vdupq_n_f32(-__builtin_inff());
+  float32x4_t acc[4] = {ninf, ninf, ninf, ninf};
+  // x > acc ? x : acc, as the other builds: a NaN never replaces the running maximum.
+  auto step = [](float32x4_t a, float32x4_t v) { return vbslq_f32(vcgtq_f32(v, a), v, a); };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int g = 0; g < 4; ++g) acc[g] = step(acc[g], vld1q_f32(x + i + 4 * g));
+  }
+  if (i < n) {
+    float pad[16];
+    for (float& v : pad) v = -__builtin_inff();
+    std::memcpy(pad, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    for (int g = 0; g < 4; ++g) acc[g] = step(acc[g], vld1q_f32(pad + 4 * g));
+  }
+  float lanes[16];
+  for (int g = 0; g < 4; ++g) vst1q_f32(lanes + 4 * g, acc[g]);
+  float m = lanes[0];
+  for (int j = 1; j < 16; ++j) m = lanes[j] > m ? lanes[j] : m;
+  return m;
+}
+
+double exp_sum(const float* x, float sub, float* y, int64_t n) {
+  float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
+  const float32x4_t vsub = vdupq_n_f32(sub);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int g = 0; g < 4; ++g) {
+      const float32x4_t e = exp4(vsubq_f32(vld1q_f32(x + i + 4 * g), vsub));
+      vst1q_f32(y + i + 4 * g, e);
+      acc[g] = vaddq_f32(acc[g], e);
+    }
+  }
+  if (i < n) {
+    float pad[16], out[16];
+    for (float& v : pad) v = -__builtin_inff();  // exp(-inf) = 0 adds nothing
+    std::memcpy(pad, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    for (int g = 0; g < 4; ++g) {
+      const float32x4_t e = exp4(vsubq_f32(vld1q_f32(pad + 4 * g), vsub));
+      vst1q_f32(out + 4 * g, e);
+      acc[g] = vaddq_f32(acc[g], e);
+    }
+    std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
+  }
+  float lanes[16];
+  for (int g = 0; g < 4; ++g) vst1q_f32(lanes + 4 * g, acc[g]);
+  double s = 0;
+  for (float v : lanes) s += v;
+  return s;
+}
+
+void erf(const float* x, float* y, int64_t n) {
+  map4(x, y, n, erf4);
+}
+
+void sigmoid(const float* x, float* y, int64_t n) {
+  map4(x, y, n, sigmoid4);
+}
+
+}  // namespace
+}  // namespace tern::vec_neon
+
+namespace tern::vec_detail {
+const VecOps kNeonOps = {"neon",        vec_neon::scale,  vec_neon::max, vec_neon::exp_sum,
+                         vec_neon::erf, vec_neon::sigmoid};
+}  // namespace tern::vec_detail
+#endif

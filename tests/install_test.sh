@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `cmake --install` into a temporary prefix, then samples/c built against the installed tree four
+# ways: CMake find_package(Tern CONFIG) with Tern::tern and Tern::tern_static, pkg-config with the
+# shared library and with the static archive. Each program runs a model and must print the same.
+# Usage: install_test.sh BUILD_DIR [MODEL ARGS...]
+set -euo pipefail
+build="$(cd "$1" && pwd)"
+shift
+src="$(cd "$(dirname "$0")/.." && pwd)"
+model=("$@")
+[ ${#model[@]} -gt 0 ] || model=("$src/tests/fuzz/corpus/tern_loader/matmul.tern" 2)
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
+libdir=$(find "$prefix" -name libtern.a -printf '%h\n')
+for f in include/tern/c_api.h; do
+  [ -f "$prefix/$f" ] || { echo "missing $prefix/$f"; exit 1; }
+done
+for f in libtern.a libtern.so cmake/Tern/TernConfig.cmake cmake/Tern/TernConfigVersion.cmake \
+         pkgconfig/tern.pc; do
+  [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; exit 1; }
+done
+echo "installed: $(cd "$prefix" && find . -type f -o -type l | sort | tr '\n' ' ')"
+
+# The installed tree may move: the package files find it relative to themselves.
+mv "$prefix" "$tmp/moved"
+prefix="$tmp/moved"
+libdir="${libdir/$tmp\/prefix/$prefix}"
+
+outputs=()
+run() {  # NAME PROGRAM: runs it on the model, keeps its output
+  local out
+  out=$("$2" "${model[@]}")
+  echo "$1: $(echo "$out" | tail -n +2 | head -c 300)"
+  outputs+=("$out")
+}
+for kind in shared static; do
+  static=OFF
+  [ "$kind" = static ] && static=ON
+  cmake -S "$src/samples/c" -B "$tmp/cmake-$kind" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DTERN_SAMPLE_STATIC=$static > "$tmp/cmake-$kind.log"
+  cmake --build "$tmp/cmake-$kind" > "$tmp/build-$kind.log"
+  run "cmake find_package, Tern::tern$([ $kind = static ] && echo _static)" "$tmp/cmake-$kind/run_model"
+done
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc -std=c99 -Wall -Wextra -Werror -pedantic "$src/samples/c/run_model.c" -o "$tmp/pc-shared" \
+   $(pkg-config --cflags --libs tern) -Wl,-rpath,"$(pkg-config --variable=libdir tern)"
+run "pkg-config tern" "$tmp/pc-shared"
+# Static: the archive in place of -ltern, and the libraries it needs from --static.
+cc -std=c99 -Wall -Wextra -Werror -pedantic "$src/samples/c/run_model.c" -o "$tmp/pc-static" \
+   $(pkg-config --cflags tern) "$(pkg-config --variable=libdir tern)/libtern.a" \
+   $(pkg-config --static --libs-only-other --libs-only-l tern | sed 's/\(^\| \)-ltern\( \|$\)/ /')
+run "pkg-config --static tern" "$tmp/pc-static"
+
+# The static programs must not need libtern.so; the shared ones must.
+for p in cmake-static/run_model pc-static; do
+  if readelf -d "$tmp/$p" | grep -q 'libtern\.so'; then echo "$p links libtern.so"; exit 1; fi
+done
+for p in cmake-shared/run_model pc-shared; do
+  readelf -d "$tmp/$p" | grep -q 'NEEDED.*libtern\.so' || { echo "$p does not link libtern.so"; exit 1; }
+done
+for o in "${outputs[@]}"; do
+  [ "$o" = "${outputs[0]}" ] || { echo "the four programs printed different outputs"; exit 1; }
+done
+echo "install test passed: 4 programs (CMake shared/static, pkg-config shared/static), same outputs"
