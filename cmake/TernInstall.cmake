@@ -13,6 +13,9 @@ install(TARGETS tern LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS tern_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/c_api.h DESTINATION ${TERN_INSTALL_INCLUDEDIR})
 install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The installed CLI finds the installed library wherever the tree is moved.
+file(RELATIVE_PATH tern_bin_to_lib "/prefix/${CMAKE_INSTALL_BINDIR}" "/prefix/${CMAKE_INSTALL_LIBDIR}")
+set_target_properties(tern_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${tern_bin_to_lib}")
 
 # What a program linking libtern.a must link too (file paths, resolved at generation time).
 set(tern_static_deps "")

@@ -9,7 +9,13 @@ packages=(
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   clang libclang-rt-14-dev  # the sanitizer builds and the libFuzzer targets
+  golang-go libjna-java openjdk-17-jdk-headless  # the Go and Java bindings
+  g++-aarch64-linux-gnu qemu-user-static python3-onnx  # the aarch64 minimal build under qemu
 )
+# Rust: a rustup toolchain in ~/.cargo/bin serves; else Debian's (the crate needs no newer one).
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  packages+=(cargo)
+fi
 # Extra packages for the main job ("scripts/setup.sh --main-job"): npm fetches the model. A
 # machine whose Node.js already ships npm keeps it (Debian's npm conflicts with such builds).
 if [ "${1:-}" = "--main-job" ] && ! command -v npm >/dev/null 2>&1; then

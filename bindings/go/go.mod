@@ -1,0 +1,3 @@
+module tern
+
+go 1.19

@@ -1,0 +1,142 @@
+package tern
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "c_api.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// DType is an element type; the values are ONNX's TensorProto.DataType numbers.
+type DType int
+
+const (
+	Float32  DType = 1
+	Uint8    DType = 2
+	Int8     DType = 3
+	Uint16   DType = 4
+	Int16    DType = 5
+	Int32    DType = 6
+	Int64    DType = 7
+	String   DType = 8
+	Bool     DType = 9
+	Float16  DType = 10
+	Float64  DType = 11
+	Uint32   DType = 12
+	Uint64   DType = 13
+	BFloat16 DType = 16
+)
+
+// Tensor is a tensor that owns its storage (tern_tensor). Go memory is always copied in: C may
+// not keep pointers into Go memory.
+type Tensor struct {
+	p *C.tern_tensor
+}
+
+func wrapTensor(p *C.tern_tensor) *Tensor {
+	t := &Tensor{p}
+	runtime.SetFinalizer(t, (*Tensor).Close)
+	return t
+}
+
+// NewTensor is a zero-filled tensor.
+func NewTensor(dtype DType, shape []int64) (*Tensor, error) {
+	var out *C.tern_tensor
+	var dims *C.int64_t
+	if len(shape) > 0 {
+		dims = (*C.int64_t)(unsafe.Pointer(&shape[0]))
+	}
+	err := call(func() C.tern_status {
+		return C.tern_tensor_create(C.tern_dtype(dtype), dims, C.size_t(len(shape)), &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wrapTensor(out), nil
+}
+
+// NewTensorFromBytes is a tensor holding a copy of data (exactly the shape's byte size).
+func NewTensorFromBytes(dtype DType, shape []int64, data []byte) (*Tensor, error) {
+	t, err := NewTensor(dtype, shape)
+	if err != nil {
+		return nil, err
+	}
+	if n := int(C.tern_tensor_byte_size(t.p)); n != len(data) {
+		t.Close()
+		return nil, &Error{StatusInvalidArgument,
+			fmt.Sprintf("shape %v of %d needs %d bytes, got %d", shape, int(dtype), n, len(data))}
+	}
+	if len(data) > 0 {
+		C.memcpy(C.tern_tensor_data(t.p), unsafe.Pointer(&data[0]), C.size_t(len(data)))
+	}
+	return t, nil
+}
+
+// NewTensorFloat32 is a float32 tensor holding a copy of data.
+func NewTensorFloat32(shape []int64, data []float32) (*Tensor, error) {
+	var b []byte
+	if len(data) > 0 {
+		b = unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*4)
+	}
+	return NewTensorFromBytes(Float32, shape, b)
+}
+
+// NewTensorInt64 is an int64 tensor holding a copy of data.
+func NewTensorInt64(shape []int64, data []int64) (*Tensor, error) {
+	var b []byte
+	if len(data) > 0 {
+		b = unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*8)
+	}
+	return NewTensorFromBytes(Int64, shape, b)
+}
+
+// Close releases the tensor; later calls do nothing.
+func (t *Tensor) Close() {
+	if t != nil && t.p != nil {
+		C.tern_tensor_destroy(t.p)
+		t.p = nil
+		runtime.SetFinalizer(t, nil)
+	}
+}
+
+// DType is the element type.
+func (t *Tensor) DType() DType { return DType(C.tern_tensor_dtype(t.p)) }
+
+// Shape is a copy of the dims.
+func (t *Tensor) Shape() []int64 {
+	rank := int(C.tern_tensor_rank(t.p))
+	if rank == 0 {
+		return []int64{}
+	}
+	dims := unsafe.Slice((*int64)(unsafe.Pointer(C.tern_tensor_shape(t.p))), rank)
+	return append([]int64(nil), dims...)
+}
+
+// Bytes is a copy of the element data.
+func (t *Tensor) Bytes() []byte {
+	n := int(C.tern_tensor_byte_size(t.p))
+	p := C.tern_tensor_data(t.p)
+	if n == 0 || p == nil {
+		return []byte{}
+	}
+	return C.GoBytes(p, C.int(n))
+}
+
+// Float32s is a copy of the elements of a float32 tensor.
+func (t *Tensor) Float32s() ([]float32, error) {
+	if t.DType() != Float32 {
+		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("the tensor holds dtype %d, not float32", int(t.DType()))}
+	}
+	b := t.Bytes()
+	out := make([]float32, len(b)/4)
+	if len(out) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(b)), b)
+	}
+	return out, nil
+}

@@ -1,0 +1,321 @@
+package tern
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// sharedModel is ../shared/models/NAME/model.onnx, or skips the test.
+func sharedModel(t *testing.T, name string) string {
+	root := os.Getenv("TERN_SHARED_DIR")
+	if root == "" {
+		root = filepath.Join("..", "..", "..", "shared")
+	}
+	p, _ := filepath.Abs(filepath.Join(root, "models", name, "model.onnx"))
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("skipped: %s is absent", p)
+	}
+	return p
+}
+
+// ternCLI is the `tern` CLI of the same build: TERN_CLI, beside libtern.so, in ../bin, or PATH.
+func ternCLI() string {
+	if p := os.Getenv("TERN_CLI"); p != "" {
+		return p
+	}
+	if dir := filepath.Dir(LibPath); dir != "." {
+		for _, c := range []string{filepath.Join(dir, "tern"), filepath.Join(dir, "..", "bin", "tern")} {
+			if st, err := os.Stat(c); err == nil && !st.IsDir() {
+				return c
+			}
+		}
+	}
+	return "tern"
+}
+
+func pattern(n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(i*7%23)/23.0 - 0.5
+	}
+	return out
+}
+
+func writeNpy(path string, shape []int64, data []float32) error {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = fmt.Sprint(d)
+	}
+	tuple := strings.Join(dims, ", ")
+	if len(dims) == 1 {
+		tuple += ","
+	}
+	header := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", tuple)
+	for (10+len(header)+1)%64 != 0 {
+		header += " "
+	}
+	header += "\n"
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(header)))
+	b.WriteString(header)
+	binary.Write(&b, binary.LittleEndian, data)
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+func readNpyData(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
+		return nil, fmt.Errorf("%s is not .npy", path)
+	}
+	n := int(binary.LittleEndian.Uint16(b[8:10]))
+	return b[10+n:], nil
+}
+
+// cliOutput runs `tern run` (the C API through the CLI) and returns the output's bytes.
+func cliOutput(t *testing.T, model, input string, shape []int64, data []float32, output string, threads int) []byte {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "input.npy")
+	if err := writeNpy(in, shape, data); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(ternCLI(), "run", model, "--input", input+"="+in, "--threads", fmt.Sprint(threads),
+		"--runs", "1", "--output-dir", filepath.Join(dir, "out"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	b, err := readNpyData(filepath.Join(dir, "out", output+".npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestVersionAndABI(t *testing.T) {
+	if err := Load(); err != nil {
+		t.Fatal(err)
+	}
+	if LibraryABIVersion() != ABIVersion || HeaderABIVersion != ABIVersion {
+		t.Fatalf("ABI: library %d, header %d, package %d", LibraryABIVersion(), HeaderABIVersion, ABIVersion)
+	}
+	if parts := strings.Split(Version(), "."); len(parts) != 3 {
+		t.Fatalf("version %q", Version())
+	}
+	t.Logf("libtern %s from %s", Version(), LibPath)
+}
+
+func TestPPOCRClassifierMatchesCAPIBitwise(t *testing.T) {
+	path := sharedModel(t, "ppocr_cls")
+	model, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	ins, _ := model.Inputs()
+	outs, _ := model.Outputs()
+	if len(ins) != 1 || ins[0].DType != Float32 || len(ins[0].Shape) != 4 || len(outs) != 1 {
+		t.Fatalf("inputs %v outputs %v", ins, outs)
+	}
+	shape := []int64{1, 3, 48, 192}
+	data := pattern(3 * 48 * 192)
+	x, err := NewTensorFloat32(shape, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for _, threads := range []int{1, 2} {
+		opts, _ := NewSessionOptions()
+		if err := opts.SetNumThreads(threads); err != nil {
+			t.Fatal(err)
+		}
+		session, err := NewSession(model, opts)
+		opts.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := session.Run(map[string]*Tensor{ins[0].Name: x}, []string{outs[0].Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		probs, _ := res[0].Float32s()
+		if fmt.Sprint(res[0].Shape()) != "[1 2]" || math.Abs(float64(probs[0]+probs[1]-1)) > 1e-5 {
+			t.Fatalf("output %v %v", res[0].Shape(), probs)
+		}
+		want := cliOutput(t, path, ins[0].Name, shape, data, outs[0].Name, threads)
+		if !bytes.Equal(res[0].Bytes(), want) {
+			t.Fatalf("threads %d: binding %v differs from the C API", threads, probs)
+		}
+		t.Logf("ppocr_cls threads=%d: %v, bitwise equal to `tern run`", threads, probs)
+		res[0].Close()
+		session.Close()
+	}
+}
+
+func TestOneSessionFromManyGoroutines(t *testing.T) {
+	path := sharedModel(t, "ppocr_cls")
+	model, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := NewSession(model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	model.Close() // the session keeps what it needs
+	data := pattern(3 * 48 * 192)
+	runOnce := func() ([]byte, error) {
+		x, err := NewTensorFloat32([]int64{1, 3, 48, 192}, data)
+		if err != nil {
+			return nil, err
+		}
+		defer x.Close()
+		res, err := session.Run(map[string]*Tensor{"x": x}, []string{"softmax_0.tmp_0"})
+		if err != nil {
+			return nil, err
+		}
+		defer res[0].Close()
+		return res[0].Bytes(), nil
+	}
+	want, err := runOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				got, err := runOnce()
+				if err == nil && !bytes.Equal(got, want) {
+					err = errors.New("a concurrent run differs")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestQueriesAndFlags(t *testing.T) {
+	caps := map[string]bool{"DEFAULT": true, "NO AVX": true, "AVX2": true, "AVX512": true, "VSX": true,
+		"Z VECTOR": true, "SVE256": true}
+	if c := CPUCapability(); !caps[c] {
+		t.Fatalf("capability %q", c)
+	} else {
+		t.Logf("cpu capability: %s", c)
+	}
+	before := CudnnBenchmark()
+	SetCudnnBenchmark(!before)
+	if CudnnBenchmark() == before {
+		t.Fatal("cudnn.benchmark did not change")
+	}
+	if v, err := GetFlag("cudnn.benchmark"); err != nil || v != fmt.Sprint(!before) {
+		t.Fatalf("generic view %q %v", v, err)
+	}
+	if err := SetFlag("cudnn.benchmark", fmt.Sprint(before)); err != nil || CudnnBenchmark() != before {
+		t.Fatalf("restore: %v", err)
+	}
+	err := SetFlag("opt_einsum.strategy", "fastest")
+	var terr *Error
+	if !errors.As(err, &terr) || terr.Status != StatusInvalidArgument || !strings.Contains(terr.Message, "fastest") {
+		t.Fatalf("bad value: %v", err)
+	}
+	if _, err := GetFlag("no.such.flag"); !errors.As(err, &terr) || terr.Status != StatusInvalidArgument {
+		t.Fatalf("unknown flag: %v", err)
+	}
+	flags, err := Flags()
+	found := false
+	for _, f := range flags {
+		found = found || (f.Name == "cuda.matmul.allow_tf32" && f.Kind == "bool")
+	}
+	if err != nil || !found {
+		t.Fatalf("flags: %v %v", err, flags)
+	}
+	if NumThreads() < 1 || SetNumThreads(0) == nil {
+		t.Fatal("threads")
+	}
+}
+
+func TestErrorsCarryStatusAndMessage(t *testing.T) {
+	_, err := LoadModel("/nonexistent/dir/model.onnx")
+	var terr *Error
+	if !errors.As(err, &terr) || terr.Status != StatusIO || !strings.Contains(terr.Message, "/nonexistent/dir/model.onnx") {
+		t.Fatalf("bad path: %v", err)
+	}
+	if !strings.HasPrefix(err.Error(), "TERN_ERR_IO: ") {
+		t.Fatalf("Error(): %q", err.Error())
+	}
+	if _, err := LoadModelBytes([]byte("definitely not a model")); !errors.As(err, &terr) ||
+		(terr.Status != StatusInvalidModel && terr.Status != StatusUnsupported) {
+		t.Fatalf("bad bytes: %v", err)
+	}
+	if _, err := NewTensor(Float32, []int64{2, -1}); !errors.As(err, &terr) || !strings.Contains(terr.Message, "negative") {
+		t.Fatalf("negative dim: %v", err)
+	}
+	if _, err := NewTensorFloat32([]int64{4}, []float32{1, 2}); err == nil {
+		t.Fatal("short data accepted")
+	}
+	path := sharedModel(t, "ppocr_cls")
+	model, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	session, err := NewSession(model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	x, _ := NewTensor(Int64, []int64{1, 3, 48, 192})
+	defer x.Close()
+	if _, err := session.Run(map[string]*Tensor{"x": x}, []string{"softmax_0.tmp_0"}); !errors.As(err, &terr) ||
+		terr.Status != StatusInvalidArgument || !strings.Contains(terr.Message, "float32") {
+		t.Fatalf("wrong dtype: %v", err)
+	}
+	if _, err := session.Run(map[string]*Tensor{"nope": x}, []string{"softmax_0.tmp_0"}); !errors.As(err, &terr) ||
+		!strings.Contains(terr.Message, "'nope'") {
+		t.Fatalf("wrong name: %v", err)
+	}
+	// Save as .tern, load from bytes: same outputs.
+	file := filepath.Join(t.TempDir(), "cls.tern")
+	if err := model.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(file)
+	again, err := LoadModelBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	s2, _ := NewSession(again, nil)
+	defer s2.Close()
+	y, _ := NewTensorFloat32([]int64{1, 3, 48, 192}, pattern(3*48*192))
+	defer y.Close()
+	r1, err1 := session.Run(map[string]*Tensor{"x": y}, []string{"softmax_0.tmp_0"})
+	r2, err2 := s2.Run(map[string]*Tensor{"x": y}, []string{"softmax_0.tmp_0"})
+	if err1 != nil || err2 != nil || !bytes.Equal(r1[0].Bytes(), r2[0].Bytes()) {
+		t.Fatalf("round trip: %v %v", err1, err2)
+	}
+}

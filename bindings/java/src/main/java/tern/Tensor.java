@@ -1,0 +1,93 @@
+package tern;
+
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.PointerByReference;
+
+/** A tensor that owns its storage (tern_tensor). Java arrays are copied in and out. Not
+ * synchronised: use one thread at a time. */
+public final class Tensor implements AutoCloseable {
+  private Pointer handle;
+
+  Tensor(Pointer handle) {
+    this.handle = handle;
+  }
+
+  /** A zero-filled tensor. */
+  public static Tensor zeros(DType dtype, long... shape) {
+    PointerByReference out = new PointerByReference();
+    Tern.check(Tern.lib().tern_tensor_create(
+        dtype.code, shape, new TernLibrary.SizeT(shape.length), out));
+    return new Tensor(out.getValue());
+  }
+
+  /** A float32 tensor holding a copy of data (exactly the shape's element count). */
+  public static Tensor fromFloats(long[] shape, float[] data) {
+    Tensor t = sized(DType.FLOAT32, shape, data.length);
+    if (data.length > 0) t.data().write(0, data, 0, data.length);
+    return t;
+  }
+
+  /** An int64 tensor holding a copy of data. */
+  public static Tensor fromLongs(long[] shape, long[] data) {
+    Tensor t = sized(DType.INT64, shape, data.length);
+    if (data.length > 0) t.data().write(0, data, 0, data.length);
+    return t;
+  }
+
+  /** A zero-filled tensor whose shape must hold exactly `count` elements. */
+  private static Tensor sized(DType dtype, long[] shape, int count) {
+    Tensor t = zeros(dtype, shape);
+    long need = t.byteSize() / dtype.bytes;
+    if (need != count) {
+      t.close();
+      throw new TernException(Status.INVALID_ARGUMENT,
+          "the shape holds " + need + " elements, the data has " + count);
+    }
+    return t;
+  }
+
+  Pointer handle() {
+    if (handle == null) throw new IllegalStateException("the tensor is closed");
+    return handle;
+  }
+
+  private Pointer data() {
+    return Tern.lib().tern_tensor_data(handle());
+  }
+
+  public DType dtype() {
+    return DType.of(Tern.lib().tern_tensor_dtype(handle()));
+  }
+
+  public long[] shape() {
+    int rank = (int) Tern.lib().tern_tensor_rank(handle()).longValue();
+    return rank == 0 ? new long[0] : Tern.lib().tern_tensor_shape(handle()).getLongArray(0, rank);
+  }
+
+  public long byteSize() {
+    return Tern.lib().tern_tensor_byte_size(handle()).longValue();
+  }
+
+  /** A copy of the element bytes. */
+  public byte[] bytes() {
+    int n = (int) byteSize();
+    return n == 0 ? new byte[0] : data().getByteArray(0, n);
+  }
+
+  /** A copy of the elements of a float32 tensor. */
+  public float[] floats() {
+    if (dtype() != DType.FLOAT32) {
+      throw new TernException(Status.INVALID_ARGUMENT, "the tensor holds " + dtype() + ", not FLOAT32");
+    }
+    int n = (int) (byteSize() / 4);
+    return n == 0 ? new float[0] : data().getFloatArray(0, n);
+  }
+
+  @Override
+  public void close() {
+    if (handle != null) {
+      Tern.lib().tern_tensor_destroy(handle);
+      handle = null;
+    }
+  }
+}

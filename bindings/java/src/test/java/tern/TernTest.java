@@ -1,0 +1,263 @@
+package tern;
+
+import java.io.File;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/** The Java binding's tests, run by run-tests.sh with javac/java (no test framework): prints one
+ * line per test and "N passed, N failed", exits 1 when any failed. */
+public final class TernTest {
+  private static int passed, failed, skipped;
+
+  interface Body {
+    void run() throws Exception;
+  }
+
+  static final class Skip extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Skip(String why) {
+      super(why);
+    }
+  }
+
+  static void check(boolean ok, String what) {
+    if (!ok) throw new AssertionError(what);
+  }
+
+  static void test(String name, Body body) {
+    try {
+      body.run();
+      passed++;
+      System.out.println("PASS " + name);
+    } catch (Skip s) {
+      passed++;
+      skipped++;
+      System.out.println("PASS " + name + " (skipped: " + s.getMessage() + ")");
+    } catch (Throwable t) {
+      failed++;
+      System.out.println("FAIL " + name + ": " + t);
+      t.printStackTrace(System.out);
+    }
+  }
+
+  static String sharedModel(String name) {
+    String root = System.getenv("TERN_SHARED_DIR");
+    if (root == null || root.isEmpty()) root = "../../../shared";
+    File f = new File(root, "models/" + name + "/model.onnx").getAbsoluteFile();
+    if (!f.exists()) throw new Skip(f + " is absent");
+    return f.getPath();
+  }
+
+  /** The tern CLI of the same build: TERN_CLI, beside libtern.so, in ../bin, or on PATH. */
+  static String ternCli() {
+    String cli = System.getenv("TERN_CLI");
+    if (cli != null && !cli.isEmpty()) return cli;
+    File dir = new File(Tern.libraryPath()).getAbsoluteFile().getParentFile();
+    if (dir != null) {
+      for (File c : new File[] {new File(dir, "tern"), new File(dir, "../bin/tern")}) {
+        if (c.isFile()) return c.getPath();
+      }
+    }
+    return "tern";
+  }
+
+  static float[] pattern(int n) {
+    float[] out = new float[n];
+    for (int i = 0; i < n; i++) out[i] = (float) (i * 7 % 23) / 23.0f - 0.5f;
+    return out;
+  }
+
+  static void writeNpy(Path path, long[] shape, float[] data) throws Exception {
+    StringBuilder dims = new StringBuilder();
+    for (int i = 0; i < shape.length; i++) dims.append(i > 0 ? ", " : "").append(shape[i]);
+    if (shape.length == 1) dims.append(",");
+    StringBuilder header = new StringBuilder(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }");
+    while ((10 + header.length() + 1) % 64 != 0) header.append(' ');
+    header.append('\n');
+    ByteBuffer b = ByteBuffer.allocate(10 + header.length() + 4 * data.length)
+        .order(ByteOrder.LITTLE_ENDIAN);
+    b.put(new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0});
+    b.putShort((short) header.length());
+    b.put(header.toString().getBytes(StandardCharsets.US_ASCII));
+    for (float v : data) b.putFloat(v);
+    Files.write(path, b.array());
+  }
+
+  static byte[] readNpyData(Path path) throws Exception {
+    byte[] all = Files.readAllBytes(path);
+    check(all.length >= 10 && all[1] == 'N' && all[2] == 'U', path + " is not .npy");
+    int n = (all[8] & 0xff) | ((all[9] & 0xff) << 8);
+    return Arrays.copyOfRange(all, 10 + n, all.length);
+  }
+
+  /** `tern run` (the C API through the CLI) on one float32 input: the output's bytes. */
+  static byte[] cliOutput(String model, String input, long[] shape, float[] data, String output,
+      int threads) throws Exception {
+    Path dir = Files.createTempDirectory("tern-java");
+    Path in = dir.resolve("input.npy");
+    writeNpy(in, shape, data);
+    Process p = new ProcessBuilder(ternCli(), "run", model, "--input", input + "=" + in,
+        "--threads", Integer.toString(threads), "--runs", "1", "--output-dir",
+        dir.resolve("out").toString())
+        .redirectErrorStream(true).start();
+    String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    check(p.waitFor() == 0, "tern run failed: " + log);
+    byte[] bytes = readNpyData(dir.resolve("out").resolve(output + ".npy"));
+    try (var files = Files.walk(dir)) {
+      files.sorted((a, b) -> b.compareTo(a)).forEach(f -> f.toFile().delete());
+    }
+    return bytes;
+  }
+
+  static <T extends Throwable> T expect(Class<T> type, Body body) throws Exception {
+    try {
+      body.run();
+    } catch (Throwable t) {
+      if (type.isInstance(t)) return type.cast(t);
+      throw new AssertionError("expected " + type.getSimpleName() + ", got " + t);
+    }
+    throw new AssertionError("expected " + type.getSimpleName() + ", nothing was thrown");
+  }
+
+  public static void main(String[] args) {
+    test("version and ABI", () -> {
+      check(Tern.abiVersion() == TernLibrary.ABI_VERSION, "ABI " + Tern.abiVersion());
+      check(Tern.version().split("\\.").length == 3, "version " + Tern.version());
+      check(Tern.configShow().contains("Tern"), "config");
+      System.out.println("  libtern " + Tern.version() + " from " + Tern.libraryPath());
+    });
+
+    test("PP-OCR classifier: outputs bitwise equal to the C API at 1 and 2 threads", () -> {
+      String path = sharedModel("ppocr_cls");
+      long[] shape = {1, 3, 48, 192};
+      float[] data = pattern(3 * 48 * 192);
+      try (Model model = Model.load(path); Tensor x = Tensor.fromFloats(shape, data)) {
+        List<Model.ValueInfo> ins = model.inputs(), outs = model.outputs();
+        check(ins.size() == 1 && ins.get(0).dtype == DType.FLOAT32 && ins.get(0).shape.length == 4,
+            "inputs");
+        String in = ins.get(0).name, out = outs.get(0).name;
+        for (int threads : new int[] {1, 2}) {
+          try (SessionOptions o = new SessionOptions().numThreads(threads);
+               Session s = new Session(model, o)) {
+            List<Tensor> res = s.run(Map.of(in, x), List.of(out));
+            try (Tensor y = res.get(0)) {
+              float[] probs = y.floats();
+              check(Arrays.equals(y.shape(), new long[] {1, 2}), "shape");
+              check(Math.abs(probs[0] + probs[1] - 1) < 1e-5, "softmax " + Arrays.toString(probs));
+              byte[] want = cliOutput(path, in, shape, data, out, threads);
+              check(Arrays.equals(y.bytes(), want), "threads " + threads + ": differs from the C API");
+              System.out.println("  ppocr_cls threads=" + threads + ": " + Arrays.toString(probs)
+                  + ", bitwise equal to `tern run`");
+            }
+          }
+        }
+      }
+    });
+
+    test("one session from many threads", () -> {
+      String path = sharedModel("ppocr_cls");
+      Session s;
+      try (Model model = Model.load(path)) {
+        s = new Session(model);
+      }  // the session outlives the model
+      try (Session session = s) {
+        float[] data = pattern(3 * 48 * 192);
+        byte[] want;
+        try (Tensor x = Tensor.fromFloats(new long[] {1, 3, 48, 192}, data);
+             Tensor y = session.run(Map.of("x", x), List.of("softmax_0.tmp_0")).get(0)) {
+          want = y.bytes();
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        List<Future<Boolean>> futures = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+          futures.add(pool.submit(() -> {
+            for (int i = 0; i < 10; i++) {
+              try (Tensor x = Tensor.fromFloats(new long[] {1, 3, 48, 192}, data);
+                   Tensor y = session.run(Map.of("x", x), List.of("softmax_0.tmp_0")).get(0)) {
+                if (!Arrays.equals(y.bytes(), want)) return false;
+              }
+            }
+            return true;
+          }));
+        }
+        for (Future<Boolean> f : futures) check(f.get(), "a concurrent run differs");
+        pool.shutdown();
+      }
+    });
+
+    test("queries and flags", () -> {
+      String cap = Tern.cpuCapability();
+      check(List.of("DEFAULT", "NO AVX", "AVX2", "AVX512", "VSX", "Z VECTOR", "SVE256")
+          .contains(cap), "capability " + cap);
+      System.out.println("  cpu capability: " + cap);
+      boolean before = Tern.cudnnBenchmark();
+      Tern.setCudnnBenchmark(!before);
+      check(Tern.cudnnBenchmark() == !before, "typed setter");
+      check(Tern.getFlag("cudnn.benchmark").equals(Boolean.toString(!before)), "generic view");
+      Tern.setFlag("cudnn.benchmark", Boolean.toString(before));
+      check(Tern.cudnnBenchmark() == before, "generic setter");
+      TernException e = expect(TernException.class,
+          () -> Tern.setFlag("opt_einsum.strategy", "fastest"));
+      check(e.status() == Status.INVALID_ARGUMENT && e.ternMessage().contains("fastest"), e.toString());
+      e = expect(TernException.class, () -> Tern.getFlag("no.such.flag"));
+      check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+      check(Tern.flags().stream().anyMatch(f -> f.name.equals("cuda.matmul.allow_tf32")
+          && f.kind.equals("bool")), "flag list");
+      check(Tern.getNumThreads() >= 1, "threads");
+      expect(TernException.class, () -> Tern.setNumThreads(0));
+    });
+
+    test("errors carry Tern's status and message", () -> {
+      TernException e = expect(TernException.class, () -> Model.load("/nonexistent/dir/model.onnx"));
+      check(e.status() == Status.IO, e.toString());
+      check(e.ternMessage().contains("/nonexistent/dir/model.onnx"), e.toString());
+      check(e.getMessage().startsWith("TERN_ERR_IO: "), e.getMessage());
+      e = expect(TernException.class,
+          () -> Model.fromBytes("definitely not a model".getBytes(StandardCharsets.US_ASCII)));
+      check(e.status() == Status.INVALID_MODEL || e.status() == Status.UNSUPPORTED, e.toString());
+      e = expect(TernException.class, () -> Tensor.zeros(DType.FLOAT32, 2, -1));
+      check(e.ternMessage().contains("negative"), e.toString());
+      expect(TernException.class, () -> Tensor.fromFloats(new long[] {4}, new float[2]));
+      String path = sharedModel("ppocr_cls");
+      try (Model model = Model.load(path); Session s = new Session(model);
+           Tensor x = Tensor.zeros(DType.INT64, 1, 3, 48, 192)) {
+        e = expect(TernException.class, () -> s.run(Map.of("x", x), List.of("softmax_0.tmp_0")));
+        check(e.status() == Status.INVALID_ARGUMENT && e.ternMessage().contains("float32"),
+            e.toString());
+        e = expect(TernException.class, () -> s.run(Map.of("nope", x), List.of("softmax_0.tmp_0")));
+        check(e.ternMessage().contains("'nope'"), e.toString());
+        // Saved as .tern and loaded from bytes: the same outputs.
+        Path file = Files.createTempFile("tern-java", ".tern");
+        model.save(file.toString());
+        try (Model again = Model.fromBytes(Files.readAllBytes(file)); Session s2 = new Session(again);
+             Tensor y = Tensor.fromFloats(new long[] {1, 3, 48, 192}, pattern(3 * 48 * 192));
+             Tensor a = s.run(Map.of("x", y), List.of("softmax_0.tmp_0")).get(0);
+             Tensor b = s2.run(Map.of("x", y), List.of("softmax_0.tmp_0")).get(0)) {
+          check(Arrays.equals(a.bytes(), b.bytes()), "round trip");
+        }
+        Files.delete(file);
+      }
+      // Closed objects refuse use instead of crashing.
+      Tensor t = Tensor.zeros(DType.FLOAT32, 2);
+      t.close();
+      t.close();
+      expect(IllegalStateException.class, t::bytes);
+    });
+
+    System.out.println(passed + " passed, " + failed + " failed"
+        + (skipped > 0 ? " (" + skipped + " skipped for missing files)" : ""));
+    System.exit(failed == 0 ? 0 : 1);
+  }
+}

@@ -1,0 +1,162 @@
+//! Raw declarations of the C API in `include/c_api.h` (ABI version [`ABI_VERSION`]). Every
+//! function here is `unsafe`; the safe API of this crate wraps them. Enums are plain `c_int`
+//! values: the library may return values this crate does not know.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+/// The `TERN_ABI_VERSION` these declarations were written for.
+pub const ABI_VERSION: u32 = 1;
+
+pub type tern_status = c_int;
+pub type tern_dtype = c_int;
+pub type tern_sdp_backend = c_int;
+pub type tern_blas_library = c_int;
+pub type tern_linalg_library = c_int;
+pub type tern_verbose_level = c_int;
+
+pub const TERN_OK: tern_status = 0;
+pub const TERN_ERR_INVALID_ARGUMENT: tern_status = 1;
+pub const TERN_ERR_INVALID_MODEL: tern_status = 2;
+pub const TERN_ERR_UNSUPPORTED: tern_status = 3;
+pub const TERN_ERR_BACKEND_UNAVAILABLE: tern_status = 4;
+pub const TERN_ERR_OUT_OF_MEMORY: tern_status = 5;
+pub const TERN_ERR_IO: tern_status = 6;
+pub const TERN_ERR_INTERNAL: tern_status = 7;
+
+#[repr(C)]
+pub struct tern_tensor {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct tern_model {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct tern_session {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct tern_session_options {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct tern_run_options {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct tern_sdp_params {
+    pub struct_size: usize,
+    pub batch: i64,
+    pub num_heads: i64,
+    pub seq_len_q: i64,
+    pub seq_len_kv: i64,
+    pub head_dim: i64,
+    pub dtype: tern_dtype,
+    pub is_causal: c_int,
+    pub has_mask: c_int,
+    pub dropout_p: f32,
+}
+
+extern "C" {
+    pub fn tern_version() -> *const c_char;
+    pub fn tern_abi_version() -> u32;
+    pub fn tern_format_version() -> u32;
+    pub fn tern_status_name(s: tern_status) -> *const c_char;
+    pub fn tern_last_error() -> *const c_char;
+    pub fn tern_tensor_create(dtype: tern_dtype, shape: *const i64, rank: usize, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_tensor_create_from_data(dtype: tern_dtype, shape: *const i64, rank: usize, data: *mut c_void, byte_size: usize, deleter: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>, ctx: *mut c_void, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_tensor_destroy(t: *mut tern_tensor);
+    pub fn tern_tensor_dtype(t: *const tern_tensor) -> tern_dtype;
+    pub fn tern_tensor_rank(t: *const tern_tensor) -> usize;
+    pub fn tern_tensor_shape(t: *const tern_tensor) -> *const i64;
+    pub fn tern_tensor_data(t: *mut tern_tensor) -> *mut c_void;
+    pub fn tern_tensor_byte_size(t: *const tern_tensor) -> usize;
+    pub fn tern_model_load_file(path: *const c_char, out: *mut *mut tern_model) -> tern_status;
+    pub fn tern_model_load_memory(data: *const c_void, size: usize, out: *mut *mut tern_model) -> tern_status;
+    pub fn tern_model_save(m: *const tern_model, path: *const c_char) -> tern_status;
+    pub fn tern_model_destroy(m: *mut tern_model);
+    pub fn tern_model_input_count(m: *const tern_model) -> usize;
+    pub fn tern_model_input_name(m: *const tern_model, i: usize) -> *const c_char;
+    pub fn tern_model_output_count(m: *const tern_model) -> usize;
+    pub fn tern_model_output_name(m: *const tern_model, i: usize) -> *const c_char;
+    pub fn tern_model_input_info(m: *const tern_model, i: usize, dtype: *mut tern_dtype, rank: *mut usize, shape: *mut *const i64) -> tern_status;
+    pub fn tern_model_output_info(m: *const tern_model, i: usize, dtype: *mut tern_dtype, rank: *mut usize, shape: *mut *const i64) -> tern_status;
+    pub fn tern_session_options_create(out: *mut *mut tern_session_options) -> tern_status;
+    pub fn tern_session_options_destroy(o: *mut tern_session_options);
+    pub fn tern_session_options_set_backends(o: *mut tern_session_options, list: *const c_char) -> tern_status;
+    pub fn tern_session_options_set_num_threads(o: *mut tern_session_options, n: c_int) -> tern_status;
+    pub fn tern_session_options_set_num_interop_threads(o: *mut tern_session_options, n: c_int) -> tern_status;
+    pub fn tern_session_options_set_max_memory_bytes(o: *mut tern_session_options, bytes: u64) -> tern_status;
+    pub fn tern_session_options_set_flag(o: *mut tern_session_options, name: *const c_char, value: *const c_char) -> tern_status;
+    pub fn tern_run_options_create(out: *mut *mut tern_run_options) -> tern_status;
+    pub fn tern_run_options_destroy(r: *mut tern_run_options);
+    pub fn tern_run_options_set_flag(r: *mut tern_run_options, name: *const c_char, value: *const c_char) -> tern_status;
+    pub fn tern_run_options_set_sdp_backends(r: *mut tern_run_options, list: *const tern_sdp_backend, n: usize) -> tern_status;
+    pub fn tern_session_create(m: *const tern_model, o: *const tern_session_options, out: *mut *mut tern_session) -> tern_status;
+    pub fn tern_session_run(s: *mut tern_session, r: *const tern_run_options, input_names: *const *const c_char, inputs: *const *const tern_tensor, n_inputs: usize, output_names: *const *const c_char, n_outputs: usize, outputs: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_session_save_optimized(s: *const tern_session, path: *const c_char, packed_count: *mut usize) -> tern_status;
+    pub fn tern_session_destroy(s: *mut tern_session);
+    pub fn tern_session_options_enable_profiling(o: *mut tern_session_options, path: *const c_char) -> tern_status;
+    pub fn tern_session_end_profiling(s: *mut tern_session) -> tern_status;
+    pub fn tern_session_memory_info(s: *const tern_session, activation_bytes: *mut usize, packed_weight_bytes: *mut usize) -> tern_status;
+    pub fn tern_set_num_threads(n: c_int) -> tern_status;
+    pub fn tern_get_num_threads() -> c_int;
+    pub fn tern_set_num_interop_threads(n: c_int) -> tern_status;
+    pub fn tern_get_num_interop_threads() -> c_int;
+    pub fn tern_parallel_info() -> *const c_char;
+    pub fn tern_config_show() -> *const c_char;
+    pub fn tern_cpu_get_capability() -> *const c_char;
+    pub fn tern_onednn_is_available() -> c_int;
+    pub fn tern_openblas_is_available() -> c_int;
+    pub fn tern_openmp_is_available() -> c_int;
+    pub fn tern_cuda_is_built() -> c_int;
+    pub fn tern_cuda_is_available() -> c_int;
+    pub fn tern_cuda_device_count() -> c_int;
+    pub fn tern_vulkan_is_built() -> c_int;
+    pub fn tern_vulkan_is_available() -> c_int;
+    pub fn tern_mps_is_built() -> c_int;
+    pub fn tern_mps_is_available() -> c_int;
+    pub fn tern_cuda_matmul_get_allow_tf32() -> c_int;
+    pub fn tern_cuda_matmul_set_allow_tf32(on: c_int);
+    pub fn tern_cuda_matmul_get_allow_fp16_reduced_precision_reduction() -> c_int;
+    pub fn tern_cuda_matmul_set_allow_fp16_reduced_precision_reduction(on: c_int);
+    pub fn tern_cuda_matmul_get_allow_bf16_reduced_precision_reduction() -> c_int;
+    pub fn tern_cuda_matmul_set_allow_bf16_reduced_precision_reduction(on: c_int);
+    pub fn tern_cuda_get_preferred_blas_library() -> tern_blas_library;
+    pub fn tern_cuda_set_preferred_blas_library(lib: tern_blas_library) -> tern_status;
+    pub fn tern_cuda_get_preferred_linalg_library() -> tern_linalg_library;
+    pub fn tern_cuda_set_preferred_linalg_library(lib: tern_linalg_library) -> tern_status;
+    pub fn tern_sdp_enabled(b: tern_sdp_backend) -> c_int;
+    pub fn tern_sdp_enable(b: tern_sdp_backend, on: c_int) -> tern_status;
+    pub fn tern_sdp_can_use(b: tern_sdp_backend, p: *const tern_sdp_params, why: *mut c_char, why_len: usize) -> c_int;
+    pub fn tern_cudnn_is_available() -> c_int;
+    pub fn tern_cudnn_version() -> i64;
+    pub fn tern_cudnn_get_enabled() -> c_int;
+    pub fn tern_cudnn_set_enabled(on: c_int);
+    pub fn tern_cudnn_get_allow_tf32() -> c_int;
+    pub fn tern_cudnn_set_allow_tf32(on: c_int);
+    pub fn tern_cudnn_get_deterministic() -> c_int;
+    pub fn tern_cudnn_set_deterministic(on: c_int);
+    pub fn tern_cudnn_get_benchmark() -> c_int;
+    pub fn tern_cudnn_set_benchmark(on: c_int);
+    pub fn tern_cudnn_get_benchmark_limit() -> c_int;
+    pub fn tern_cudnn_set_benchmark_limit(limit: c_int) -> tern_status;
+    pub fn tern_mha_get_fastpath_enabled() -> c_int;
+    pub fn tern_mha_set_fastpath_enabled(on: c_int);
+    pub fn tern_onednn_set_verbose(level: tern_verbose_level) -> tern_status;
+    pub fn tern_opt_einsum_get_enabled() -> c_int;
+    pub fn tern_opt_einsum_set_enabled(on: c_int);
+    pub fn tern_opt_einsum_get_strategy() -> *const c_char;
+    pub fn tern_opt_einsum_set_strategy(s: *const c_char) -> tern_status;
+    pub fn tern_use_deterministic_algorithms(on: c_int) -> tern_status;
+    pub fn tern_are_deterministic_algorithms_enabled() -> c_int;
+    pub fn tern_flag_count() -> usize;
+    pub fn tern_flag_info(i: usize, name: *mut *const c_char, type_: *mut *const c_char, doc: *mut *const c_char) -> tern_status;
+    pub fn tern_flag_get(name: *const c_char, buf: *mut c_char, len: usize) -> tern_status;
+    pub fn tern_flag_set(name: *const c_char, value: *const c_char) -> tern_status;
+    pub fn tern_flag_describe(name: *const c_char, source: *mut *const c_char, scope: *mut *const c_char, default_value: *mut *const c_char, env_var: *mut *const c_char) -> tern_status;
+    pub fn tern_session_flag_get(s: *const tern_session, name: *const c_char, buf: *mut c_char, len: usize, source: *mut *const c_char) -> tern_status;
+}

@@ -1,0 +1,164 @@
+// The Rust binding against the C library: the PP-OCR classifier gives the C API's outputs bit for
+// bit; queries and flags; errors carry Tern's status and message; ownership and threads.
+mod common;
+
+use common::*;
+use tern::backends;
+use tern::{DType, Model, Session, SessionOptions, Status, Tensor, TensorView};
+
+fn assert_send_sync<T: Send + Sync>() {}
+fn assert_send<T: Send>() {}
+
+#[test]
+fn version_and_abi() {
+    assert_eq!(tern::abi_version(), tern::sys::ABI_VERSION);
+    tern::check_abi().unwrap();
+    let v = tern::version();
+    assert_eq!(v.split('.').count(), 3, "version {:?}", v);
+    assert!(tern::config_show().contains("Tern"));
+}
+
+#[test]
+fn ppocr_cls_matches_the_c_api_bitwise() {
+    let path = match shared_model("ppocr_cls") {
+        Some(p) => p,
+        None => return,
+    };
+    let model = Model::load(&path).unwrap();
+    let inputs = model.inputs().unwrap();
+    let outputs = model.outputs().unwrap();
+    assert_eq!(inputs.len(), 1);
+    assert_eq!(inputs[0].dtype, DType::Float32);
+    assert_eq!(inputs[0].shape.len(), 4);
+    let shape = [1i64, 3, 48, 192];
+    let data = pattern(3 * 48 * 192);
+    let x = Tensor::from_slice(&shape, &data).unwrap();
+    for threads in [1, 2] {
+        let session = Session::new(&model, &SessionOptions::new().unwrap().num_threads(threads).unwrap()).unwrap();
+        let out = session.run(&[(inputs[0].name.as_str(), &x)], &[outputs[0].name.as_str()]).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].shape(), &[1, 2]);
+        let probs = out[0].as_slice::<f32>().unwrap();
+        assert!((probs[0] + probs[1] - 1.0).abs() < 1e-5, "softmax {:?}", probs);
+        let c_api = run_cli(&path, &inputs[0].name, &shape, &data, &outputs[0].name, threads);
+        assert_eq!(out[0].as_bytes(), &c_api[..], "threads {}: binding {:?} vs C API", threads, probs);
+        eprintln!("ppocr_cls threads={}: {:?}, bitwise equal to `tern run`", threads, probs);
+    }
+    // A zero-copy view of the same data gives the same bytes.
+    let session = Session::with_defaults(&model).unwrap();
+    let view = TensorView::new(&shape, &data).unwrap();
+    let a = session.run(&[("x", &view)], &[outputs[0].name.as_str()]).unwrap();
+    let b = session.run(&[("x", &x)], &[outputs[0].name.as_str()]).unwrap();
+    assert_eq!(a[0].as_bytes(), b[0].as_bytes());
+}
+
+#[test]
+fn one_session_from_many_threads() {
+    let path = match shared_model("ppocr_cls") {
+        Some(p) => p,
+        None => return,
+    };
+    assert_send_sync::<Model>();
+    assert_send_sync::<Session>();
+    assert_send::<Tensor>();
+    let model = std::sync::Arc::new(Model::load(&path).unwrap());
+    let session = std::sync::Arc::new(
+        Session::new(&model, &SessionOptions::new().unwrap().num_threads(1).unwrap()).unwrap(),
+    );
+    let data = pattern(3 * 48 * 192);
+    let want = {
+        let x = Tensor::from_slice(&[1, 3, 48, 192], &data).unwrap();
+        session.run(&[("x", &x)], &["softmax_0.tmp_0"]).unwrap().remove(0).as_bytes().to_vec()
+    };
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (session, data) = (session.clone(), data.clone());
+            std::thread::spawn(move || {
+                let x = Tensor::from_slice(&[1, 3, 48, 192], &data).unwrap();
+                (0..10)
+                    .map(|_| session.run(&[("x", &x)], &["softmax_0.tmp_0"]).unwrap().remove(0).as_bytes().to_vec())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for h in handles {
+        for got in h.join().unwrap() {
+            assert_eq!(got, want);
+        }
+    }
+}
+
+#[test]
+fn queries_and_flags() {
+    let cap = backends::cpu::get_capability();
+    assert!(
+        ["DEFAULT", "NO AVX", "AVX2", "AVX512", "VSX", "Z VECTOR", "SVE256"].contains(&cap.as_str()),
+        "capability {:?}",
+        cap
+    );
+    eprintln!("cpu capability: {}", cap);
+    // A typed setter and the generic registry see one value.
+    let before = backends::cudnn::benchmark();
+    backends::cudnn::set_benchmark(!before);
+    assert_eq!(backends::cudnn::benchmark(), !before);
+    assert_eq!(backends::get_flag("cudnn.benchmark").unwrap(), if before { "false" } else { "true" });
+    backends::set_flag("cudnn.benchmark", if before { "true" } else { "false" }).unwrap();
+    assert_eq!(backends::cudnn::benchmark(), before);
+    let strategy = backends::opt_einsum::strategy();
+    backends::opt_einsum::set_strategy("greedy").unwrap();
+    assert_eq!(backends::get_flag("opt_einsum.strategy").unwrap(), "greedy");
+    backends::opt_einsum::set_strategy(&strategy).unwrap();
+    let err = backends::set_flag("opt_einsum.strategy", "fastest").unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    assert!(err.message.contains("fastest"), "{}", err);
+    let err = backends::get_flag("no.such.flag").unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    assert!(backends::flags().unwrap().iter().any(|f| f.name == "cuda.matmul.allow_tf32" && f.kind == "bool"));
+    assert_eq!(backends::cuda::is_built(), backends::cuda::is_built());
+    assert!(tern::get_num_threads() >= 1);
+    assert!(tern::set_num_threads(0).is_err());
+}
+
+#[test]
+fn errors_carry_status_and_message() {
+    let err = Model::load("/nonexistent/dir/model.onnx").unwrap_err();
+    assert_eq!(err.status, Status::Io);
+    assert!(err.message.contains("/nonexistent/dir/model.onnx"), "{}", err);
+    assert!(err.to_string().starts_with("TERN_ERR_IO: "), "{}", err);
+    let err = Model::from_bytes(b"definitely not a model").unwrap_err();
+    assert!(matches!(err.status, Status::InvalidModel | Status::Unsupported), "{}", err);
+    let err = Model::load("bad\0path").unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    let err = Tensor::zeros(DType::Float32, &[2, -1]).unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    assert!(err.message.contains("negative"), "{}", err);
+    let t = Tensor::zeros(DType::Float32, &[2, 3]).unwrap();
+    assert_eq!(t.as_slice::<f32>().unwrap(), &[0.0; 6]);
+    assert!(t.as_slice::<i64>().is_err());
+    assert!(Tensor::from_slice(&[4], &[1.0f32, 2.0]).is_err());
+
+    let path = match shared_model("ppocr_cls") {
+        Some(p) => p,
+        None => return,
+    };
+    let model = Model::load(&path).unwrap();
+    let session = Session::with_defaults(&model).unwrap();
+    let x = Tensor::zeros(DType::Float32, &[1, 3, 48, 192]).unwrap();
+    let err = session.run(&[("nope", &x)], &["softmax_0.tmp_0"]).unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    assert!(err.message.contains("'nope'"), "{}", err);
+    let wrong = Tensor::zeros(DType::Int64, &[1, 3, 48, 192]).unwrap();
+    let err = session.run(&[("x", &wrong)], &["softmax_0.tmp_0"]).unwrap_err();
+    assert!(err.message.contains("float32"), "{}", err);
+    // The model saved as .tern and loaded from bytes gives the same outputs.
+    let dir = scratch_dir("save");
+    let file = dir.join("cls.tern");
+    model.save(&file).unwrap();
+    let again = Model::from_bytes(&std::fs::read(&file).unwrap()).unwrap();
+    drop(model); // sessions keep what they need
+    let s2 = Session::with_defaults(&again).unwrap();
+    let y1 = session.run(&[("x", &x)], &["softmax_0.tmp_0"]).unwrap();
+    let y2 = s2.run(&[("x", &x)], &["softmax_0.tmp_0"]).unwrap();
+    assert_eq!(y1[0].as_bytes(), y2[0].as_bytes());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The language bindings' own test suites against a build tree, then against an installed tree:
+#   cargo test (bindings/rust), go test ./... (bindings/go), bindings/java/run-tests.sh,
+# and each sample (samples/{c,rust,go,java}) run on the PP-OCR classifier (the repository's seed
+# model when ../shared is absent). First with TERN_LIB_DIR / TERN_INCLUDE_DIR pointing at the build
+# tree; then with neither set, finding the package installed into a temporary prefix through
+# pkg-config (PKG_CONFIG_PATH) as a user's machine would.
+# Usage: scripts/bindings_test.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+build="$(cd "${1:-build}" && pwd)"
+[ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="$build/cargo"   # keeps the source tree clean
+export GOFLAGS="${GOFLAGS:--count=1}"    # no cached test results
+
+model=("$root/../shared/models/ppocr_cls/model.onnx" 1 48 192)
+[ -f "${model[0]}" ] || model=("$root/tests/fuzz/corpus/tern_loader/matmul.tern" 2)
+
+suite() {  # NAME DIR COMMAND...: runs a test suite, shows its summary lines, fails with it
+  local name="$1" dir="$2" log
+  shift 2
+  log="$(mktemp)"
+  echo "== $name: $*"
+  if ! (cd "$dir" && "$@") > "$log" 2>&1; then
+    cat "$log"; rm -f "$log"; echo "$name failed"; exit 1
+  fi
+  grep -E "^test result: .* [1-9][0-9]* passed|^--- |^ok|^(PASS|FAIL)|[0-9]+ passed, [0-9]+ failed|skipped|libtern [0-9]" "$log" || true
+  rm -f "$log"
+}
+
+run_suites() {  # LABEL
+  suite "Rust bindings ($1)" bindings/rust cargo test
+  suite "Go bindings ($1)" bindings/go go test -v ./...
+  suite "Java bindings ($1)" bindings/java env TERN_JAVA_BUILD="$build/java" ./run-tests.sh
+  echo "== samples ($1): ${model[*]##*/}"
+  (cd samples/rust && cargo run --quiet -- "${model[@]}" | tail -n +2 | sed 's/^/  rust: /')
+  (cd samples/go && go run . "${model[@]}" | tail -n +2 | sed 's/^/  go:   /')
+  (cd samples/java && java -cp "$build/java/tern.jar:/usr/share/java/jna.jar" RunModel.java "${model[@]}" \
+     | tail -n +2 | sed 's/^/  java: /')
+}
+
+# 1. The build tree.
+export TERN_LIB_DIR="$build" TERN_INCLUDE_DIR="$root/include"
+run_suites "TERN_LIB_DIR=$build"
+"$build/tern_sample_c" "${model[@]}" | tail -n +2 | sed 's/^/  c:    /'
+
+# 2. An installed tree, found through pkg-config only.
+prefix="$(mktemp -d)"
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" > /dev/null
+unset TERN_LIB_DIR TERN_INCLUDE_DIR
+export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name tern.pc)")"
+export CARGO_TARGET_DIR="$build/cargo-installed"
+run_suites "installed, pkg-config"
+echo "bindings: Rust, Go and Java suites and samples passed against the build tree and the installed package"
