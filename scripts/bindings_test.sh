@@ -42,6 +42,7 @@ run_suites() {  # LABEL
 
 # 1. The build tree.
 export TERN_LIB_DIR="$build" TERN_INCLUDE_DIR="$root/include"
+export CGO_CFLAGS="-g -O2 -I$TERN_INCLUDE_DIR"  # cgo reads no other variable for its header path
 run_suites "TERN_LIB_DIR=$build"
 "$build/tern_sample_c" "${model[@]}" | tail -n +2 | sed 's/^/  c:    /'
 
@@ -52,5 +53,6 @@ cmake --install "$build" --prefix "$prefix" > /dev/null
 unset TERN_LIB_DIR TERN_INCLUDE_DIR
 export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name tern.pc)")"
 export CARGO_TARGET_DIR="$build/cargo-installed"
+export CGO_CFLAGS="-g -O2 -I$(pkg-config --variable=includedir tern)"
 run_suites "installed, pkg-config"
 echo "bindings: Rust, Go and Java suites and samples passed against the build tree and the installed package"
