@@ -10,9 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 host="${1:-build}"
 out="${TERN_AARCH64_BUILD_DIR:-build-aarch64}"
+mkdir -p "$out"
 cmake -S . -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERN_MINIMAL=ON \
-  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake > "$out.configure.log" \
-  || { cat "$out.configure.log"; exit 1; }
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake > "$out/configure.log" \
+  || { cat "$out/configure.log"; exit 1; }
 cmake --build "$out" --parallel "$(nproc)"
 models=""
 if [ -f ../shared/models/ppocr_cls/model.onnx ]; then

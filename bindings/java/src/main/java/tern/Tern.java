@@ -21,11 +21,16 @@ import java.util.Map;
 public final class Tern {
   private Tern() {}
 
-  private static TernLibrary lib;
+  private static volatile TernLibrary lib;
   private static String libPath;
 
-  /** The loaded library (opened on first call). */
-  static synchronized TernLibrary lib() {
+  /** The loaded library (opened on first call; every call after that reads one volatile field). */
+  static TernLibrary lib() {
+    TernLibrary l = lib;
+    return l != null ? l : open();
+  }
+
+  private static synchronized TernLibrary open() {
     if (lib != null) return lib;
     List<String> candidates = new ArrayList<>();
     String dir = System.getenv("TERN_LIB_DIR");
@@ -48,8 +53,8 @@ public final class Tern {
           throw new TernException(Status.UNSUPPORTED, c + " has ABI version " + abi
               + ", this binding was written for " + TernLibrary.ABI_VERSION);
         }
-        lib = l;
         libPath = c;
+        lib = l;
         return lib;
       } catch (UnsatisfiedLinkError e) {
         why.append(why.length() > 0 ? "; " : "").append(e.getMessage());
@@ -75,8 +80,8 @@ public final class Tern {
   }
 
   /** The file the library was loaded from. */
-  public static String libraryPath() {
-    lib();
+  public static synchronized String libraryPath() {
+    open();
     return libPath;
   }
 
