@@ -14,6 +14,7 @@
 
 struct tern_tensor {
   tern::Tensor t;
+  mutable std::string device_name = {};  // tern_tensor_device's answer
 };
 struct tern_model {
   std::shared_ptr<const tern::Model> m;
@@ -33,6 +34,7 @@ struct tern_session_options {
 };
 struct tern_run_options {
   tern::FlagOverrides flags;  // run-scoped flags (sdp.*, onednn.verbose)
+  tern::Device output_device;  // where outputs are returned (host by default)
 };
 
 namespace tern::api {

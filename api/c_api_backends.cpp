@@ -11,6 +11,9 @@
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/registry.h"
+#if defined(TERN_HAVE_CUDA)
+#include "backends/cuda/cuda_sdp.h"
+#endif
 #include "core/thread_pool.h"
 #include "core/threading.h"
 #include "serialization/model_io.h"
@@ -154,6 +157,7 @@ const char* tern_config_show(void) {
                      tern_get_num_interop_threads(), " [", source_text(FlagId::kNumInteropThreads),
                      "]\n");
   s += tern::cpu_library_report();
+  s += tern::str_cat("  CUDA: ", tern::backends::cuda_report(), "\n");
   s += "  backends:";
   for (const auto& name : tern::backends::known_names()) {
     s += tern::str_cat(" ", name, "(built=", tern::backends::is_built(name) ? 1 : 0,
@@ -243,21 +247,27 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
                                " = false)");
       }
       std::string refusal;
-      if (i >= 2) {
+      tern::ops::SdpCase c;
+      c.batch = p->batch;
+      c.heads = p->num_heads;
+      c.seq_q = p->seq_len_q;
+      c.seq_kv = p->seq_len_kv;
+      c.head_dim = p->head_dim;
+      c.dtype = static_cast<tern::DType>(p->dtype);
+      c.causal = p->is_causal != 0;
+      c.mask = p->has_mask != 0;
+      c.dropout = p->dropout_p;
+      // Where a CUDA device is, the answer is the CUDA kernels'; MATH and FLASH otherwise answer
+      // for the CPU's, and MEM_EFFICIENT and CUDNN exist on CUDA only.
+      if (tern::backends::is_available("cuda")) {
+#if defined(TERN_HAVE_CUDA)
+        refusal = tern::cuda_sdp_refusal(i, c);
+#endif
+      } else if (i >= 2) {
         refusal = tern::backends::is_built("cuda")
-                      ? (tern::backends::is_available("cuda") ? "" : "no CUDA device")
+                      ? tern::str_cat(names[i], " runs on CUDA only and there is no CUDA device")
                       : tern::str_cat(names[i], " needs the CUDA backend, which is not built");
       } else {
-        tern::ops::SdpCase c;
-        c.batch = p->batch;
-        c.heads = p->num_heads;
-        c.seq_q = p->seq_len_q;
-        c.seq_kv = p->seq_len_kv;
-        c.head_dim = p->head_dim;
-        c.dtype = static_cast<tern::DType>(p->dtype);
-        c.causal = p->is_causal != 0;
-        c.mask = p->has_mask != 0;
-        c.dropout = p->dropout_p;
         refusal = tern::cpu_sdp_refusal(i == 0 ? tern::CpuSdp::kMath : tern::CpuSdp::kFlash, c);
       }
       if (!refusal.empty()) reason += (reason.empty() ? "" : "; ") + refusal;
@@ -276,10 +286,15 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
 /* ---- cudnn ---- */
 
 int tern_cudnn_is_available(void) {
-  return 0;  // cuDNN arrives with the CUDA backend; this build has none
+  // cuDNN is linked into CUDA builds; it is usable where a CUDA device is.
+  return tern::backends::cudnn_version() > 0 && tern::backends::is_available("cuda") ? 1 : 0;
 }
 int64_t tern_cudnn_version(void) {
-  return -1;
+  try {
+    return tern::backends::cudnn_version();
+  } catch (...) {
+    return -1;
+  }
 }
 int tern_cudnn_get_enabled(void) {
   return get_bool(FlagId::kCudnnEnabled);

@@ -130,6 +130,26 @@ tern_status tern_run_options_set_sdp_backends(tern_run_options* r, const tern_sd
   });
 }
 
+tern_status tern_run_options_set_output_device(tern_run_options* r, const char* device) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(r, "run options are NULL");
+    TERN_API_REQUIRE(device, "device is NULL");
+    const std::string name = device;
+    if (name == "cpu") {
+      r->output_device = tern::Device{};
+      return Status::ok();
+    }
+    // The name is checked here; whether the session runs there, at tern_session_run.
+    auto b = tern::backends::get(name);
+    if (!b) {
+      if (b.status().code() == tern::Code::kInvalidArgument) return b.status();
+      return tern::invalid_argument("output device '", name, "': ", b.status().message());
+    }
+    r->output_device = (*b)->device();
+    return Status::ok();
+  });
+}
+
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o,
                                 tern_session** out) {
   return tern::api::guard([&]() -> Status {
@@ -174,7 +194,8 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
       out_names.emplace_back(output_names[j]);
     }
     std::vector<tern::Tensor> results;
-    TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results, r ? &r->flags : nullptr));
+    TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results, r ? &r->flags : nullptr,
+                                   r ? &r->output_device : nullptr));
     for (size_t j = 0; j < results.size(); ++j) {
       if (!tern::dtype_in_c_api(static_cast<int32_t>(results[j].dtype()))) {
         return tern::unsupported("output '", out_names[j], "' has dtype ",

@@ -1,4 +1,8 @@
+#include <algorithm>
+#include <cstring>
+
 #include "api/api_internal.h"
+#include "backends/registry.h"
 
 using tern::Status;
 
@@ -92,6 +96,79 @@ void* tern_tensor_data(tern_tensor* t) {
 }
 size_t tern_tensor_byte_size(const tern_tensor* t) {
   return t ? t->t.byte_size() : 0;
+}
+
+tern_status tern_tensor_create_on_device(tern_dtype dtype, const int64_t* shape, size_t rank,
+                                         const char* device, tern_tensor** out) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(out, "out is NULL");
+    TERN_API_REQUIRE(device, "device is NULL");
+    tern::Shape s;
+    TERN_RETURN_IF_ERROR(check_shape(dtype, shape, rank, &s));
+    const auto dt = static_cast<tern::DType>(dtype);
+    TERN_API_REQUIRE(dt != tern::DType::kString || std::string(device) == "cpu",
+                     "string tensors live in host memory only");
+    TERN_ASSIGN_OR_RETURN(tern::Backend * b, tern::backends::get(device));
+    if (b->is_host()) {
+      TERN_ASSIGN_OR_RETURN(tern::Tensor t, tern::Tensor::allocate(dt, s));
+      *out = new tern_tensor{std::move(t)};
+      return Status::ok();
+    }
+    const size_t bytes = static_cast<size_t>(tern::numel(s)) * tern::dtype_size(dt);
+    TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, b->allocate(bytes));
+    void* raw = mem.get();
+    tern::Tensor t = tern::Tensor::wrap(dt, s, raw, std::move(mem), b->device());
+    // Zero-filled, as tern_tensor_create's: through a copy of a zeroed host buffer.
+    TERN_ASSIGN_OR_RETURN(tern::Tensor zeros, tern::Tensor::allocate(dt, s));
+    TERN_RETURN_IF_ERROR(b->copy_to_device(zeros, t));
+    TERN_RETURN_IF_ERROR(b->synchronize());
+    *out = new tern_tensor{std::move(t)};
+    return Status::ok();
+  });
+}
+
+const char* tern_tensor_device(const tern_tensor* t) {
+  if (!t) return nullptr;
+  t->device_name = t->t.device().name();
+  return t->device_name.c_str();
+}
+
+tern_status tern_tensor_copy(const tern_tensor* src, tern_tensor* dst) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(src && dst, "src or dst is NULL");
+    const tern::Tensor& a = src->t;
+    tern::Tensor& b = dst->t;
+    TERN_API_REQUIRE(a.dtype() == b.dtype() && a.shape() == b.shape(), "src is ",
+                     tern::dtype_name(a.dtype()), tern::shape_str(a.shape()), ", dst is ",
+                     tern::dtype_name(b.dtype()), tern::shape_str(b.shape()));
+    if (a.raw() == b.raw()) return Status::ok();
+    auto backend_of = [](const tern::Tensor& t) { return tern::backends::get(t.device().name()); };
+    if (a.on_host() && b.on_host()) {
+      if (a.dtype() == tern::DType::kString) {
+        std::copy(a.data<std::string>(), a.data<std::string>() + a.numel(), b.data<std::string>());
+      } else if (a.byte_size()) {
+        std::memmove(b.raw(), a.raw(), a.byte_size());
+      }
+      return Status::ok();
+    }
+    if (a.on_host()) {
+      TERN_ASSIGN_OR_RETURN(tern::Backend * d, backend_of(b));
+      TERN_RETURN_IF_ERROR(d->copy_to_device(a, b));
+      return d->synchronize();
+    }
+    TERN_ASSIGN_OR_RETURN(tern::Backend * s, backend_of(a));
+    if (b.on_host()) return s->copy_to_host(a, b);
+    if (a.device() == b.device()) {
+      TERN_RETURN_IF_ERROR(s->copy_on_device(a, b));
+      return s->synchronize();
+    }
+    // Between two devices: through host memory.
+    TERN_ASSIGN_OR_RETURN(tern::Tensor host, tern::Tensor::allocate(a.dtype(), a.shape()));
+    TERN_RETURN_IF_ERROR(s->copy_to_host(a, host));
+    TERN_ASSIGN_OR_RETURN(tern::Backend * d, backend_of(b));
+    TERN_RETURN_IF_ERROR(d->copy_to_device(host, b));
+    return d->synchronize();
+  });
 }
 
 }  // extern "C"

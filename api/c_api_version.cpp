@@ -62,7 +62,11 @@ int tern_cuda_is_available(void) {
   return tern::backends::is_available("cuda");
 }
 int tern_cuda_device_count(void) {
-  return 0;
+  try {
+    return tern::backends::cuda_devices();
+  } catch (...) {
+    return 0;
+  }
 }
 int tern_vulkan_is_built(void) {
   return tern::backends::is_built("vulkan");

@@ -1,8 +1,31 @@
 #include "backends/registry.h"
 
+#include <array>
+#include <memory>
+#include <mutex>
+
 #include "backends/cpu/cpu_backend.h"
+#if defined(TERN_HAVE_CUDA)
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 namespace tern::backends {
+
+namespace {
+
+// "cuda" -> 0, "cuda:3" -> 3; -1 for anything else.
+int cuda_index(const std::string& name) {
+  if (name == "cuda") return 0;
+  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8) return -1;
+  int d = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    d = d * 10 + (name[i] - '0');
+  }
+  return d;
+}
+
+}  // namespace
 
 const std::vector<std::string>& known_names() {
   static const std::vector<std::string> names = {"cpu", "cuda", "vulkan", "mps"};
@@ -10,10 +33,42 @@ const std::vector<std::string>& known_names() {
 }
 
 bool is_built(const std::string& name) {
+#if defined(TERN_HAVE_CUDA)
+  if (cuda_index(name) >= 0) return true;
+#endif
   return name == "cpu";
 }
+
 bool is_available(const std::string& name) {
+#if defined(TERN_HAVE_CUDA)
+  const int d = cuda_index(name);
+  if (d >= 0) return d < cuda_device_count();
+#endif
   return name == "cpu";
+}
+
+int cuda_devices() {
+#if defined(TERN_HAVE_CUDA)
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+int64_t cudnn_version() {
+#if defined(TERN_HAVE_CUDA)
+  return cudnn_version_number();
+#else
+  return -1;
+#endif
+}
+
+std::string cuda_report() {
+#if defined(TERN_HAVE_CUDA)
+  return str_cat(cuda_device_report(), "; cuDNN ", cudnn_version_number());
+#else
+  return "not built (configure with the CUDA toolkit: TERN_WITH_CUDA)";
+#endif
 }
 
 Expected<Backend*> get(const std::string& name) {
@@ -21,13 +76,33 @@ Expected<Backend*> get(const std::string& name) {
     static CpuBackend cpu;
     return static_cast<Backend*>(&cpu);
   }
+  const int cuda = cuda_index(name);
+#if defined(TERN_HAVE_CUDA)
+  if (cuda >= 0) {
+    constexpr int kMax = 64;
+    if (cuda >= kMax || cuda >= cuda_device_count()) {
+      return Status(Code::kBackendUnavailable,
+                    str_cat("backend '", name, "': ", cuda_device_report()));
+    }
+    static std::array<std::unique_ptr<CudaBackend>, kMax> devices;
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    auto& b = devices[static_cast<size_t>(cuda)];
+    if (!b) b = std::make_unique<CudaBackend>(cuda);
+    return static_cast<Backend*>(b.get());
+  }
+#endif
+  if (cuda >= 0) {
+    return Status(Code::kBackendUnavailable,
+                  str_cat("backend '", name, "' is not built into this library"));
+  }
   for (const auto& n : known_names()) {
     if (n == name) {
       return Status(Code::kBackendUnavailable,
                     str_cat("backend '", name, "' is not built into this library"));
     }
   }
-  return invalid_argument("unknown backend '", name, "' (known: cpu, cuda, vulkan, mps)");
+  return invalid_argument("unknown backend '", name, "' (known: cpu, cuda, cuda:N, vulkan, mps)");
 }
 
 }  // namespace tern::backends

@@ -15,5 +15,10 @@ const std::vector<std::string>& known_names();
 Expected<Backend*> get(const std::string& name);
 bool is_built(const std::string& name);
 bool is_available(const std::string& name);
+// CUDA facts for the C API and tern info: devices (0 when not built or none), cuDNN's version
+// number (-1 when not built), and a line about the devices and libraries.
+int cuda_devices();
+int64_t cudnn_version();
+std::string cuda_report();
 
 }  // namespace tern::backends

@@ -19,7 +19,8 @@ function(tern_resolve_dependency var description found_var probe)
     message(STATUS "${var}: OFF (${description} not found; run scripts/setup.sh to install it)")
   endif()
   # Propagate variables the probe defined (imported targets are global already).
-  foreach(v TERN_OPENBLAS_LIB TERN_CBLAS_INC Protobuf_FOUND ONNX_FOUND dnnl_FOUND)
+  foreach(v TERN_OPENBLAS_LIB TERN_CBLAS_INC Protobuf_FOUND ONNX_FOUND dnnl_FOUND TERN_CUDNN_LIB
+            TERN_CUDNN_INC)
     if(DEFINED ${v})
       set(${v} "${${v}}" PARENT_SCOPE)
     endif()

@@ -34,6 +34,14 @@ if(OpenMP_CXX_FOUND)
 endif()
 # The archive is C++: a C program links the C++ runtime by name.
 set(tern_static_system_libs stdc++ m pthread dl)
+if(TERN_WITH_CUDA)
+  list(APPEND tern_static_deps "$<TARGET_LINKER_FILE:CUDA::cudart_static>"
+       "$<TARGET_LINKER_FILE:CUDA::cublasLt>" "$<TARGET_LINKER_FILE:CUDA::cublas>"
+       "${TERN_CUDNN_LIB}")
+  list(APPEND tern_static_system_libs rt)
+  # The installed library finds cuBLAS(Lt) and cuDNN in the toolkit it was built with.
+  set_target_properties(tern PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+endif()
 
 # CMake package.
 file(RELATIVE_PATH TERN_CONFIG_TO_PREFIX "/prefix/${TERN_INSTALL_CMAKEDIR}" "/prefix")

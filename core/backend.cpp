@@ -14,12 +14,13 @@ static DType first_input_dtype(const OpContext& ctx) {
 }
 
 bool Backend::supports_op(const std::string& op_type) const {
-  return KernelRegistry::global().has_op(op_type, name());
+  return KernelRegistry::global().has_op(op_type, kernel_backend());
 }
 
 Expected<std::unique_ptr<Kernel>> Backend::prepare(const OpContext& ctx) const {
   DType dt = first_input_dtype(ctx);
-  std::vector<KernelFactory> fs = KernelRegistry::global().find(ctx.node->op_type, name(), dt);
+  std::vector<KernelFactory> fs =
+      KernelRegistry::global().find(ctx.node->op_type, kernel_backend(), dt);
   if (fs.empty()) {
     return unsupported("backend ", name(), " has no ", ctx.node->op_type, " kernel for ",
                        dtype_name(dt));
@@ -47,6 +48,18 @@ Status Backend::copy_to_device(const Tensor& host, Tensor& device) {
 
 Status Backend::copy_to_host(const Tensor& device, Tensor& host) {
   return copy_to_device(device, host);
+}
+
+Status Backend::copy_on_device(const Tensor& src, Tensor& dst) {
+  return copy_to_device(src, dst);
+}
+
+Expected<std::shared_ptr<void>> Backend::capture(const std::function<Status()>& body) {
+  return unsupported("backend ", name(), " cannot capture kernel launches");
+}
+
+Status Backend::replay(void* captured) {
+  return unsupported("backend ", name(), " cannot replay captured launches");
 }
 
 }  // namespace tern

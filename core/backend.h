@@ -3,6 +3,7 @@
 // with device memory; the session inserts copies where a device partition meets the host.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,10 +15,13 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // The name its kernels are registered under (one for all devices of a kind: "cuda").
+  virtual const char* kernel_backend() const { return name(); }
   virtual bool is_built() const = 0;
   virtual bool is_available() const = 0;
-  // Host backends read and write tensors in host memory directly.
-  virtual bool is_host() const { return true; }
+  // The memory this backend's kernels read and write; host backends use host memory directly.
+  virtual Device device() const { return {}; }
+  bool is_host() const { return device().is_host(); }
   // True when some kernel exists for the op type (any dtype): decides early whether a model can
   // run at all.
   virtual bool supports_op(const std::string& op_type) const;
@@ -32,11 +36,24 @@ class Backend {
   // settings that live in a library rather than in a kernel, like oneDNN's verbose mode).
   virtual void begin_run(const FlagValues& flags) {}
   virtual void end_run(const FlagValues& flags) {}
+  // Waits until the work this thread queued on the device is done.
   virtual Status synchronize() { return Status::ok(); }
-  // Device memory (host backends never call these).
+  // Device memory (host backends never call these). allocate() returns memory of device();
+  // releasing the last reference frees it (device backends cache it for reuse).
   virtual Expected<std::shared_ptr<void>> allocate(size_t bytes);
+  // Host -> device; queued on the calling thread's stream (the host buffer must stay valid until
+  // the next synchronize()).
   virtual Status copy_to_device(const Tensor& host, Tensor& device);
+  // Device -> host; complete when it returns.
   virtual Status copy_to_host(const Tensor& device, Tensor& host);
+  // Device -> device, queued like copy_to_device.
+  virtual Status copy_on_device(const Tensor& src, Tensor& dst);
+  // Capture and replay of a sequence of kernel launches (CUDA graphs): capture() runs `body`
+  // with the launches recorded instead of executed and returns the replayable result; replay()
+  // queues it on the calling thread's stream. Backends without it answer UNSUPPORTED.
+  virtual bool can_capture() const { return false; }
+  virtual Expected<std::shared_ptr<void>> capture(const std::function<Status()>& body);
+  virtual Status replay(void* captured);
 };
 
 }  // namespace tern

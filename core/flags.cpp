@@ -140,6 +140,9 @@ std::vector<FlagDef> make_defs() {
        "width (oneDNN nChw16c / nChw8c), channels_last = NHWC (oneDNN's brgemm convolutions), "
        "auto = channels_last on AVX-512 when no convolution is grouped, else blocked",
        {"auto", "blocked", "channels_last"}},
+      {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, 0, "TERN_CUDA_GRAPHS",
+       "CUDA runs capture each stretch of device kernels as a CUDA graph once per arena and "
+       "replay it (fixed input shapes; profiling turns it off)"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

@@ -43,6 +43,7 @@ enum class FlagId : int {
   kCudnnBenchmark,
   kCudnnBenchmarkLimit,
   kCpuConvMemoryFormat,
+  kCudaGraphs,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

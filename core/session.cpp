@@ -33,7 +33,12 @@ Shape plan_flag_key(const FlagValues& f) {
   return {f[FlagId::kNumThreads], f[FlagId::kCpuMaxCapability], f[FlagId::kDeterministicAlgorithms],
           f[FlagId::kOptEinsumEnabled], f[FlagId::kOptEinsumStrategy],
           f[FlagId::kSdpMath],          f[FlagId::kSdpFlash],
-          f[FlagId::kMhaFastpath]};
+          f[FlagId::kMhaFastpath],      f[FlagId::kSdpMemEfficient],
+          f[FlagId::kSdpCudnn],         f[FlagId::kCudaAllowTf32],
+          f[FlagId::kCudaAllowFp16Reduced], f[FlagId::kCudaAllowBf16Reduced],
+          f[FlagId::kCudaBlasLibrary],  f[FlagId::kCudnnEnabled],
+          f[FlagId::kCudnnAllowTf32],   f[FlagId::kCudnnDeterministic],
+          f[FlagId::kCudnnBenchmark],   f[FlagId::kCudnnBenchmarkLimit]};
 }
 
 }  // namespace
@@ -54,6 +59,46 @@ std::shared_ptr<void> Plan::acquire_arena(int layout) const {
 void Plan::release_arena(int layout, std::shared_ptr<void> arena) const {
   std::lock_guard<std::mutex> lock(mu_);
   free_arenas_[layout].push_back(std::move(arena));
+}
+
+Expected<std::shared_ptr<void>> Plan::acquire_device_arena() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_device_arenas_.empty()) {
+      auto a = std::move(free_device_arenas_.back());
+      free_device_arenas_.pop_back();
+      return a;
+    }
+  }
+  return device_backend->allocate(device_layout.bytes);
+}
+
+void Plan::release_device_arena(std::shared_ptr<void> arena) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_device_arenas_.push_back(std::move(arena));
+}
+
+std::shared_ptr<void> Plan::find_capture(size_t first_step, const std::vector<void*>& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = captures_.find({first_step, key});
+  return it == captures_.end() ? nullptr : it->second;
+}
+
+void Plan::store_capture(size_t first_step, std::vector<void*> key,
+                         std::shared_ptr<void> c) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Each arena (and each set of bound device inputs) has its own capture; a few per segment are
+  // kept, the oldest dropped past that.
+  constexpr size_t kPerSegment = 8;
+  size_t n = 0;
+  for (auto it = captures_.begin(); it != captures_.end();) {
+    if (it->first.first == first_step && ++n >= kPerSegment) {
+      it = captures_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  captures_[{first_step, std::move(key)}] = std::move(c);
 }
 
 namespace {
@@ -83,10 +128,44 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
 Status Session::run(const std::vector<std::string>& input_names,
                     const std::vector<const Tensor*>& inputs,
                     const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-                    const FlagOverrides* run_flags) {
+                    const FlagOverrides* run_flags, const Device* output_device) {
   BudgetScope scope(budget_);
-  return with_budget_note(run_charged(input_names, inputs, output_names, outputs, run_flags),
+  const Device to = output_device ? *output_device : Device{};
+  if (!to.is_host() && !backend_for(to)) {
+    return invalid_argument("outputs on ", to.name(), ": the session has no backend there");
+  }
+  return with_budget_note(run_charged(input_names, inputs, output_names, outputs, run_flags, to),
                           budget_.get());
+}
+
+Backend* Session::backend_for(const Device& d) const {
+  for (Backend* b : config_.backends) {
+    if (b->device() == d) return b;
+  }
+  return nullptr;
+}
+
+Expected<Tensor> Session::moved_to(const Tensor& t, const Device& to) const {
+  if (t.device() == to) return t;
+  if (to.is_host()) {
+    Backend* from = backend_for(t.device());
+    if (!from) {
+      return invalid_argument("a tensor on ", t.device().name(),
+                              " reached a session with no backend there");
+    }
+    TERN_ASSIGN_OR_RETURN(Tensor host, Tensor::allocate(t.dtype(), t.shape()));
+    TERN_RETURN_IF_ERROR(from->copy_to_host(t, host));
+    return host;
+  }
+  TERN_ASSIGN_OR_RETURN(Tensor host, moved_to(t, Device{}));
+  Backend* dev = backend_for(to);
+  if (!dev) return invalid_argument("the session has no backend on ", to.name());
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(host.byte_size()));
+  void* raw = mem.get();
+  Tensor out = Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), to);
+  TERN_RETURN_IF_ERROR(dev->copy_to_device(host, out));
+  TERN_RETURN_IF_ERROR(dev->synchronize());  // `host` is a temporary
+  return out;
 }
 
 Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const Model> model,
@@ -395,15 +474,28 @@ Status Session::check_inputs(const std::vector<std::string>& names,
   return Status::ok();
 }
 
-Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
-                         uint8_t* base, int layout, const ExecContext& exec) const {
+namespace {
+
+KernelArgs step_args(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
+                     uint8_t* base, uint8_t* device_base, int layout) {
   KernelArgs args;
   for (int id : step.inputs) args.inputs.push_back(id < 0 ? nullptr : &tensors[id]);
   for (int id : step.outputs) args.outputs.push_back(id < 0 ? nullptr : &tensors[id]);
   if (step.kernel->workspace_bytes()) {
-    size_t s = static_cast<size_t>(&step - plan.steps.data());
-    args.workspace = base + plan.layouts[layout].workspace_offset[s];
+    const size_t s = static_cast<size_t>(&step - plan.steps.data());
+    args.workspace = step.backend->is_host()
+                         ? base + plan.layouts[layout].workspace_offset[s]
+                         : device_base + plan.device_layout.workspace_offset[s];
   }
+  return args;
+}
+
+}  // namespace
+
+Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
+                         uint8_t* base, uint8_t* device_base, int layout,
+                         const ExecContext& exec) const {
+  KernelArgs args = step_args(plan, step, tensors, base, device_base, layout);
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   Status st = step.kernel->run(args, exec);
   if (profiler_) record_step(step, args, t0, exec);
@@ -439,11 +531,49 @@ void Session::record_step(const PlanStep& step, const KernelArgs& args,
 }
 
 Status Session::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                   int threads, bool deterministic) const {
+                                   uint8_t* device_base, int threads, bool deterministic,
+                                   bool capture) const {
   for (Backend* b : config_.backends) b->set_num_threads(threads);
   const ExecContext exec{threads, deterministic};
-  for (const PlanStep& step : plan.steps) {
-    TERN_RETURN_IF_ERROR(run_step(plan, step, tensors, base, 0, exec));
+  Backend* dev = plan.device_backend;
+  capture = capture && dev && dev->can_capture() && !profiler_;
+  const size_t n = plan.steps.size();
+  for (size_t s = 0; s < n;) {
+    const PlanStep& step = plan.steps[s];
+    const bool device_kernel = !step.backend->is_host() && !step.transfer;
+    if (!capture || !device_kernel) {
+      TERN_RETURN_IF_ERROR(run_step(plan, step, tensors, base, device_base, 0, exec));
+      ++s;
+      continue;
+    }
+    // A segment of consecutive device kernels is captured once per set of addresses it touches
+    // (arena, bound inputs) and replayed after: one launch instead of one per kernel.
+    size_t e = s;
+    std::vector<void*> key;
+    while (e < n && !plan.steps[e].backend->is_host() && !plan.steps[e].transfer) {
+      KernelArgs a = step_args(plan, plan.steps[e], tensors, base, device_base, 0);
+      for (const Tensor* t : a.inputs) key.push_back(t ? t->raw() : nullptr);
+      for (const Tensor* t : a.outputs) key.push_back(t ? t->raw() : nullptr);
+      key.push_back(a.workspace);
+      ++e;
+    }
+    std::shared_ptr<void> graph = plan.find_capture(s, key);
+    if (!graph) {
+      auto captured = dev->capture([&]() -> Status {
+        for (size_t i = s; i < e; ++i) {
+          TERN_RETURN_IF_ERROR(run_step(plan, plan.steps[i], tensors, base, device_base, 0, exec));
+        }
+        return Status::ok();
+      });
+      if (!captured) {
+        return captured.status().with_prefix(
+            str_cat("capture of steps ", s, "..", e - 1, " (cuda.graphs)"));
+      }
+      graph = std::move(captured).value();
+      plan.store_capture(s, key, graph);
+    }
+    TERN_RETURN_IF_ERROR(dev->replay(graph.get()));
+    s = e;
   }
   return Status::ok();
 }
@@ -482,7 +612,8 @@ Status Session::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensor
       st.ready.pop_front();
       ++st.running;
       lock.unlock();
-      Status r = run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, 1, exec);
+      Status r =
+          run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1, exec);
       lock.lock();
       --st.running;
       ++st.done;
@@ -514,7 +645,7 @@ bool runs_concurrently(const Plan& plan, int threads, int interop) {
   // with several intra-op threads each node already gets all of them (oneDNN and OpenBLAS split
   // one node better than branches split a graph), and handing steps between inter-op threads
   // costs a few microseconds each, so the branches must save more than that.
-  if (interop <= 1 || plan.width <= 1 || threads > 1) return false;
+  if (interop <= 1 || plan.width <= 1 || threads > 1 || plan.device_backend) return false;
   const double workers = std::min(interop, plan.width);
   const double saved_ns =
       plan.total_cost - std::max(plan.critical_cost, plan.total_cost / workers);
@@ -525,7 +656,8 @@ bool runs_concurrently(const Plan& plan, int threads, int interop) {
 Status Session::run_charged(const std::vector<std::string>& input_names,
                             const std::vector<const Tensor*>& inputs,
                             const std::vector<std::string>& output_names,
-                            std::vector<Tensor>* outputs, const FlagOverrides* run_flags) {
+                            std::vector<Tensor>* outputs, const FlagOverrides* run_flags,
+                            const Device& output_device) {
   std::vector<const Tensor*> ordered;
   TERN_RETURN_IF_ERROR(check_inputs(input_names, inputs, &ordered));
   const Graph& g = graph_;
@@ -540,11 +672,38 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
   std::vector<Shape> shapes;
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
+  // Device inputs that host kernels read (or that the plan's device cannot use) are staged to
+  // host memory; the others are passed to the device kernels as they are.
+  std::vector<Tensor> staged;
+  staged.reserve(ordered.size());
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    const Tensor& t = *ordered[i];
+    if (t.on_host()) continue;
+    const bool device_only = !plan->dynamic && plan->device_backend &&
+                             plan->device_backend->device() == t.device() &&
+                             !plan->input_read_on_host[i];
+    if (device_only) continue;
+    auto host = moved_to(t, Device{});
+    if (!host) {
+      return host.status().with_prefix(str_cat("input '", model_->inputs()[i].name, "'"));
+    }
+    staged.push_back(std::move(*host));
+    ordered[i] = &staged.back();
+  }
+  auto finish_outputs = [&](std::vector<Tensor>* outs) -> Status {
+    for (Tensor& t : *outs) {
+      if (t.device() != output_device) {
+        TERN_ASSIGN_OR_RETURN(t, moved_to(t, output_device));
+      }
+    }
+    return Status::ok();
+  };
   if (plan->dynamic) {
     for (Backend* b : config_.backends) b->begin_run(f);
     Status st = run_dynamic(ordered, wanted, f, outputs);
     for (Backend* b : config_.backends) b->end_run(f);
-    return st;
+    TERN_RETURN_IF_ERROR(st);
+    return finish_outputs(outputs);
   }
   const int threads = static_cast<int>(f[FlagId::kNumThreads]);
   const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
@@ -564,6 +723,23 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
     return out_of_memory("cannot allocate the ", plan->layouts[layout].bytes, "-byte run arena");
   }
   auto* base = static_cast<uint8_t*>(lease.arena.get());
+  struct DeviceArenaLease {
+    const Plan& plan;
+    std::shared_ptr<void> arena;
+    ~DeviceArenaLease() {
+      if (arena) plan.release_device_arena(std::move(arena));
+    }
+  } device_lease{*plan, nullptr};
+  uint8_t* device_base = nullptr;
+  if (plan->device_backend) {
+    auto a = plan->acquire_device_arena();
+    if (!a) {
+      return a.status().with_prefix(
+          str_cat("the ", plan->device_layout.bytes, "-byte device arena"));
+    }
+    device_lease.arena = std::move(*a);
+    device_base = static_cast<uint8_t*>(device_lease.arena.get());
+  }
   std::vector<Tensor> tensors(plan->values.size());
   for (size_t v = 0; v < plan->values.size(); ++v) {
     const PlannedValue& pv = plan->values[v];
@@ -577,8 +753,12 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
         tensors[v] = *ordered[pv.input_index];
         break;
       case PlannedValue::Where::kArena:
-        tensors[v] =
-            Tensor::wrap(pv.dtype, pv.shape, base + plan->layouts[layout].value_offset[v], nullptr);
+        tensors[v] = pv.device.is_host()
+                         ? Tensor::wrap(pv.dtype, pv.shape,
+                                        base + plan->layouts[layout].value_offset[v], nullptr)
+                         : Tensor::wrap(pv.dtype, pv.shape,
+                                        device_base + plan->device_layout.value_offset[v],
+                                        nullptr, pv.device);
         break;
       case PlannedValue::Where::kOutput: {
         auto t = Tensor::allocate(pv.dtype, pv.shape);
@@ -595,7 +775,14 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
   const bool det = f.on(FlagId::kDeterministicAlgorithms);
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   Status st = concurrent ? execute_concurrent(*plan, tensors, base, threads, interop, det)
-                         : execute_sequential(*plan, tensors, base, threads, det);
+                         : execute_sequential(*plan, tensors, base, device_base, threads, det,
+                                              f.on(FlagId::kCudaGraphs));
+  if (plan->device_backend) {
+    // The device arena goes back to the pool (and host buffers read by queued copies may go
+    // away) only once the device is done with them.
+    Status sync = plan->device_backend->synchronize();
+    if (st.is_ok()) st = sync;
+  }
   for (Backend* b : config_.backends) b->end_run(f);
   if (profiler_) {
     ProfileEvent e{"run", "run", profiler_->since_start_us(t0), 0, Profiler::thread_number(), {}};
@@ -615,9 +802,26 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
       result.push_back(tensors[static_cast<size_t>(id)]);
       continue;
     }
-    TERN_ASSIGN_OR_RETURN(Tensor copy, tensors[static_cast<size_t>(id)].clone());
-    result.push_back(std::move(copy));
+    const Tensor& t = tensors[static_cast<size_t>(id)];
+    if (t.on_host()) {
+      TERN_ASSIGN_OR_RETURN(Tensor copy, t.clone());
+      result.push_back(std::move(copy));
+    } else {  // in the device arena (or a bound input): copied out before the arena is reused
+      if (t.device() != output_device) {
+        TERN_ASSIGN_OR_RETURN(Tensor copy, moved_to(t, Device{}));
+        result.push_back(std::move(copy));
+        continue;
+      }
+      Backend* dev = plan->device_backend;
+      TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(t.byte_size()));
+      void* raw = mem.get();
+      Tensor copy = Tensor::wrap(t.dtype(), t.shape(), raw, std::move(mem), t.device());
+      TERN_RETURN_IF_ERROR(dev->copy_on_device(t, copy));
+      result.push_back(std::move(copy));
+    }
   }
+  TERN_RETURN_IF_ERROR(finish_outputs(&result));
+  if (plan->device_backend) TERN_RETURN_IF_ERROR(plan->device_backend->synchronize());
   *outputs = std::move(result);
   return Status::ok();
 }

@@ -8,6 +8,7 @@
 // then the run's. So tern_set_num_threads, tern_flag_set and friends take effect at the next run.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,7 @@ struct PlanStep {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs, outputs;  // value ids (-1: omitted)
   std::vector<int> preds, succs;     // steps this one waits for / that wait for it
+  bool transfer = false;             // a copy between host and device memory (core/transfer.h)
 };
 
 // Where a value's tensor comes from during a run.
@@ -52,6 +54,7 @@ struct PlannedValue {
   const Tensor* constant = nullptr;  // kConstant
   size_t input_index = 0;            // kInput: index into Model::inputs()
   int block = 0;  // kArena: channel block of the layout (TensorInfo::block); 0 is plain
+  Device device = {};  // whose memory holds it: kArena values of a device live in its arena
 };
 
 // One placement of the arena buffers. The sequential layout reuses memory along the step order;
@@ -80,6 +83,16 @@ class Plan {
   size_t arena_bytes = 0;      // sequential layout
   size_t packed_weight_bytes = 0;  // weight copies the kernels made (Kernel::packed_bytes)
   size_t naive_bytes = 0;
+  // Device steps: the one device backend this plan runs kernels on (null: host only), its arena
+  // (sequential layout), the model constants uploaded for its kernels, and the copies inserted.
+  Backend* device_backend = nullptr;
+  ArenaLayout device_layout;
+  std::vector<std::unique_ptr<Tensor>> device_constants;
+  size_t transfers = 0;
+  size_t device_steps = 0;
+  // By model input: whether a host kernel reads it (a caller's device tensor is then staged to
+  // host memory first; otherwise the copy step passes it on: IO binding).
+  std::vector<bool> input_read_on_host;
   // Output shapes depend on input values (Reshape to a shape fed at run time, NonZero, If...) or
   // values are strings: every run infers and computes node by node instead (no steps, no arena).
   bool dynamic = false;
@@ -88,10 +101,19 @@ class Plan {
   // Arenas are pooled so concurrent runs each get their own and a steady run allocates none.
   std::shared_ptr<void> acquire_arena(int layout) const;
   void release_arena(int layout, std::shared_ptr<void> arena) const;
+  // The same for the device arena (allocated through device_backend).
+  Expected<std::shared_ptr<void>> acquire_device_arena() const;
+  void release_device_arena(std::shared_ptr<void> arena) const;
+  // Captured device segments (cuda.graphs): by first step of the segment and the addresses its
+  // kernels read and write, the backend's replayable capture.
+  std::shared_ptr<void> find_capture(size_t first_step, const std::vector<void*>& key) const;
+  void store_capture(size_t first_step, std::vector<void*> key, std::shared_ptr<void> c) const;
 
  private:
   mutable std::mutex mu_;
   mutable std::vector<std::shared_ptr<void>> free_arenas_[2];
+  mutable std::vector<std::shared_ptr<void>> free_device_arenas_;
+  mutable std::map<std::pair<size_t, std::vector<void*>>, std::shared_ptr<void>> captures_;
 };
 
 // Whether a run with these thread counts executes independent steps of the plan at the same
@@ -104,10 +126,13 @@ class Session {
                                                    SessionConfig config);
 
   // inputs[i] is named input_names[i]; outputs receives one tensor per output name. run_flags
-  // (may be null) overrides run-scoped flags for this run only.
+  // (may be null) overrides run-scoped flags for this run only. Inputs may be tensors on the
+  // session's device (IO binding: device kernels read them where they are); outputs are host
+  // tensors, or tensors on `output_device` when given (which must be host or the session's
+  // device). The device's work is finished when run returns.
   Status run(const std::vector<std::string>& input_names, const std::vector<const Tensor*>& inputs,
              const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-             const FlagOverrides* run_flags = nullptr);
+             const FlagOverrides* run_flags = nullptr, const Device* output_device = nullptr);
 
   const Model& model() const { return *model_; }
   // The memory limit's account (null without a limit).
@@ -144,7 +169,11 @@ class Session {
   Status run_charged(const std::vector<std::string>& input_names,
                      const std::vector<const Tensor*>& inputs,
                      const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-                     const FlagOverrides* run_flags);
+                     const FlagOverrides* run_flags, const Device& output_device);
+  // The session's backend whose memory is `d` (null: none).
+  Backend* backend_for(const Device& d) const;
+  // `t` in `to`'s memory: itself when already there, else a copy.
+  Expected<Tensor> moved_to(const Tensor& t, const Device& to) const;
   // Schemas and backends for every node of graph_; recomputes order_.
   Status check_ops();
   // Computes nodes whose inputs are all constant and stores their outputs as constants.
@@ -182,13 +211,14 @@ class Session {
   // Picks the kernel for a context from the backends in order.
   Status choose_kernel(const OpContext& ctx, PlanStep* step) const;
   Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                            int threads, bool deterministic) const;
+                            uint8_t* device_base, int threads, bool deterministic,
+                            bool capture) const;
   Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                             int threads, int interop, bool deterministic) const;
   void record_step(const PlanStep& step, const KernelArgs& args, Profiler::Clock::time_point t0,
                    const ExecContext& exec) const;
   Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
-                  uint8_t* base, int layout, const ExecContext& exec) const;
+                  uint8_t* base, uint8_t* device_base, int layout, const ExecContext& exec) const;
 
   std::shared_ptr<const Model> model_;
   SessionConfig config_;

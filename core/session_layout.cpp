@@ -130,7 +130,11 @@ void Session::plan_layouts(std::vector<PlannedValue>& values,
                            const std::vector<std::unique_ptr<OpContext>>& ctxs,
                            const std::vector<bool>& removed, const FlagValues& flags) const {
   int block = 0;
-  for (Backend* b : config_.backends) block = std::max(block, b->channel_block(flags));
+  for (Backend* b : config_.backends) {
+    // Device kernels read plain tensors: with a device in the session no layout is blocked.
+    if (!b->is_host()) return;
+    block = std::max(block, b->channel_block(flags));
+  }
   if (block == 0) return;
   // Channels-last (one block of all channels, TensorInfo::block == C) where oneDNN's brgemm
   // convolutions beat its blocked direct ones: AVX-512 and dense convolutions (ResNet-18 at one

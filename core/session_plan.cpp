@@ -5,6 +5,7 @@
 
 #include "core/memory_plan.h"
 #include "core/session.h"
+#include "core/transfer.h"
 
 namespace tern {
 
@@ -297,6 +298,80 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     ++plan->reorders;
     return t;
   };
+  // Device placement: a step on a device backend reads its inputs from that device's memory and
+  // writes its outputs there; a value in the other memory gets a twin there (a constant is
+  // uploaded now, anything else is copied by an inserted step, once per value and direction).
+  std::map<std::pair<int, bool>, int> twins;  // (value, to device) -> twin value
+  auto place = [&](int id, Backend* dev, bool to_device, size_t consumer) -> Expected<int> {
+    auto known = twins.find({id, to_device});
+    if (known != twins.end()) return known->second;
+    PlannedValue twin = values[static_cast<size_t>(id)];
+    twin.device = to_device ? dev->device() : Device{};
+    twin.block = 0;
+    if (twin.where == PlannedValue::Where::kConstant) {
+      const Tensor& host = *twin.constant;
+      TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(host.byte_size()));
+      void* raw = mem.get();
+      auto up = std::make_unique<Tensor>(
+          Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), dev->device()));
+      TERN_RETURN_IF_ERROR(dev->copy_to_device(host, *up));
+      TERN_RETURN_IF_ERROR(dev->synchronize());
+      twin.constant = up.get();
+      plan->device_constants.push_back(std::move(up));
+      values.push_back(twin);
+      producer_step.push_back(-1);
+      plain_twin.push_back(-1);
+      const int t = static_cast<int>(values.size() - 1);
+      twins[{id, to_device}] = t;
+      return t;
+    }
+    twin.where = PlannedValue::Where::kArena;
+    values.push_back(twin);
+    producer_step.push_back(-1);
+    plain_twin.push_back(-1);
+    const int t = static_cast<int>(values.size() - 1);
+    auto node = std::make_unique<Node>();
+    node->name = str_cat(g.value_name(id), "/to_", twin.device.name());
+    node->op_type = to_device ? "MemcpyToDevice" : "MemcpyToHost";
+    node->inputs = {id};
+    node->outputs = {t};
+    PlanStep step;
+    step.node = consumer;
+    step.op_node = node.get();
+    step.label = str_cat("copy of '", g.value_name(id), "' to ", twin.device.name());
+    step.backend = dev;
+    step.kernel = make_transfer_kernel(
+        dev, to_device ? TransferDirection::kToDevice : TransferDirection::kToHost);
+    step.inputs = node->inputs;
+    step.outputs = node->outputs;
+    step.transfer = true;
+    plan->fused_nodes.push_back(std::move(node));
+    add_step(std::move(step));
+    ++plan->transfers;
+    twins[{id, to_device}] = t;
+    return t;
+  };
+  auto place_step = [&](PlanStep& step) -> Status {
+    Backend* b = step.backend;
+    if (!b->is_host()) {
+      if (plan->device_backend && plan->device_backend != b) {
+        return unsupported(step.label, ": kernels on two devices (", plan->device_backend->name(),
+                           ", ", b->name(), ") in one session");
+      }
+      plan->device_backend = b;
+      ++plan->device_steps;
+    }
+    const Device dev = b->device();
+    for (int& id : step.inputs) {
+      if (id < 0 || values[static_cast<size_t>(id)].device == dev) continue;
+      Backend* through = b->is_host() ? plan->device_backend : b;
+      TERN_ASSIGN_OR_RETURN(id, place(id, through, !b->is_host(), step.node));
+    }
+    for (int id : step.outputs) {
+      if (id >= 0) values[static_cast<size_t>(id)].device = dev;
+    }
+    return Status::ok();
+  };
   for (size_t n : order_) {
     PlanStep step;
     bool layout_aware = false;
@@ -348,7 +423,28 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
       }
       TERN_RETURN_IF_ERROR(chosen);
     }
+    TERN_RETURN_IF_ERROR(place_step(step));
     add_step(std::move(step));
+  }
+  // Graph outputs computed on a device stay in its arena; the run copies them out at its end.
+  for (PlannedValue& pv : values) {
+    if (pv.where == PlannedValue::Where::kOutput && !pv.device.is_host()) {
+      pv.where = PlannedValue::Where::kArena;
+    }
+  }
+  plan->input_read_on_host.assign(model_->inputs().size(), false);
+  for (const PlanStep& st : plan->steps) {
+    // A copy to the device passes a bound device input on; device kernels read only twins.
+    if (st.transfer || !st.backend->is_host()) continue;
+    for (int id : st.inputs) {
+      if (id >= 0 && values[static_cast<size_t>(id)].where == PlannedValue::Where::kInput) {
+        plan->input_read_on_host[values[static_cast<size_t>(id)].input_index] = true;
+      }
+    }
+  }
+  for (int id : g.outputs) {  // an input returned as an output is read by the host too
+    const PlannedValue& pv = values[static_cast<size_t>(id)];
+    if (pv.where == PlannedValue::Where::kInput) plan->input_read_on_host[pv.input_index] = true;
   }
   // 4. Arena layouts. Buffers: arena values, then one workspace per step that asks for one.
   const size_t nsteps = plan->steps.size();
@@ -357,6 +453,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     int value;  // -1 for a workspace
     int step;   // producer (or owner) step
     std::vector<int> readers;
+    bool device = false;  // in the device arena
   };
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of_value(values.size(), -1);
@@ -367,7 +464,8 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     buffers.push_back(Buffer{static_cast<size_t>(n) * dtype_size(values[v].dtype),
                              static_cast<int>(v),
                              producer_step[v],
-                             {}});
+                             {},
+                             !values[v].device.is_host()});
   }
   for (size_t s = 0; s < nsteps; ++s) {
     for (int id : plan->steps[s].inputs) {
@@ -379,7 +477,8 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
   for (size_t s = 0; s < nsteps; ++s) {
     if (size_t ws = plan->steps[s].kernel->workspace_bytes()) {
       workspace_buffer[s] = static_cast<int>(buffers.size());
-      buffers.push_back(Buffer{ws, -1, static_cast<int>(s), {static_cast<int>(s)}});
+      buffers.push_back(Buffer{ws, -1, static_cast<int>(s), {static_cast<int>(s)},
+                               !plan->steps[s].backend->is_host()});
     }
   }
   for (Buffer& b : buffers) {
@@ -404,7 +503,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     const bool only_reader = std::all_of(buffers[static_cast<size_t>(bi)].readers.begin(),
                                          buffers[static_cast<size_t>(bi)].readers.end(),
                                          [&](int r) { return r == static_cast<int>(s); });
-    if (!only_reader || src.bytes != dst.bytes ||
+    if (!only_reader || src.bytes != dst.bytes || src.device != dst.device ||
         values[static_cast<size_t>(in)].block != values[static_cast<size_t>(out)].block) {
       continue;
     }
@@ -412,18 +511,20 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     owner[static_cast<size_t>(bo)] = owner[static_cast<size_t>(bi)];
     ++plan->in_place;
   }
-  std::vector<size_t> roots;                          // buffers that own their memory
-  std::vector<size_t> request_of(buffers.size(), 0);  // buffer -> index among roots
+  std::vector<size_t> roots;                          // host buffers that own their memory
+  std::vector<size_t> device_roots;                   // the same in the device arena
+  std::vector<size_t> request_of(buffers.size(), 0);  // buffer -> index among its roots
   for (size_t i = 0; i < buffers.size(); ++i) {
-    if (owner[i] == i) {
-      request_of[i] = roots.size();
-      roots.push_back(i);
-    }
+    if (owner[i] != i) continue;
+    std::vector<size_t>& r = buffers[i].device ? device_roots : roots;
+    request_of[i] = r.size();
+    r.push_back(i);
   }
-  auto fill_layout = [&](const MemoryPlan& mp, ArenaLayout* l) {
+  auto fill_layout = [&](const MemoryPlan& mp, ArenaLayout* l, bool device) {
     l->value_offset.assign(values.size(), 0);
     l->workspace_offset.assign(nsteps, 0);
     for (size_t i = 0; i < buffers.size(); ++i) {
+      if (buffers[i].device != device) continue;
       const size_t offset = mp.offsets[request_of[owner[i]]];
       if (buffers[i].value >= 0) {
         l->value_offset[static_cast<size_t>(buffers[i].value)] = offset;
@@ -434,15 +535,17 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     l->bytes = mp.arena_bytes;
     l->naive_bytes = mp.naive_bytes;
   };
-  {
+  auto sequential = [&](const std::vector<size_t>& set) {
     std::vector<BufferRequest> requests;
-    for (size_t r : roots) {
+    for (size_t r : set) {
       const Buffer& b = buffers[r];
       int last = *std::max_element(b.readers.begin(), b.readers.end());
       requests.push_back(BufferRequest{b.bytes, b.step, std::max(b.step, last)});
     }
-    fill_layout(plan_memory(requests), &plan->layouts[0]);
-  }
+    return plan_memory(requests);
+  };
+  fill_layout(sequential(roots), &plan->layouts[0], false);
+  if (plan->device_backend) fill_layout(sequential(device_roots), &plan->device_layout, true);
   // Ancestors (steps that always finish before a step starts) and the widest DAG level.
   StepSets anc(nsteps);
   std::vector<int> level(nsteps, 0);
@@ -465,7 +568,8 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     plan->total_cost += c;
     plan->critical_cost = std::max(plan->critical_cost, chain[s]);
   }
-  if (plan->width > 1) {
+  // Plans with device steps run step after step (the device orders its own work).
+  if (plan->width > 1 && !plan->device_backend) {
     std::vector<size_t> bytes;
     for (size_t r : roots) bytes.push_back(buffers[r].bytes);
     auto before = [&](const Buffer& x, const Buffer& y) {  // x is dead before y is written
@@ -480,7 +584,7 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
                                       const Buffer& y = buffers[roots[j]];
                                       return !before(x, y) && !before(y, x);
                                     }),
-                &plan->layouts[1]);
+                &plan->layouts[1], false);
   }
   for (const PlanStep& st : plan->steps) plan->packed_weight_bytes += st.kernel->packed_bytes();
   plan->arena_bytes = plan->layouts[0].bytes;

@@ -103,8 +103,10 @@ Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
   return t;
 }
 
-Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive) {
+Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive,
+                    Device device) {
   Tensor t;
+  t.device_ = device;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.data_ = data;
@@ -119,6 +121,9 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Expected<Tensor> Tensor::clone() const {
+  if (!on_host()) {
+    return internal_error("clone of a tensor on ", device_.name(), " (needs its backend's copy)");
+  }
   TERN_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, shape_));
   if (dtype_ == DType::kString) {
     std::copy(data<std::string>(), data<std::string>() + numel(), t.data<std::string>());

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
@@ -25,7 +26,9 @@ class Tensor {
   // Owned, zero-initialised storage, aligned to kAlignment.
   static Expected<Tensor> allocate(DType dtype, Shape shape);
   // Wraps existing data; `keepalive` owns whatever must outlive the tensor (may be null).
-  static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive);
+  // `device` says whose memory `data` is (host unless given).
+  static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive,
+                     Device device = {});
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -33,6 +36,10 @@ class Tensor {
   int64_t numel() const { return tern::numel(shape_); }
   size_t byte_size() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   bool defined() const { return dtype_ != DType::kUndefined; }
+  // Host tensors are read and written through raw(); a device tensor's raw() is a device
+  // address that only its backend's kernels and copies may use.
+  const Device& device() const { return device_; }
+  bool on_host() const { return device_.is_host(); }
 
   void* raw() const { return data_; }
   template <class T>
@@ -42,7 +49,8 @@ class Tensor {
 
   // Same storage, new shape of equal element count.
   Tensor reshaped(Shape shape) const;
-  // Deep copy into owned storage.
+  // Deep copy into owned host storage (host tensors only: device tensors are copied by their
+  // backend, see backends::copy_tensor).
   Expected<Tensor> clone() const;
   // Reads element i converted to int64 (integer and bool tensors) or double (floats). Every
   // dtype is covered: the float8/float4 types decode, strings read as 0 / NaN.
@@ -56,6 +64,7 @@ class Tensor {
   Shape shape_;
   void* data_ = nullptr;
   std::shared_ptr<void> keepalive_;
+  Device device_;
 };
 
 // 64-byte aligned allocation; returns null on failure.

@@ -126,6 +126,25 @@ TERN_API void* tern_tensor_data(tern_tensor* t);
 /* Size of the element data in bytes; 0 for NULL. */
 TERN_API size_t tern_tensor_byte_size(const tern_tensor* t);
 
+/* ---- Device tensors (IO binding) -------------------------------------------------------------
+ * A tensor may live in a device's memory ("cuda" = "cuda:0", "cuda:N"; "cpu" is host memory) so
+ * that inputs and outputs stay on the GPU across runs. tern_tensor_data of a device tensor is a
+ * device address (for CUDA: usable with the CUDA runtime, not dereferenceable on the host). A
+ * session whose backends include that device reads device inputs where they are; otherwise they
+ * are copied to the host first. */
+
+/* Owned, zero-filled storage on `device`. TERN_ERR_INVALID_ARGUMENT for a bad dtype, shape or
+ * device name; TERN_ERR_BACKEND_UNAVAILABLE when the device is not built or not present;
+ * TERN_ERR_OUT_OF_MEMORY. */
+TERN_API tern_status tern_tensor_create_on_device(tern_dtype dtype, const int64_t* shape,
+                                                  size_t rank, const char* device,
+                                                  tern_tensor** out);
+/* Where the tensor's data is: "cpu", "cuda:0", ...; living as long as the tensor; NULL for NULL. */
+TERN_API const char* tern_tensor_device(const tern_tensor* t);
+/* Copies src's elements into dst (same dtype and shape; any pair of devices). Complete when it
+ * returns. TERN_ERR_INVALID_ARGUMENT on a mismatch. */
+TERN_API tern_status tern_tensor_copy(const tern_tensor* src, tern_tensor* dst);
+
 /* ---- Models ---------------------------------------------------------------------------------- */
 
 typedef struct tern_model tern_model;
@@ -211,6 +230,10 @@ TERN_API tern_status tern_run_options_set_flag(tern_run_options* r, const char* 
  * sdp flags say. */
 TERN_API tern_status tern_run_options_set_sdp_backends(tern_run_options* r,
                                                        const tern_sdp_backend* list, size_t n);
+/* Runs given these options return their outputs on `device` ("cpu", the default, or a device the
+ * session runs on, like "cuda"): IO binding of outputs. TERN_ERR_INVALID_ARGUMENT for an unknown
+ * name; a device the session lacks is refused by tern_session_run. */
+TERN_API tern_status tern_run_options_set_output_device(tern_run_options* r, const char* device);
 
 /* Compiles the model for the options' backends (NULL options: defaults, "cpu"). The session keeps
  * what it needs of the model, so the model may be destroyed first. When every input shape is

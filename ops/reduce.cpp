@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/reduce.h"
+
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
 
@@ -19,15 +21,13 @@ struct ReduceLayout {
   std::vector<int64_t> base, inner;
 };
 
-struct ReduceSpec {
-  std::vector<bool> reduced;  // per input dim
-  bool keepdims = true;
-  bool identity = false;  // noop_with_empty_axes with no axes
-};
-
 bool axes_from_input(const std::string& op, int64_t opset) {
   return op == "ReduceSum" ? opset >= 13 : opset >= 18;
 }
+
+}  // namespace
+
+namespace ops {
 
 Expected<ReduceSpec> reduce_spec(const OpContext& ctx) {
   ReduceSpec s;
@@ -54,6 +54,13 @@ Expected<ReduceSpec> reduce_spec(const OpContext& ctx) {
   }
   return s;
 }
+
+}  // namespace ops
+
+namespace {
+
+using ops::reduce_spec;
+using ops::ReduceSpec;
 
 ReduceLayout layout_of(const Shape& in, const std::vector<bool>& reduced, bool keepdims) {
   ReduceLayout l;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ops/resize.h"
+
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
 
@@ -270,6 +272,45 @@ Expected<std::unique_ptr<Kernel>> make_resize(const OpContext& ctx) {
 }
 
 }  // namespace
+
+namespace ops {
+
+Expected<ResizeGeometry> resize_geometry(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  ResizeGeometry g;
+  g.linear = p.linear;
+  g.in = p.in;
+  g.out = p.out;
+  const size_t r = p.in.size();
+  for (size_t d = 0; d < r; ++d) {
+    ResizeTaps t;
+    const bool linear_dim = p.linear && d + 2 >= r;
+    if (linear_dim) {
+      for (const LinearTap& lt : linear_taps(p, d)) {
+        t.i0.push_back(lt.i0);
+        t.i1.push_back(lt.i1);
+        t.w1.push_back(lt.w1);
+      }
+    } else if (p.linear) {  // linear mode leaves the leading dims as they are
+      for (int64_t i = 0; i < p.out[d]; ++i) {
+        t.i0.push_back(i);
+        t.i1.push_back(i);
+        t.w1.push_back(0.0f);
+      }
+    } else {
+      for (int64_t i = 0; i < p.out[d]; ++i) {
+        const int64_t k = nearest_index(p, d, i);
+        t.i0.push_back(k);
+        t.i1.push_back(k);
+        t.w1.push_back(0.0f);
+      }
+    }
+    g.axes.push_back(std::move(t));
+  }
+  return g;
+}
+
+}  // namespace ops
 
 void register_op_resize(OpRegistry& r) {
   r.add({"Resize", 1, 4, 1, 1, infer_resize, make_resize, {1, 2, 3}});

@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/slice.h"
+
 #include "ops/common/op_utils.h"
 
 namespace tern {
-namespace {
-
-struct SliceParams {
-  Shape in_shape, out_shape;
-  std::vector<int64_t> start, step;  // per input dim
-  size_t esize = 0;
-};
+namespace ops {
 
 Expected<SliceParams> parse_slice(const OpContext& ctx) {
   std::vector<int64_t> starts, ends, axes, steps;
@@ -69,6 +65,13 @@ Expected<SliceParams> parse_slice(const OpContext& ctx) {
   }
   return p;
 }
+
+}  // namespace ops
+
+namespace {
+
+using ops::parse_slice;
+using ops::SliceParams;
 
 Status infer_slice(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(SliceParams p, parse_slice(ctx));

@@ -31,6 +31,12 @@ static __typeof__(&tern_tensor_data) p_tern_tensor_data;
 void* tern_tensor_data(tern_tensor* t) { return p_tern_tensor_data(t); }
 static __typeof__(&tern_tensor_byte_size) p_tern_tensor_byte_size;
 size_t tern_tensor_byte_size(const tern_tensor* t) { return p_tern_tensor_byte_size(t); }
+static __typeof__(&tern_tensor_create_on_device) p_tern_tensor_create_on_device;
+tern_status tern_tensor_create_on_device(tern_dtype dtype, const int64_t* shape, size_t rank, const char* device, tern_tensor** out) { return p_tern_tensor_create_on_device(dtype, shape, rank, device, out); }
+static __typeof__(&tern_tensor_device) p_tern_tensor_device;
+const char* tern_tensor_device(const tern_tensor* t) { return p_tern_tensor_device(t); }
+static __typeof__(&tern_tensor_copy) p_tern_tensor_copy;
+tern_status tern_tensor_copy(const tern_tensor* src, tern_tensor* dst) { return p_tern_tensor_copy(src, dst); }
 static __typeof__(&tern_model_load_file) p_tern_model_load_file;
 tern_status tern_model_load_file(const char* path, tern_model** out) { return p_tern_model_load_file(path, out); }
 static __typeof__(&tern_model_load_memory) p_tern_model_load_memory;
@@ -73,6 +79,8 @@ static __typeof__(&tern_run_options_set_flag) p_tern_run_options_set_flag;
 tern_status tern_run_options_set_flag(tern_run_options* r, const char* name, const char* value) { return p_tern_run_options_set_flag(r, name, value); }
 static __typeof__(&tern_run_options_set_sdp_backends) p_tern_run_options_set_sdp_backends;
 tern_status tern_run_options_set_sdp_backends(tern_run_options* r, const tern_sdp_backend* list, size_t n) { return p_tern_run_options_set_sdp_backends(r, list, n); }
+static __typeof__(&tern_run_options_set_output_device) p_tern_run_options_set_output_device;
+tern_status tern_run_options_set_output_device(tern_run_options* r, const char* device) { return p_tern_run_options_set_output_device(r, device); }
 static __typeof__(&tern_session_create) p_tern_session_create;
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o, tern_session** out) { return p_tern_session_create(m, o, out); }
 static __typeof__(&tern_session_run) p_tern_session_run;
@@ -236,6 +244,12 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_tensor_data) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_data", path); return tern_go_load_error; }
   p_tern_tensor_byte_size = (__typeof__(&tern_tensor_byte_size))dlsym(h, "tern_tensor_byte_size");
   if (!p_tern_tensor_byte_size) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_byte_size", path); return tern_go_load_error; }
+  p_tern_tensor_create_on_device = (__typeof__(&tern_tensor_create_on_device))dlsym(h, "tern_tensor_create_on_device");
+  if (!p_tern_tensor_create_on_device) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_create_on_device", path); return tern_go_load_error; }
+  p_tern_tensor_device = (__typeof__(&tern_tensor_device))dlsym(h, "tern_tensor_device");
+  if (!p_tern_tensor_device) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_device", path); return tern_go_load_error; }
+  p_tern_tensor_copy = (__typeof__(&tern_tensor_copy))dlsym(h, "tern_tensor_copy");
+  if (!p_tern_tensor_copy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_copy", path); return tern_go_load_error; }
   p_tern_model_load_file = (__typeof__(&tern_model_load_file))dlsym(h, "tern_model_load_file");
   if (!p_tern_model_load_file) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_load_file", path); return tern_go_load_error; }
   p_tern_model_load_memory = (__typeof__(&tern_model_load_memory))dlsym(h, "tern_model_load_memory");
@@ -278,6 +292,8 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_run_options_set_flag) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_set_flag", path); return tern_go_load_error; }
   p_tern_run_options_set_sdp_backends = (__typeof__(&tern_run_options_set_sdp_backends))dlsym(h, "tern_run_options_set_sdp_backends");
   if (!p_tern_run_options_set_sdp_backends) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_set_sdp_backends", path); return tern_go_load_error; }
+  p_tern_run_options_set_output_device = (__typeof__(&tern_run_options_set_output_device))dlsym(h, "tern_run_options_set_output_device");
+  if (!p_tern_run_options_set_output_device) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_set_output_device", path); return tern_go_load_error; }
   p_tern_session_create = (__typeof__(&tern_session_create))dlsym(h, "tern_session_create");
   if (!p_tern_session_create) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_create", path); return tern_go_load_error; }
   p_tern_session_run = (__typeof__(&tern_session_run))dlsym(h, "tern_session_run");

@@ -47,8 +47,13 @@ TEST_SUITE("api") {
     std::string cap = tern_cpu_get_capability();
     CHECK((cap == "AVX512" || cap == "AVX2" || cap == "NO AVX" || cap == "DEFAULT" ||
            cap == "SVE256"));
-    CHECK(tern_cuda_is_built() == 0);
-    CHECK(tern_cuda_device_count() == 0);
+#if defined(TERN_HAVE_CUDA)
+    constexpr int kCudaBuilt = 1;
+#else
+    constexpr int kCudaBuilt = 0;
+#endif
+    CHECK(tern_cuda_is_built() == kCudaBuilt);
+    CHECK((tern_cuda_device_count() > 0) == (tern_cuda_is_available() == 1));
   }
 
   TEST_CASE("tensor creation checks every argument") {
@@ -163,8 +168,13 @@ TEST_SUITE("api") {
       REQUIRE(tern_model_load_file((model_dir("ppocr_cls") + "/model.onnx").c_str(), &m) ==
               TERN_OK);
       REQUIRE(tern_session_options_set_backends(o, "cuda,cpu") == TERN_OK);
-      CHECK(tern_session_create(m, o, &s) == TERN_ERR_BACKEND_UNAVAILABLE);
-      CHECK(has("'cuda' is not built"));
+      if (!tern_cuda_is_built()) {
+        CHECK(tern_session_create(m, o, &s) == TERN_ERR_BACKEND_UNAVAILABLE);
+        CHECK(has("'cuda' is not built"));
+      } else if (!tern_cuda_is_available()) {
+        CHECK(tern_session_create(m, o, &s) == TERN_ERR_BACKEND_UNAVAILABLE);
+        CHECK(has("no CUDA device"));
+      }
       REQUIRE(tern_session_options_set_backends(o, "cpu") == TERN_OK);
       REQUIRE(tern_session_create(m, o, &s) == TERN_OK);
       tern_model_destroy(m);  // the session keeps what it needs
@@ -373,5 +383,49 @@ TEST_SUITE("api") {
     }
     for (auto& t : threads) t.join();
     for (const auto& r : results) CHECK(r == serial);
+  }
+}
+
+TEST_SUITE("api") {
+  TEST_CASE("device tensors: create, device name, copy, output device; refusals by name") {
+    const int64_t shape[] = {2, 3};
+    tern_tensor* a = nullptr;
+    tern_tensor* b = nullptr;
+    REQUIRE(tern_tensor_create_on_device(TERN_FLOAT32, shape, 2, "cpu", &a) == TERN_OK);
+    REQUIRE(tern_tensor_create(TERN_FLOAT32, shape, 2, &b) == TERN_OK);
+    CHECK(std::string(tern_tensor_device(a)) == "cpu");
+    CHECK(tern_tensor_device(nullptr) == nullptr);
+    auto* pa = static_cast<float*>(tern_tensor_data(a));
+    for (int i = 0; i < 6; ++i) pa[i] = static_cast<float>(i) * 1.5f;
+    REQUIRE(tern_tensor_copy(a, b) == TERN_OK);
+    CHECK(std::memcmp(tern_tensor_data(a), tern_tensor_data(b), 24) == 0);
+    tern_tensor* c = nullptr;
+    const int64_t other[] = {3, 2};
+    REQUIRE(tern_tensor_create(TERN_FLOAT32, other, 2, &c) == TERN_OK);
+    CHECK(tern_tensor_copy(a, c) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(tern_last_error()).find(std::string("src is float32") + tern::shape_str({2, 3})) != std::string::npos);
+    CHECK(tern_tensor_copy(nullptr, c) == TERN_ERR_INVALID_ARGUMENT);
+    tern_tensor* d = nullptr;
+    CHECK(tern_tensor_create_on_device(TERN_FLOAT32, shape, 2, "tpu", &d) ==
+          TERN_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(tern_last_error()).find("unknown backend 'tpu'") != std::string::npos);
+    CHECK(tern_tensor_create_on_device(TERN_FLOAT32, shape, 2, nullptr, &d) ==
+          TERN_ERR_INVALID_ARGUMENT);
+    tern_run_options* r = nullptr;
+    REQUIRE(tern_run_options_create(&r) == TERN_OK);
+    CHECK(tern_run_options_set_output_device(r, "cpu") == TERN_OK);
+    CHECK(tern_run_options_set_output_device(r, "gpu") == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(tern_run_options_set_output_device(nullptr, "cpu") == TERN_ERR_INVALID_ARGUMENT);
+    if (!tern_cuda_is_available()) {
+      CHECK(tern_tensor_create_on_device(TERN_FLOAT32, shape, 2, "cuda", &d) ==
+            TERN_ERR_BACKEND_UNAVAILABLE);
+      CHECK(d == nullptr);
+      CHECK(tern_run_options_set_output_device(r, "cuda") == TERN_ERR_INVALID_ARGUMENT);
+      CHECK(std::string(tern_last_error()).find("cuda") != std::string::npos);
+    }
+    tern_run_options_destroy(r);
+    tern_tensor_destroy(a);
+    tern_tensor_destroy(b);
+    tern_tensor_destroy(c);
   }
 }

@@ -18,11 +18,20 @@ struct RunResult {
   std::vector<std::vector<int64_t>> shapes;
 };
 
-// Runs the model on the reference inputs with `threads` intra-op threads.
-RunResult run_case(const tern_model* model, const ReferenceCase& rc, int threads) {
+using Flag = std::pair<const char*, const char*>;
+
+// Runs the model on the reference inputs with `threads` intra-op threads (on `backends` with
+// session flags `flags`, when given).
+RunResult run_case(const tern_model* model, const ReferenceCase& rc, int threads,
+                   const char* backends = nullptr, const std::vector<Flag>& flags = {}) {
   tern_session_options* opts = nullptr;
   REQUIRE(tern_session_options_create(&opts) == TERN_OK);
   REQUIRE(tern_session_options_set_num_threads(opts, threads) == TERN_OK);
+  if (backends) REQUIRE(tern_session_options_set_backends(opts, backends) == TERN_OK);
+  for (const Flag& f : flags) {
+    REQUIRE_MESSAGE(tern_session_options_set_flag(opts, f.first, f.second) == TERN_OK,
+                    tern_last_error());
+  }
   tern_session* session = nullptr;
   tern_status st = tern_session_create(model, opts, &session);
   tern_session_options_destroy(opts);
@@ -55,9 +64,10 @@ RunResult run_case(const tern_model* model, const ReferenceCase& rc, int threads
 }
 
 // Runs the case at 1 and 2 threads; every output within rtol 1e-3, atol 1e-4 of the reference.
-void check_runs(const std::string& name, const tern_model* model, const ReferenceCase& rc) {
+void check_runs(const std::string& name, const tern_model* model, const ReferenceCase& rc,
+                const char* backends = nullptr, const std::vector<Flag>& flags = {}) {
   for (int threads : {1, 2}) {
-    RunResult r = run_case(model, rc, threads);
+    RunResult r = run_case(model, rc, threads, backends, flags);
     for (size_t i = 0; i < rc.outputs.size(); ++i) {
       const tern::Tensor& ref = rc.outputs[i];
       CHECK(r.shapes[i] == ref.shape());
@@ -71,7 +81,8 @@ void check_runs(const std::string& name, const tern_model* model, const Referenc
   }
 }
 
-void check_against_reference(const std::string& name) {
+void check_against_reference(const std::string& name, const char* backends = nullptr,
+                             const std::vector<Flag>& flags = {}) {
   if (!have_shared_models()) {
     MESSAGE((std::string("skipped: ") + models_unavailable()));
     return;
@@ -80,8 +91,15 @@ void check_against_reference(const std::string& name) {
   tern_model* model = nullptr;
   REQUIRE_MESSAGE(tern_model_load_file((dir + "/model.onnx").c_str(), &model) == TERN_OK,
                   tern_last_error());
-  check_runs(name, model, load_reference_case(dir, model));
+  check_runs(name, model, load_reference_case(dir, model), backends, flags);
   tern_model_destroy(model);
+}
+
+// Why the CUDA model tests cannot run here ("" when they can).
+std::string cuda_unavailable() {
+  if (!tern_cuda_is_built()) return "this build has no CUDA backend (TERN_WITH_CUDA=OFF)";
+  if (!tern_cuda_is_available()) return "no CUDA device on this machine";
+  return "";
 }
 
 std::vector<char> read_file(const std::string& path) {
@@ -141,6 +159,21 @@ TEST_SUITE("models") {
 
   // Builds without the ONNX importer (TERN_MINIMAL, cross builds under qemu) run the real models
   // from .tern files that a full build converted: scripts/aarch64.sh fills the folder.
+  TEST_CASE("the five models match ONNX Runtime on CUDA (TF32 off; eager and CUDA graphs)") {
+    const std::string why = cuda_unavailable();
+    if (!why.empty()) {
+      MESSAGE((std::string("skipped: ") + why));
+      return;
+    }
+    const std::vector<Flag> exact = {{"cuda.matmul.allow_tf32", "0"}, {"cudnn.allow_tf32", "0"}};
+    std::vector<Flag> graphs = exact;
+    graphs.push_back({"cuda.graphs", "1"});
+    for (const char* m : {"ppocr_cls", "ppocr_det", "resnet18", "mobilenet_v2", "tiny_bert"}) {
+      check_against_reference(m, "cuda,cpu", exact);
+      check_against_reference(m, "cuda,cpu", graphs);
+    }
+  }
+
   TEST_CASE("converted .tern models in $TERN_TEST_TERN_MODELS match their references") {
     const char* dir = std::getenv("TERN_TEST_TERN_MODELS");
     if (dir == nullptr || *dir == 0) {

@@ -1,0 +1,47 @@
+// What the CUDA kernel factories share: status conversion, the calling thread's stream and
+// library handles, device buffers owned by kernels, and dtype mapping.
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <memory>
+
+#include "backends/cuda/kernels/launch.h"
+#include "core/kernel.h"
+
+namespace tern::cuda {
+
+Status check(cudaError_t e, const char* what);
+Status check(cublasStatus_t e, const char* what);
+Status check(cudnnStatus_t e, const char* what);
+
+#define TERN_CUDA_CHECK(expr) TERN_RETURN_IF_ERROR(::tern::cuda::check((expr), #expr))
+
+// Every run queues its work on the calling host thread's stream: concurrent runs from several
+// threads use several streams, and a run never waits on another's work.
+inline cudaStream_t stream() {
+  return cudaStreamPerThread;
+}
+
+// Library handles bound to the calling thread's stream (cuBLAS and cuDNN handles are per thread;
+// the cuBLASLt handle is shared).
+Expected<cublasHandle_t> cublas_handle();
+Expected<cublasLtHandle_t> cublaslt_handle();
+Expected<cudnnHandle_t> cudnn_handle();
+
+// Device memory that a kernel keeps (uploaded tables, workspaces found at prepare time), from the
+// backend's caching allocator.
+Expected<std::shared_ptr<void>> device_alloc(size_t bytes);
+// Copies host bytes into a new device buffer (synchronously: prepare time only).
+Expected<std::shared_ptr<void>> upload(const void* data, size_t bytes);
+
+// The kernel-side element type of a dtype, or false.
+bool elem_of(DType t, Elem* out);
+
+// How much cuBLASLt / cuDNN workspace a GEMM or convolution may use.
+constexpr size_t kGemmWorkspace = size_t{32} << 20;
+
+}  // namespace tern::cuda

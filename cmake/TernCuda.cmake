@@ -1,0 +1,21 @@
+# tern_find_cuda(FOUND_VAR): nvcc, the CUDA toolkit's cuBLAS and cuBLASLt, and cuDNN (its header
+# and library, in the toolkit or the system). Sets TERN_CUDNN_LIB and TERN_CUDNN_INC in the
+# caller's scope.
+function(tern_find_cuda found_var)
+  set(${found_var} FALSE PARENT_SCOPE)
+  if(NOT CMAKE_CUDA_COMPILER)
+    find_program(TERN_NVCC nvcc HINTS /usr/local/cuda/bin ENV CUDA_HOME PATH_SUFFIXES bin)
+    if(NOT TERN_NVCC)
+      return()
+    endif()
+    set(CMAKE_CUDA_COMPILER ${TERN_NVCC} CACHE FILEPATH "CUDA compiler" FORCE)
+  endif()
+  get_filename_component(cuda_root "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+  get_filename_component(cuda_root "${cuda_root}" DIRECTORY)
+  find_library(TERN_CUDNN_LIB cudnn HINTS ${cuda_root}/lib64 ${cuda_root}/lib)
+  find_path(TERN_CUDNN_INC cudnn.h HINTS ${cuda_root}/include)
+  find_library(TERN_CUBLASLT_LIB cublasLt HINTS ${cuda_root}/lib64 ${cuda_root}/lib)
+  if(TERN_CUDNN_LIB AND TERN_CUDNN_INC AND TERN_CUBLASLT_LIB)
+    set(${found_var} TRUE PARENT_SCOPE)
+  endif()
+endfunction()

@@ -1,0 +1,51 @@
+#include "core/transfer.h"
+
+namespace tern {
+
+namespace {
+
+class TransferKernel final : public Kernel {
+ public:
+  TransferKernel(Backend* device, TransferDirection dir) : device_(device), dir_(dir) {}
+  const char* name() const override {
+    return dir_ == TransferDirection::kToDevice ? "memcpy_to_device" : "memcpy_to_host";
+  }
+  Status run(const KernelArgs& args, const ExecContext&) const override {
+    const Tensor& in = *args.inputs[0];
+    Tensor& out = *args.outputs[0];
+    const Device dev = device_->device();
+    const Device want = dir_ == TransferDirection::kToDevice ? dev : Device{};
+    if (in.device() == want) {
+      out = in;  // already in the memory the readers use
+      return Status::ok();
+    }
+    if (in.dtype() != out.dtype() || in.shape() != out.shape()) {
+      return internal_error("copy of ", dtype_name(in.dtype()), shape_str(in.shape()), " into ",
+                            dtype_name(out.dtype()), shape_str(out.shape()));
+    }
+    if (dir_ == TransferDirection::kToDevice) {
+      if (!in.on_host()) {
+        return invalid_argument("a tensor on ", in.device().name(), " cannot feed kernels on ",
+                                dev.name());
+      }
+      return device_->copy_to_device(in, out);
+    }
+    if (in.device() != dev) {
+      return internal_error("copy to host of a tensor on ", in.device().name(), " through ",
+                            dev.name());
+    }
+    return device_->copy_to_host(in, out);
+  }
+
+ private:
+  Backend* device_;
+  TransferDirection dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_transfer_kernel(Backend* device, TransferDirection dir) {
+  return std::make_unique<TransferKernel>(device, dir);
+}
+
+}  // namespace tern

@@ -1,0 +1,19 @@
+// The copy steps the planner inserts where a value produced in one memory (host or a device) is
+// read by a kernel of the other (DESIGN §2: unsupported nodes fall back to the next backend with
+// copies inserted). ONNX Runtime calls the same nodes MemcpyToHost / MemcpyFromHost.
+#pragma once
+
+#include <memory>
+
+#include "core/backend.h"
+
+namespace tern {
+
+enum class TransferDirection { kToDevice, kToHost };
+
+// Copies input 0 into output 0 through `device`'s copy functions. A tensor that is already where
+// the output must be (a caller's device tensor bound as a model input: IO binding) is passed on
+// as it is, without a copy.
+std::unique_ptr<Kernel> make_transfer_kernel(Backend* device, TransferDirection dir);
+
+}  // namespace tern

@@ -1,0 +1,371 @@
+// The device paths of the session (partitioning onto a device backend, copies inserted where
+// device and host kernels meet, uploaded constants, the device arena, bound device inputs and
+// outputs, captured and replayed segments) on a simulated device: host memory that the engine
+// must treat as a device's. Its kernels refuse host tensors, so a missing copy fails the test.
+// The CUDA backend goes through the same code; this suite runs on machines without a GPU.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <mutex>
+
+#include "backends/registry.h"
+#include "c_api.h"
+#include "core/kernel_registry.h"
+#include "core/session.h"
+#include "graph_builder.h"
+
+using namespace tern;
+using tern_test::make_f32;
+using tern_test::values_f32;
+
+namespace {
+
+struct SimCounters {
+  int to_device = 0, to_host = 0, on_device = 0, captures = 0, replays = 0, allocs = 0;
+};
+
+thread_local std::vector<std::function<void()>>* t_capturing = nullptr;
+
+class SimDevice final : public Backend {
+ public:
+  SimCounters n;
+  const char* name() const override { return "simdev"; }
+  bool is_built() const override { return true; }
+  bool is_available() const override { return true; }
+  Device device() const override { return {DeviceType::kSimulated, 0}; }
+  Expected<std::shared_ptr<void>> allocate(size_t bytes) override {
+    ++n.allocs;
+    auto p = aligned_buffer(bytes ? bytes : 1);
+    if (p) std::memset(p.get(), 0xA5, bytes);  // garbage, as fresh device memory
+    return p;
+  }
+  Status copy_to_device(const Tensor& host, Tensor& dev) override {
+    if (!host.on_host() || dev.device() != device()) return internal_error("bad H2D copy");
+    ++n.to_device;
+    std::memcpy(dev.raw(), host.raw(), host.byte_size());
+    return Status::ok();
+  }
+  Status copy_to_host(const Tensor& dev, Tensor& host) override {
+    if (!host.on_host() || dev.device() != device()) return internal_error("bad D2H copy");
+    ++n.to_host;
+    std::memcpy(host.raw(), dev.raw(), host.byte_size());
+    return Status::ok();
+  }
+  Status copy_on_device(const Tensor& src, Tensor& dst) override {
+    ++n.on_device;
+    std::memcpy(dst.raw(), src.raw(), src.byte_size());
+    return Status::ok();
+  }
+  // Capture records the kernels' work instead of doing it; replay does the recorded work.
+  bool can_capture() const override { return true; }
+  Expected<std::shared_ptr<void>> capture(const std::function<Status()>& body) override {
+    auto list = std::make_shared<std::vector<std::function<void()>>>();
+    t_capturing = list.get();
+    Status st = body();
+    t_capturing = nullptr;
+    TERN_RETURN_IF_ERROR(st);
+    ++n.captures;
+    return std::static_pointer_cast<void>(list);
+  }
+  Status replay(void* captured) override {
+    ++n.replays;
+    for (auto& f : *static_cast<std::vector<std::function<void()>>*>(captured)) f();
+    return Status::ok();
+  }
+};
+
+// Queues `work` like a device kernel (recorded while capturing).
+Status launch(std::function<void()> work) {
+  if (t_capturing) {
+    t_capturing->push_back(std::move(work));
+  } else {
+    work();
+  }
+  return Status::ok();
+}
+
+Status require_device(const KernelArgs& a) {
+  for (const Tensor* t : a.inputs) {
+    if (t && t->device().type != DeviceType::kSimulated) {
+      return internal_error("simdev kernel got a tensor on ", t->device().name());
+    }
+  }
+  for (const Tensor* t : a.outputs) {
+    if (t && t->device().type != DeviceType::kSimulated) {
+      return internal_error("simdev kernel writes a tensor on ", t->device().name());
+    }
+  }
+  return Status::ok();
+}
+
+struct Empty {};
+
+Expected<std::unique_ptr<Kernel>> sim_add(const OpContext& ctx) {
+  if (ctx.inputs[0].shape != ctx.inputs[1].shape) return unsupported("simdev Add: broadcast");
+  return make_kernel("sim_add", Empty{}, [](const Empty&, const KernelArgs& a, const ExecContext&) {
+    TERN_RETURN_IF_ERROR(require_device(a));
+    const float* x = a.inputs[0]->data<float>();
+    const float* y = a.inputs[1]->data<float>();
+    float* z = a.outputs[0]->data<float>();
+    const int64_t n = a.outputs[0]->numel();
+    return launch([=] {
+      for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+    });
+  });
+}
+
+Expected<std::unique_ptr<Kernel>> sim_relu(const OpContext&) {
+  return make_kernel("sim_relu", Empty{},
+                     [](const Empty&, const KernelArgs& a, const ExecContext&) {
+                       TERN_RETURN_IF_ERROR(require_device(a));
+                       const float* x = a.inputs[0]->data<float>();
+                       float* z = a.outputs[0]->data<float>();
+                       const int64_t n = a.outputs[0]->numel();
+                       return launch([=] {
+                         for (int64_t i = 0; i < n; ++i) z[i] = x[i] > 0 ? x[i] : 0;
+                       });
+                     });
+}
+
+SimDevice& sim() {
+  static SimDevice d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    KernelRegistry::global().add("Add", "simdev", DType::kFloat32, sim_add);
+    KernelRegistry::global().add("Relu", "simdev", DType::kFloat32, sim_relu);
+  });
+  return d;
+}
+
+// y = Relu(Softmax(Relu(x + W)) + x): Softmax has no simdev kernel, so the run goes
+// device -> host -> device, and x is read on the device twice.
+std::shared_ptr<const Model> chain_model() {
+  Graph g;
+  g.opset = 13;
+  ValueType t{DType::kFloat32, true, {Dim{2, ""}, Dim{3, ""}}};
+  const int x = g.add_value("x", t), w = g.add_value("w");
+  g.values[static_cast<size_t>(w)].constant = make_f32({2, 3}, {1, -2, 3, -4, 5, -6});
+  const int a = g.add_value("a"), r = g.add_value("r"), s = g.add_value("s");
+  const int b = g.add_value("b"), y = g.add_value("y");
+  g.nodes.push_back(Node{"add", "Add", "", {x, w}, {a}, {}});
+  g.nodes.push_back(Node{"relu", "Relu", "", {a}, {r}, {}});
+  g.nodes.push_back(Node{"softmax", "Softmax", "", {r}, {s}, {}});
+  g.nodes.push_back(Node{"add2", "Add", "", {s, x}, {b}, {}});
+  g.nodes.push_back(Node{"relu2", "Relu", "", {b}, {y}, {}});
+  g.inputs = {x};
+  g.outputs = {y};
+  return Model::create(std::move(g), nullptr, "device_test").value();
+}
+
+std::vector<float> run_cpu(const Tensor& x) {
+  SessionConfig cfg;
+  cfg.backends = {backends::get("cpu").value()};
+  auto s = Session::create(chain_model(), cfg).value();
+  std::vector<Tensor> out;
+  REQUIRE(s->run({"x"}, {&x}, {"y"}, &out).is_ok());
+  return values_f32(out[0]);
+}
+
+std::unique_ptr<Session> sim_session(bool graphs = false) {
+  SessionConfig cfg;
+  cfg.backends = {&sim(), backends::get("cpu").value()};
+  if (graphs) cfg.overrides.set(FlagId::kCudaGraphs, 1);
+  return Session::create(chain_model(), cfg).value();
+}
+
+Tensor on_sim(const Tensor& host) {
+  auto mem = sim().allocate(host.byte_size()).value();
+  void* raw = mem.get();
+  Tensor t = Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), sim().device());
+  REQUIRE(sim().copy_to_device(host, t).is_ok());
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("core") {
+  TEST_CASE("device partition: copies where device and host kernels meet, results as on the CPU") {
+    const Tensor x = make_f32({2, 3}, {0.5f, 1, -1, 2, -3, 0.25f});
+    const std::vector<float> want = run_cpu(x);
+    auto s = sim_session();
+    auto plan = s->plan_for({{2, 3}}).value();
+    CHECK(plan->device_backend == &sim());
+    CHECK(plan->device_steps == 4);  // add, relu, add2, relu2
+    // x to the device (once, shared by both Adds), relu's output to the host for Softmax, and
+    // Softmax's back; W is uploaded at planning, not copied per run.
+    CHECK(plan->transfers == 3);
+    CHECK(plan->device_constants.size() == 1);
+    CHECK(plan->device_layout.bytes > 0);
+    const SimCounters before = sim().n;
+    std::vector<Tensor> out;
+    REQUIRE(s->run({"x"}, {&x}, {"y"}, &out).is_ok());
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].on_host());
+    CHECK(values_f32(out[0]) == want);
+    CHECK(sim().n.to_device - before.to_device == 2);  // x, softmax
+    CHECK(sim().n.to_host - before.to_host == 2);      // relu -> softmax, y at the end
+    for (const PlanStep& st : plan->steps) {
+      if (st.op_node->op_type == "Softmax") CHECK(std::string(st.backend->name()) == "cpu");
+      if (st.op_node->op_type == "Relu") CHECK(std::string(st.backend->name()) == "simdev");
+    }
+  }
+
+  TEST_CASE("device partition: bound device inputs are read in place; outputs can stay on it") {
+    const Tensor x = make_f32({2, 3}, {3, -1, 0, 2, 7, -0.5f});
+    const std::vector<float> want = run_cpu(x);
+    auto s = sim_session();
+    const Tensor xd = on_sim(x);
+    const SimCounters before = sim().n;
+    std::vector<Tensor> out;
+    const Device dev = sim().device();
+    REQUIRE(s->run({"x"}, {&xd}, {"y"}, &out, nullptr, &dev).is_ok());
+    CHECK(sim().n.to_device - before.to_device == 1);  // only Softmax's output; x was there
+    CHECK(sim().n.to_host - before.to_host == 1);      // only for Softmax
+    REQUIRE(out[0].device() == dev);
+    Tensor host = Tensor::allocate(DType::kFloat32, {2, 3}).value();
+    REQUIRE(sim().copy_to_host(out[0], host).is_ok());
+    CHECK(values_f32(host) == want);
+    // Outputs on a device the session has no backend for are refused by name.
+    const Device cuda{DeviceType::kCuda, 0};
+    Status st = s->run({"x"}, {&x}, {"y"}, &out, nullptr, &cuda);
+    CHECK(st.code() == Code::kInvalidArgument);
+    CHECK(st.message().find("cuda:0") != std::string::npos);
+  }
+
+  TEST_CASE("device partition: a device input read by host kernels is staged to the host") {
+    SessionConfig cfg;
+    cfg.backends = {&sim(), backends::get("cpu").value()};
+    Graph g;
+    g.opset = 13;
+    const int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{4, ""}}});
+    const int y = g.add_value("y");
+    g.nodes.push_back(Node{"softmax", "Softmax", "", {x}, {y}, {}});
+    g.inputs = {x};
+    g.outputs = {y};
+    auto s = Session::create(Model::create(std::move(g), nullptr, "t").value(), cfg).value();
+    const Tensor xh = make_f32({4}, {1, 2, 3, 4});
+    const Tensor xd = on_sim(xh);
+    std::vector<Tensor> a, b;
+    REQUIRE(s->run({"x"}, {&xh}, {"y"}, &a).is_ok());
+    REQUIRE(s->run({"x"}, {&xd}, {"y"}, &b).is_ok());
+    CHECK(values_f32(a[0]) == values_f32(b[0]));
+    // A session without that device cannot read the tensor and says so.
+    SessionConfig cpu_only;
+    cpu_only.backends = {backends::get("cpu").value()};
+    Graph g2;
+    g2.opset = 13;
+    const int x2 = g2.add_value("x", ValueType{DType::kFloat32, true, {Dim{4, ""}}});
+    const int y2 = g2.add_value("y");
+    g2.nodes.push_back(Node{"softmax", "Softmax", "", {x2}, {y2}, {}});
+    g2.inputs = {x2};
+    g2.outputs = {y2};
+    auto c = Session::create(Model::create(std::move(g2), nullptr, "t").value(), cpu_only).value();
+    Status st = c->run({"x"}, {&xd}, {"y"}, &b);
+    CHECK(st.code() == Code::kInvalidArgument);
+    CHECK(st.message().find("simulated:0") != std::string::npos);
+  }
+
+  TEST_CASE("device partition: cuda.graphs captures each device stretch once per arena") {
+    const Tensor x = make_f32({2, 3}, {1, 2, 3, -4, -5, 6});
+    const std::vector<float> want = run_cpu(x);
+    auto s = sim_session(/*graphs=*/true);
+    const SimCounters before = sim().n;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<Tensor> out;
+      REQUIRE(s->run({"x"}, {&x}, {"y"}, &out).is_ok());
+      CHECK(values_f32(out[0]) == want);
+    }
+    // Two stretches (add+relu, add2+relu2), captured on the first run, replayed on every run.
+    CHECK(sim().n.captures - before.captures == 2);
+    CHECK(sim().n.replays - before.replays == 6);
+    // Another input gives another result from the same captures (the addresses are the arena's).
+    const Tensor x2 = make_f32({2, 3}, {-1, 0, 4, 4, 2, -2});
+    std::vector<Tensor> out;
+    REQUIRE(s->run({"x"}, {&x2}, {"y"}, &out).is_ok());
+    CHECK(values_f32(out[0]) == run_cpu(x2));
+    CHECK(sim().n.captures - before.captures == 2);
+    // A bound device input changes the addresses the first stretch reads: captured anew.
+    const Tensor xd = on_sim(x2);
+    REQUIRE(s->run({"x"}, {&xd}, {"y"}, &out).is_ok());
+    CHECK(values_f32(out[0]) == run_cpu(x2));
+    CHECK(sim().n.captures - before.captures >= 3);
+  }
+}
+
+#if defined(TERN_HAVE_CUDA)
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_sdp.h"
+
+TEST_SUITE("backends") {
+  TEST_CASE("CUDA build: kernels for the models' ops, truthful answers without a device") {
+    CudaBackend cuda(0);  // registers the CUDA kernels; touches no device
+    for (const char* op : {"Conv",
+                           "FusedConv",
+                           "ConvTranspose",
+                           "MaxPool",
+                           "AveragePool",
+                           "GlobalAveragePool",
+                           "MatMul",
+                           "Gemm",
+                           "FusedMatMul",
+                           "Add",
+                           "Mul",
+                           "Div",
+                           "Sub",
+                           "Pow",
+                           "Relu",
+                           "Clip",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Sigmoid",
+                           "Tanh",
+                           "Erf",
+                           "Sqrt",
+                           "Cast",
+                           "Softmax",
+                           "LayerNormalization",
+                           "ReduceMean",
+                           "Resize",
+                           "Concat",
+                           "Gather",
+                           "Transpose",
+                           "Slice",
+                           "Reshape",
+                           "Flatten",
+                           "Unsqueeze",
+                           "BatchNormalization",
+                           "Attention"}) {
+      CHECK_MESSAGE(cuda.supports_op(op), op);
+    }
+    CHECK(!cuda.supports_op("NonMaxSuppression"));  // falls back to the CPU
+    CHECK(cuda.device() == Device{DeviceType::kCuda, 0});
+    CHECK(std::string(cuda.kernel_backend()) == "cuda");
+    if (tern_cuda_is_available()) return;
+    MESSAGE("no CUDA device here: checking the refusals only");
+    CHECK(!cuda.is_available());
+    auto b = backends::get("cuda:1");
+    CHECK(b.status().code() == Code::kBackendUnavailable);
+    CHECK(b.status().message().find("no CUDA device") != std::string::npos);
+    CHECK(backends::get("cuda:x").status().code() == Code::kInvalidArgument);
+    tern_sdp_params p{sizeof(tern_sdp_params), 1, 4, 128, 128, 64, TERN_FLOAT32, 0, 0, 0.0f};
+    char why[256];
+    CHECK(tern_sdp_can_use(TERN_SDP_MEM_EFFICIENT, &p, why, sizeof why) == 0);
+    CHECK(std::string(why).find("no CUDA device") != std::string::npos);
+    // What the CUDA kernels would refuse, as tern_sdp_can_use reports it with a device.
+    ops::SdpCase c;
+    c.batch = 1;
+    c.heads = 4;
+    c.seq_q = c.seq_kv = 128;
+    c.head_dim = 64;
+    CHECK(cuda_sdp_refusal(1, c).empty());
+    c.head_dim = 200;
+    CHECK(cuda_sdp_refusal(1, c).find("head_dim 200 > 128") != std::string::npos);
+    CHECK(cuda_sdp_refusal(2, c).empty());
+    c.dtype = DType::kFloat16;
+    CHECK(cuda_sdp_refusal(0, c).find("MATH takes float32") != std::string::npos);
+    CHECK(cuda_sdp_refusal(3, c).find("cuDNN fused attention") != std::string::npos);
+  }
+}
+#endif
