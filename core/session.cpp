@@ -138,36 +138,6 @@ Status Session::run(const std::vector<std::string>& input_names,
                           budget_.get());
 }
 
-Backend* Session::backend_for(const Device& d) const {
-  for (Backend* b : config_.backends) {
-    if (b->device() == d) return b;
-  }
-  return nullptr;
-}
-
-Expected<Tensor> Session::moved_to(const Tensor& t, const Device& to) const {
-  if (t.device() == to) return t;
-  if (to.is_host()) {
-    Backend* from = backend_for(t.device());
-    if (!from) {
-      return invalid_argument("a tensor on ", t.device().name(),
-                              " reached a session with no backend there");
-    }
-    TERN_ASSIGN_OR_RETURN(Tensor host, Tensor::allocate(t.dtype(), t.shape()));
-    TERN_RETURN_IF_ERROR(from->copy_to_host(t, host));
-    return host;
-  }
-  TERN_ASSIGN_OR_RETURN(Tensor host, moved_to(t, Device{}));
-  Backend* dev = backend_for(to);
-  if (!dev) return invalid_argument("the session has no backend on ", to.name());
-  TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(host.byte_size()));
-  void* raw = mem.get();
-  Tensor out = Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), to);
-  TERN_RETURN_IF_ERROR(dev->copy_to_device(host, out));
-  TERN_RETURN_IF_ERROR(dev->synchronize());  // `host` is a temporary
-  return out;
-}
-
 Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const Model> model,
                                                            SessionConfig config) {
   if (config.backends.empty()) return invalid_argument("no backend given");
