@@ -6,16 +6,32 @@ namespace tern::cuda {
 
 namespace {
 
+// Output element i of [N, M, out0, out1, out2]: its spatial position, channel and batch.
+struct OutIndex {
+  int64_t x[3], oc, n;
+};
+__device__ inline OutIndex decode(int64_t i, const Window3& win, int64_t m) {
+  OutIndex o;
+  o.x[2] = i % win.out[2];
+  i /= win.out[2];
+  o.x[1] = i % win.out[1];
+  i /= win.out[1];
+  o.x[0] = i % win.out[0];
+  i /= win.out[0];
+  o.oc = i % m;
+  o.n = i / m;
+  return o;
+}
+
 __global__ void conv_kernel(const float* x, const float* w, const float* b, float* y, Window3 win,
                             int64_t m, int64_t group) {
-  const int64_t o0 = win.out[0], o1 = win.out[1], o2 = win.out[2];
-  const int64_t total = win.n * m * o0 * o1 * o2;
+  const int64_t total = win.n * m * win.out[0] * win.out[1] * win.out[2];
   const int64_t cg = win.c / group, mg = m / group;
   const int64_t plane = win.in[0] * win.in[1] * win.in[2];
   const int64_t ksize = win.k[0] * win.k[1] * win.k[2];
   for (int64_t i = grid_index(); i < total; i += grid_stride()) {
-    const int64_t x2 = i % o2, x1 = (i / o2) % o1, x0 = (i / (o2 * o1)) % o0;
-    const int64_t oc = (i / (o2 * o1 * o0)) % m, n = i / (o2 * o1 * o0 * m);
+    const OutIndex o = decode(i, win, m);
+    const int64_t x0 = o.x[0], x1 = o.x[1], x2 = o.x[2], oc = o.oc, n = o.n;
     const int64_t g = oc / mg;
     float acc = b ? b[oc] : 0.f;
     for (int64_t c = 0; c < cg; ++c) {
@@ -44,14 +60,13 @@ __global__ void conv_kernel(const float* x, const float* w, const float* b, floa
 // o = i * stride - pad + k * dil, so i = (o + pad - k * dil) / stride when that divides.
 __global__ void conv_transpose_kernel(const float* x, const float* w, const float* b, float* y,
                                       Window3 win, int64_t m, int64_t group) {
-  const int64_t o0 = win.out[0], o1 = win.out[1], o2 = win.out[2];
-  const int64_t total = win.n * m * o0 * o1 * o2;
+  const int64_t total = win.n * m * win.out[0] * win.out[1] * win.out[2];
   const int64_t cg = win.c / group, mg = m / group;
   const int64_t plane = win.in[0] * win.in[1] * win.in[2];
   const int64_t ksize = win.k[0] * win.k[1] * win.k[2];
   for (int64_t i = grid_index(); i < total; i += grid_stride()) {
-    const int64_t x2 = i % o2, x1 = (i / o2) % o1, x0 = (i / (o2 * o1)) % o0;
-    const int64_t oc = (i / (o2 * o1 * o0)) % m, n = i / (o2 * o1 * o0 * m);
+    const OutIndex o = decode(i, win, m);
+    const int64_t x0 = o.x[0], x1 = o.x[1], x2 = o.x[2], oc = o.oc, n = o.n;
     const int64_t g = oc / mg, ocg = oc % mg;
     float acc = b ? b[oc] : 0.f;
     for (int64_t c = 0; c < cg; ++c) {

@@ -9,8 +9,9 @@ namespace tern::cuda {
 
 namespace {
 
+// The ops every type computes alike.
 template <class T>
-__device__ T apply_binary(BinaryOp op, T a, T b) {
+__device__ T common_binary(BinaryOp op, T a, T b) {
   switch (op) {
     case BinaryOp::kAdd:
       return a + b;
@@ -30,75 +31,40 @@ __device__ T apply_binary(BinaryOp op, T a, T b) {
       return a;
   }
 }
-// Integer division and power follow ONNX: truncation toward zero; integer powers by squaring.
-template <>
-__device__ int64_t apply_binary(BinaryOp op, int64_t a, int64_t b) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return a + b;
-    case BinaryOp::kSub:
-      return a - b;
-    case BinaryOp::kMul:
-      return a * b;
-    case BinaryOp::kDiv:
-      return b == 0 ? 0 : a / b;
-    case BinaryOp::kMax:
-      return a > b ? a : b;
-    case BinaryOp::kMin:
-      return a < b ? a : b;
-    case BinaryOp::kPow: {
-      int64_t r = 1;
-      for (int64_t e = b; e > 0; e >>= 1, a *= a) {
-        if (e & 1) r *= a;
-      }
-      return b < 0 ? 0 : r;
-    }
-    default:
-      return a;
+
+// Integer division and power follow ONNX: truncation toward zero (0 for a zero divisor here);
+// integer powers by squaring.
+__device__ int64_t integer_binary(BinaryOp op, int64_t a, int64_t b) {
+  if (op == BinaryOp::kDiv) return b == 0 ? 0 : a / b;
+  if (op != BinaryOp::kPow) return common_binary(op, a, b);
+  int64_t r = 1;
+  for (int64_t e = b; e > 0; e >>= 1, a *= a) {
+    if (e & 1) r *= a;
   }
-}
-template <>
-__device__ int32_t apply_binary(BinaryOp op, int32_t a, int32_t b) {
-  return static_cast<int32_t>(apply_binary<int64_t>(op, a, b));
-}
-template <>
-__device__ float apply_binary(BinaryOp op, float a, float b) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return a + b;
-    case BinaryOp::kSub:
-      return a - b;
-    case BinaryOp::kMul:
-      return a * b;
-    case BinaryOp::kDiv:
-      return a / b;
-    case BinaryOp::kPow:
-      return powf(a, b);
-    case BinaryOp::kMax:
-      return isnan(a) || isnan(b) ? nanf("") : fmaxf(a, b);
-    case BinaryOp::kMin:
-      return isnan(a) || isnan(b) ? nanf("") : fminf(a, b);
-    case BinaryOp::kPRelu:
-      return a < 0.f ? a * b : a;
-  }
-  return a;
+  return b < 0 ? 0 : r;
 }
 
-// Half types compute in float.
+// Floats (and the half types, computed in float): powf, and NaN-propagating Max / Min.
+__device__ float float_binary(BinaryOp op, float a, float b) {
+  if (op == BinaryOp::kPow) return powf(a, b);
+  if ((op == BinaryOp::kMax || op == BinaryOp::kMin) && (isnan(a) || isnan(b))) return nanf("");
+  if (op == BinaryOp::kMax) return fmaxf(a, b);
+  if (op == BinaryOp::kMin) return fminf(a, b);
+  return common_binary(op, a, b);
+}
+
 template <class T>
-__device__ T binary_via_float(BinaryOp op, T a, T b) {
-  return T(apply_binary<float>(op, float(a), float(b)));
+__device__ T apply_binary(BinaryOp op, T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    return static_cast<T>(integer_binary(op, a, b));
+  } else {
+    return T(float_binary(op, float(a), float(b)));
+  }
 }
 
 template <class T>
 __global__ void binary_same(BinaryOp op, const T* a, const T* b, T* y, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    if constexpr (sizeof(T) == 2) {
-      y[i] = binary_via_float(op, a[i], b[i]);
-    } else {
-      y[i] = apply_binary<T>(op, a[i], b[i]);
-    }
-  }
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) y[i] = apply_binary(op, a[i], b[i]);
 }
 
 template <class T>
@@ -111,11 +77,7 @@ __global__ void binary_bcast(BinaryOp op, const T* a, const T* b, T* y, int64_t 
       oa += idx * d.a[k];
       ob += idx * d.b[k];
     }
-    if constexpr (sizeof(T) == 2) {
-      y[i] = binary_via_float(op, a[oa], b[ob]);
-    } else {
-      y[i] = apply_binary<T>(op, a[oa], b[ob]);
-    }
+    y[i] = apply_binary(op, a[oa], b[ob]);
   }
 }
 
