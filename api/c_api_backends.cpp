@@ -158,6 +158,7 @@ const char* tern_config_show(void) {
                      "]\n");
   s += tern::cpu_library_report();
   s += tern::str_cat("  CUDA: ", tern::backends::cuda_report(), "\n");
+  s += tern::str_cat("  Vulkan: ", tern::backends::vulkan_report(), "\n");
   s += "  backends:";
   for (const auto& name : tern::backends::known_names()) {
     s += tern::str_cat(" ", name, "(built=", tern::backends::is_built(name) ? 1 : 0,

@@ -8,6 +8,9 @@
 #if defined(TERN_HAVE_CUDA)
 #include "backends/cuda/cuda_backend.h"
 #endif
+#if defined(TERN_HAVE_VULKAN)
+#include "backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace tern::backends {
 
@@ -36,6 +39,9 @@ bool is_built(const std::string& name) {
 #if defined(TERN_HAVE_CUDA)
   if (cuda_index(name) >= 0) return true;
 #endif
+#if defined(TERN_HAVE_VULKAN)
+  if (name == "vulkan") return true;
+#endif
   return name == "cpu";
 }
 
@@ -43,6 +49,9 @@ bool is_available(const std::string& name) {
 #if defined(TERN_HAVE_CUDA)
   const int d = cuda_index(name);
   if (d >= 0) return d < cuda_device_count();
+#endif
+#if defined(TERN_HAVE_VULKAN)
+  if (name == "vulkan") return vulkan_available();
 #endif
   return name == "cpu";
 }
@@ -71,6 +80,14 @@ std::string cuda_report() {
 #endif
 }
 
+std::string vulkan_report() {
+#if defined(TERN_HAVE_VULKAN)
+  return tern::vulkan_report();
+#else
+  return "not built (configure with the Vulkan headers, loader and glslc: TERN_WITH_VULKAN)";
+#endif
+}
+
 Expected<Backend*> get(const std::string& name) {
   if (name == "cpu") {
     static CpuBackend cpu;
@@ -95,6 +112,19 @@ Expected<Backend*> get(const std::string& name) {
   if (cuda >= 0) {
     return Status(Code::kBackendUnavailable,
                   str_cat("backend '", name, "' is not built into this library"));
+  }
+#if defined(TERN_HAVE_VULKAN)
+  if (name == "vulkan") {
+    if (!vulkan_available()) {
+      return Status(Code::kBackendUnavailable, str_cat("backend 'vulkan': ", tern::vulkan_report()));
+    }
+    static VulkanBackend vulkan;
+    return static_cast<Backend*>(&vulkan);
+  }
+#endif
+  if (name.rfind("vulkan:", 0) == 0) {
+    return invalid_argument("backend '", name, "': Tern uses one Vulkan device, named 'vulkan'; ",
+                            "pick it with TERN_VULKAN_DEVICE=<index or part of its name>");
   }
   for (const auto& n : known_names()) {
     if (n == name) {

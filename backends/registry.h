@@ -20,5 +20,7 @@ bool is_available(const std::string& name);
 int cuda_devices();
 int64_t cudnn_version();
 std::string cuda_report();
+// The Vulkan device in use (name, type, driver, memory, fp16) and the others, or why none.
+std::string vulkan_report();
 
 }  // namespace tern::backends

@@ -20,7 +20,7 @@ function(tern_resolve_dependency var description found_var probe)
   endif()
   # Propagate variables the probe defined (imported targets are global already).
   foreach(v TERN_OPENBLAS_LIB TERN_CBLAS_INC Protobuf_FOUND ONNX_FOUND dnnl_FOUND TERN_CUDNN_LIB
-            TERN_CUDNN_INC)
+            TERN_CUDNN_INC TERN_VULKAN_INC TERN_GLSLC)
     if(DEFINED ${v})
       set(${v} "${${v}}" PARENT_SCOPE)
     endif()

@@ -143,6 +143,22 @@ std::vector<FlagDef> make_defs() {
       {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, 0, "TERN_CUDA_GRAPHS",
        "CUDA runs capture each stretch of device kernels as a CUDA graph once per arena and "
        "replay it (fixed input shapes; profiling turns it off)"},
+      {FlagId::kVulkanAllowFp16, "vulkan.allow_fp16", T::kBool, S::kSession, 1, "",
+       "float16 tensors may run on Vulkan's float16 shaders (devices with 16-bit storage); "
+       "off: float16 nodes run on the next backend"},
+      {FlagId::kVulkanFp16Arithmetic, "vulkan.allow_fp16_reduced_precision", T::kBool,
+       S::kSession, 0, "",
+       "Vulkan float16 shaders may compute and accumulate in float16 (devices with "
+       "shaderFloat16); off: float16 storage, float32 arithmetic"},
+      {FlagId::kVulkanConvAlgorithm,
+       "vulkan.conv_algorithm",
+       T::kEnum,
+       S::kSession,
+       0,
+       "",
+       "Vulkan convolutions: auto = im2col + tiled GEMM for ungrouped ones (1x1 stride-1 ones "
+       "as a plain GEMM), direct for grouped ones; direct; gemm (ungrouped ones)",
+       {"auto", "direct", "gemm"}},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

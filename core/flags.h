@@ -44,6 +44,9 @@ enum class FlagId : int {
   kCudnnBenchmarkLimit,
   kCpuConvMemoryFormat,
   kCudaGraphs,
+  kVulkanAllowFp16,
+  kVulkanFp16Arithmetic,
+  kVulkanConvAlgorithm,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

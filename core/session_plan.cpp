@@ -481,6 +481,12 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
                                !plan->steps[s].backend->is_host()});
     }
   }
+  // Graph outputs kept in the device arena are copied out after the last step: they live to the
+  // end of the run, past their last reader.
+  for (int id : g.outputs) {
+    const int b = id < 0 ? -1 : buffer_of_value[static_cast<size_t>(id)];
+    if (b >= 0) buffers[static_cast<size_t>(b)].readers.push_back(static_cast<int>(nsteps));
+  }
   for (Buffer& b : buffers) {
     if (b.readers.empty()) b.readers.push_back(b.step);
   }

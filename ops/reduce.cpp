@@ -55,6 +55,32 @@ Expected<ReduceSpec> reduce_spec(const OpContext& ctx) {
   return s;
 }
 
+Expected<ReduceRows> reduce_rows(const Shape& x, const ReduceSpec& spec) {
+  int first = -1, last = -1;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!spec.reduced[d] || x[d] == 1) continue;
+    if (first < 0) first = static_cast<int>(d);
+    last = static_cast<int>(d);
+  }
+  for (int d = first; first >= 0 && d <= last; ++d) {
+    if (!spec.reduced[static_cast<size_t>(d)] && x[static_cast<size_t>(d)] != 1) {
+      return unsupported("device reductions take one contiguous run of dims");
+    }
+  }
+  ReduceRows rows;
+  for (int d = 0; d < static_cast<int>(x.size()); ++d) {
+    const int64_t n = x[static_cast<size_t>(d)];
+    if (first >= 0 && d >= first && d <= last) {
+      rows.r *= n;
+    } else if (first < 0 || d < first) {
+      rows.outer *= n;
+    } else {
+      rows.inner *= n;
+    }
+  }
+  return rows;
+}
+
 }  // namespace ops
 
 namespace {

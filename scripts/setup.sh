@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev  # the sanitizer builds and the libFuzzer targets
   golang-go libjna-java openjdk-17-jdk-headless  # the Go and Java bindings
   g++-aarch64-linux-gnu qemu-user-static python3-onnx  # the aarch64 minimal build under qemu
+  libvulkan-dev glslc mesa-vulkan-drivers  # the Vulkan backend; lavapipe runs its tests on the CPU
 )
 # Rust: a rustup toolchain in ~/.cargo/bin serves; else Debian's (the crate needs no newer one).
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then

@@ -33,6 +33,8 @@ struct SingleOp {
   std::vector<std::optional<tern::Tensor>> constants;
   int64_t opset = 13;
   int outputs = 1;
+  std::vector<std::string> backends = {"cpu"};  // the session's backend list
+  std::vector<std::pair<tern::FlagId, int64_t>> flags = {};
 
   tern::Expected<std::vector<tern::Tensor>> run() const {
     tern::Graph g;
@@ -65,8 +67,12 @@ struct SingleOp {
     g.nodes.push_back(n);
     TERN_ASSIGN_OR_RETURN(auto model, tern::Model::create(std::move(g), nullptr, "test"));
     tern::SessionConfig cfg;
-    cfg.backends.push_back(tern::backends::get("cpu").value());
+    for (const std::string& b : backends) {
+      TERN_ASSIGN_OR_RETURN(tern::Backend * backend, tern::backends::get(b));
+      cfg.backends.push_back(backend);
+    }
     cfg.overrides.set(tern::FlagId::kNumThreads, 2);
+    for (const auto& [id, v] : flags) cfg.overrides.set(id, v);
     TERN_ASSIGN_OR_RETURN(auto session, tern::Session::create(model, cfg));
     std::vector<std::string> names, outs;
     std::vector<const tern::Tensor*> ins;

@@ -153,7 +153,12 @@ TEST_SUITE("backends") {
       CHECK(tern_cudnn_is_available() == 0);
       CHECK(tern_cudnn_version() == -1);
     }
+#if defined(TERN_HAVE_VULKAN)
+    CHECK(tern_vulkan_is_built() == 1);
+#else
     CHECK(tern_vulkan_is_built() == 0);
+    CHECK(tern_vulkan_is_available() == 0);
+#endif
     CHECK(tern_mps_is_built() == 0);
     CHECK(tern_mps_is_available() == 0);
     CHECK(tern_openmp_is_available() == 1);

@@ -267,6 +267,33 @@ TEST_SUITE("core") {
     CHECK(st.message().find("simulated:0") != std::string::npos);
   }
 
+  TEST_CASE("device partition: a graph output kept in the device arena outlives its readers") {
+    // a = x + w is an output and is read by the Relu; the arena must not give b (= Relu(a) + w)
+    // a's memory, since a is copied out only when the run ends.
+    Graph g;
+    g.opset = 13;
+    const int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{2, ""}, Dim{3, ""}}});
+    const int w = g.add_value("w");
+    g.values[static_cast<size_t>(w)].constant = make_f32({2, 3}, {1, -2, 3, -4, 5, -6});
+    const int a = g.add_value("a"), r = g.add_value("r"), b = g.add_value("b");
+    const int c = g.add_value("c");
+    g.nodes.push_back(Node{"add", "Add", "", {x, w}, {a}, {}});
+    g.nodes.push_back(Node{"relu", "Relu", "", {a}, {r}, {}});
+    g.nodes.push_back(Node{"add2", "Add", "", {r, w}, {b}, {}});
+    g.nodes.push_back(Node{"relu2", "Relu", "", {b}, {c}, {}});
+    g.inputs = {x};
+    g.outputs = {a, c};
+    auto model = Model::create(std::move(g), nullptr, "outputs").value();
+    SessionConfig cfg;
+    cfg.backends = {&sim(), backends::get("cpu").value()};
+    auto s = Session::create(model, cfg).value();
+    const Tensor in = make_f32({2, 3}, {0.5f, 1, -1, 2, -3, 0.25f});
+    std::vector<Tensor> out;
+    REQUIRE(s->run({"x"}, {&in}, {"a", "c"}, &out).is_ok());
+    CHECK(values_f32(out[0]) == std::vector<float>{1.5f, -1, 2, -2, 2, -5.75f});
+    CHECK(values_f32(out[1]) == std::vector<float>{2.5f, 0, 5, 0, 7, 0});
+  }
+
   TEST_CASE("device partition: cuda.graphs captures each device stretch once per arena") {
     const Tensor x = make_f32({2, 3}, {1, 2, 3, -4, -5, 6});
     const std::vector<float> want = run_cpu(x);

@@ -102,6 +102,13 @@ std::string cuda_unavailable() {
   return "";
 }
 
+// Why the Vulkan model tests cannot run here ("" when they can).
+std::string vulkan_unavailable() {
+  if (!tern_vulkan_is_built()) return "this build has no Vulkan backend (TERN_WITH_VULKAN=OFF)";
+  if (!tern_vulkan_is_available()) return "no Vulkan device (install mesa-vulkan-drivers)";
+  return "";
+}
+
 std::vector<char> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<char>(std::istreambuf_iterator<char>(f), {});
@@ -171,6 +178,19 @@ TEST_SUITE("models") {
     for (const char* m : {"ppocr_cls", "ppocr_det", "resnet18", "mobilenet_v2", "tiny_bert"}) {
       check_against_reference(m, "cuda,cpu", exact);
       check_against_reference(m, "cuda,cpu", graphs);
+    }
+  }
+
+  // Wholly on Vulkan: the session has no CPU backend to fall back to, so every node of the
+  // optimized graph runs on Vulkan kernels (lavapipe, Mesa's CPU driver, on CI machines).
+  TEST_CASE("the five models match ONNX Runtime wholly on Vulkan") {
+    const std::string why = vulkan_unavailable();
+    if (!why.empty()) {
+      MESSAGE((std::string("skipped: ") + why));
+      return;
+    }
+    for (const char* m : {"ppocr_cls", "ppocr_det", "resnet18", "mobilenet_v2", "tiny_bert"}) {
+      check_against_reference(m, "vulkan");
     }
   }
 

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/ops/cuda_ops.h"
 #include "core/kernel_registry.h"
+#include "ops/common/device_ops.h"
 #include "ops/conv_transpose.h"
 #include "ops/fused_conv.h"
 
@@ -311,26 +312,11 @@ struct PoolParams {
 };
 
 Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  if (ctx.inputs[0].dtype != DType::kFloat32 || x.size() < 3 || x.size() > 5) {
-    return unsupported(ctx.where, ": CUDA pooling takes float32 [N, C, 1-3 spatial dims]");
-  }
-  if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
-    return unsupported(ctx.where, ": MaxPool indices run on the CPU");
-  }
-  TERN_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().get_int("ceil_mode", 0));
-  TERN_ASSIGN_OR_RETURN(int64_t storage, ctx.attrs().get_int("storage_order", 0));
-  if (storage) return unsupported(ctx.where, ": storage_order 1");
-  TERN_ASSIGN_OR_RETURN(ops::Window w, ops::forward_window(ctx.attrs(), x, {}, ceil_mode != 0));
-  PoolParams p{PoolOp::kMax, window3(ops::as_3d(w), x)};
-  if (ctx.node->op_type == "AveragePool") {
-    TERN_ASSIGN_OR_RETURN(int64_t cip, ctx.attrs().get_int("count_include_pad", 0));
-    p.op = cip ? PoolOp::kAvgIncludePad : PoolOp::kAvgExcludePad;
-  } else if (ctx.node->op_type == "LpPool") {
-    TERN_ASSIGN_OR_RETURN(int64_t pn, ctx.attrs().get_int("p", 2));
-    if (pn != 2) return unsupported(ctx.where, ": LpPool p = ", pn);
-    p.op = PoolOp::kLp2;
-  }
+  TERN_ASSIGN_OR_RETURN(ops::PoolSpec spec, ops::device_pool_spec(ctx));
+  static const PoolOp kOps[] = {PoolOp::kMax, PoolOp::kAvgExcludePad, PoolOp::kAvgIncludePad,
+                                PoolOp::kLp2};
+  PoolParams p{kOps[static_cast<int>(spec.mode)],
+               window3(ops::as_3d(spec.win), ctx.inputs[0].shape)};
   return make_kernel(
       "cuda_pool", p, [](const PoolParams& q, const KernelArgs& a, const ExecContext&) {
         return launched(

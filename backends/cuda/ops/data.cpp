@@ -5,8 +5,8 @@
 
 #include "backends/cuda/ops/cuda_ops.h"
 #include "core/kernel_registry.h"
+#include "ops/common/device_ops.h"
 #include "ops/resize.h"
-#include "ops/slice.h"
 
 namespace tern::cuda {
 
@@ -50,43 +50,18 @@ Expected<std::unique_ptr<Kernel>> strided_kernel(const OpContext& ctx, const Sha
 }
 
 Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  const Shape in_strides = contiguous_strides(x);
-  TERN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ctx.attrs().get_ints("perm"));
-  if (perm.empty()) {
-    for (size_t d = x.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-  }
-  if (perm.size() != x.size()) return invalid_model(ctx.where, ": perm does not match the rank");
-  Shape strides;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(x.size())) return invalid_model(ctx.where, ": bad perm");
-    strides.push_back(in_strides[static_cast<size_t>(p)]);
-  }
-  return strided_kernel(ctx, strides, 0);
+  TERN_ASSIGN_OR_RETURN(ops::StridedView v, ops::transpose_view(ctx));
+  return strided_kernel(ctx, v.strides, v.offset);
 }
 
 Expected<std::unique_ptr<Kernel>> make_slice(const OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ops::SliceParams s, ops::parse_slice(ctx));
-  const Shape in_strides = contiguous_strides(s.in_shape);
-  Shape strides;
-  int64_t offset = 0;
-  for (size_t d = 0; d < s.in_shape.size(); ++d) {
-    offset += s.start[d] * in_strides[d];
-    strides.push_back(s.step[d] * in_strides[d]);
-  }
-  return strided_kernel(ctx, strides, offset);
+  TERN_ASSIGN_OR_RETURN(ops::StridedView v, ops::slice_view(ctx));
+  return strided_kernel(ctx, v.strides, v.offset);
 }
 
 Expected<std::unique_ptr<Kernel>> make_expand(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  const Shape& y = ctx.outputs[0].shape;
-  const Shape xs = contiguous_strides(x);
-  Shape strides(y.size(), 0);
-  for (size_t k = 0; k < x.size(); ++k) {
-    const size_t d = y.size() - x.size() + k;
-    strides[d] = x[k] == 1 ? 0 : xs[k];
-  }
-  return strided_kernel(ctx, strides, 0);
+  const ops::StridedView v = ops::expand_view(ctx.inputs[0].shape, ctx.outputs[0].shape);
+  return strided_kernel(ctx, v.strides, v.offset);
 }
 
 struct ConcatParams {

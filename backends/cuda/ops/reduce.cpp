@@ -3,6 +3,7 @@
 #include "ops/reduce.h"
 #include "backends/cuda/ops/cuda_ops.h"
 #include "core/kernel_registry.h"
+#include "ops/common/device_ops.h"
 #include "ops/softmax.h"
 
 namespace tern::cuda {
@@ -43,32 +44,10 @@ Expected<std::unique_ptr<Kernel>> make_reduce(const OpContext& ctx) {
     return unsupported(ctx.where, ": the CUDA reductions take float32");
   }
   TERN_ASSIGN_OR_RETURN(ops::ReduceSpec spec, ops::reduce_spec(ctx));
-  const Shape& x = ctx.inputs[0].shape;
-  // Dims of size 1 reduce to themselves; what remains must be one contiguous run.
-  int first = -1, last = -1;
-  for (size_t d = 0; d < x.size(); ++d) {
-    if (!spec.reduced[d] || x[d] == 1) continue;
-    if (first < 0) first = static_cast<int>(d);
-    last = static_cast<int>(d);
-  }
-  for (int d = first; first >= 0 && d <= last; ++d) {
-    if (!spec.reduced[static_cast<size_t>(d)] && x[static_cast<size_t>(d)] != 1) {
-      return unsupported(ctx.where, ": CUDA reduces one contiguous run of dims");
-    }
-  }
-  p.outer = 1;
-  p.r = 1;
-  p.inner = 1;
-  for (int d = 0; d < static_cast<int>(x.size()); ++d) {
-    const int64_t n = x[static_cast<size_t>(d)];
-    if (first >= 0 && d >= first && d <= last) {
-      p.r *= n;
-    } else if (first < 0 || d < first) {
-      p.outer *= n;
-    } else {
-      p.inner *= n;
-    }
-  }
+  TERN_ASSIGN_OR_RETURN(ops::ReduceRows rows, ops::reduce_rows(ctx.inputs[0].shape, spec));
+  p.outer = rows.outer;
+  p.r = rows.r;
+  p.inner = rows.inner;
   if (spec.identity) p.op = ReduceOp::kSum;  // r is 1: a copy
   return make_kernel("cuda_reduce", p, run_reduce);
 }
@@ -114,26 +93,8 @@ struct LayerNormParams {
 };
 
 Expected<std::unique_ptr<Kernel>> make_layer_norm(const OpContext& ctx) {
-  if (ctx.inputs[0].dtype != DType::kFloat32) return unsupported(ctx.where, ": float32 only");
-  for (size_t o = 1; o < ctx.outputs.size(); ++o) {
-    if (ctx.outputs[o].present) return unsupported(ctx.where, ": Mean/InvStdDev outputs");
-  }
-  const Shape& x = ctx.inputs[0].shape;
-  TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
-  TERN_ASSIGN_OR_RETURN(axis, ops::normalize_axis(axis, static_cast<int64_t>(x.size())));
-  LayerNormParams p{1, 1, 0, ctx.has_input(2)};
-  for (size_t d = 0; d < x.size(); ++d) {
-    (static_cast<int64_t>(d) < axis ? p.rows : p.n) *= x[d];
-  }
-  for (size_t i = 1; i < 3; ++i) {
-    if (ctx.has_input(i) &&
-        (ctx.inputs[i].dtype != DType::kFloat32 || numel(ctx.inputs[i].shape) != p.n)) {
-      return unsupported(ctx.where,
-                         ": scale and bias must be float32 with one value per element "
-                         "of the normalised span");
-    }
-  }
-  TERN_ASSIGN_OR_RETURN(p.eps, ctx.attrs().get_float("epsilon", 1e-5f));
+  TERN_ASSIGN_OR_RETURN(ops::LayerNormSpan s, ops::layer_norm_span(ctx));
+  const LayerNormParams p{s.rows, s.n, s.eps, s.bias};
   return make_kernel(
       "cuda_layer_norm", p, [](const LayerNormParams& q, const KernelArgs& a, const ExecContext&) {
         return launched(layer_norm(a.inputs[0]->data<float>(), a.inputs[1]->data<float>(),

@@ -1,0 +1,914 @@
+#include "backends/vulkan/vk_context.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/vulkan/shader_table.h"
+
+namespace tern::vk {
+
+Api& api() {
+  static Api a;
+  return a;
+}
+
+const std::string& open_loader() {
+  static const std::string why = [] {
+#if defined(__APPLE__)
+    const char* names[] = {"libvulkan.dylib", "libvulkan.1.dylib", "libMoltenVK.dylib"};
+#else
+    const char* names[] = {"libvulkan.so.1", "libvulkan.so"};
+#endif
+    void* lib = nullptr;
+    for (const char* n : names) {
+      if ((lib = dlopen(n, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    }
+    if (!lib) return std::string("no Vulkan loader (libvulkan.so.1) on this system");
+    Api& a = api();
+    a.get_instance_proc =
+        reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
+    if (!a.get_instance_proc) return std::string("the Vulkan loader has no vkGetInstanceProcAddr");
+#define TERN_VK_LOAD(f) a.f = reinterpret_cast<PFN_##f>(a.get_instance_proc(VK_NULL_HANDLE, #f));
+    TERN_VK_GLOBAL_FNS(TERN_VK_LOAD)
+#undef TERN_VK_LOAD
+    if (!a.vkCreateInstance) return std::string("the Vulkan loader has no vkCreateInstance");
+    return std::string();
+  }();
+  return why;
+}
+
+const char* result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS:
+      return "VK_SUCCESS";
+    case VK_NOT_READY:
+      return "VK_NOT_READY";
+    case VK_TIMEOUT:
+      return "VK_TIMEOUT";
+    case VK_INCOMPLETE:
+      return "VK_INCOMPLETE";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED:
+      return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS:
+      return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default:
+      return "VkResult error";
+  }
+}
+
+namespace {
+
+Status vk_error(VkResult r, const char* what) {
+  const Code c = (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+                     ? Code::kOutOfMemory
+                     : Code::kBackendUnavailable;
+  return Status(c, str_cat("Vulkan: ", what, " failed: ", result_name(r), " (", int(r), ")"));
+}
+
+#define TERN_VK_CHECK(call, what)                    \
+  do {                                               \
+    const VkResult r_ = (call);                      \
+    if (r_ != VK_SUCCESS) return vk_error(r_, what); \
+  } while (0)
+
+constexpr uint64_t kAlign = 256;
+constexpr uint64_t kChunkBytes = 64ull << 20;
+constexpr size_t kMaxChunks = 4096;
+constexpr int kChunkShift = 32;  // address = (chunk + 1) << 32 | offset
+
+struct Chunk {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  char* mapped = nullptr;  // host view when the memory is host-visible
+  bool coherent = true;
+  uint64_t size = 0;
+  int pool = 0;                       // 0 device, 1 staging
+  size_t index = 0;                   // in g_chunks
+  std::map<uint64_t, uint64_t> free;  // offset -> size
+};
+
+std::array<std::atomic<Chunk*>, kMaxChunks> g_chunks{};
+
+Chunk* chunk_of(const void* addr, uint64_t* offset) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  const uint64_t index = (static_cast<uint64_t>(a) >> kChunkShift) - 1;
+  if (index >= kMaxChunks) return nullptr;
+  *offset = static_cast<uint64_t>(a) & ((1ull << kChunkShift) - 1);
+  return g_chunks[index].load(std::memory_order_acquire);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
+  }
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 4;
+    default:
+      return 3;
+  }
+}
+
+struct Candidate {
+  VkPhysicalDevice device;
+  VkPhysicalDeviceProperties props;
+  uint32_t queue_family;
+};
+
+}  // namespace
+
+struct Context::Impl {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  VkPhysicalDeviceMemoryProperties memory{};
+  uint64_t max_range = 0;
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+
+  std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronized
+  std::mutex mem_mu;
+  std::vector<Chunk*> pools[2];
+  std::vector<std::pair<Chunk*, std::pair<uint64_t, uint64_t>>> deferred;  // frees while busy
+  int busy = 0;  // recorders holding recorded or in-flight work
+
+  std::mutex cache_mu;
+  std::map<std::string, std::unique_ptr<Pipeline>> pipelines;
+  std::map<std::vector<uint64_t>, VkDescriptorSet> sets;  // (layout, buffers...) -> set
+  std::vector<VkDescriptorPool> set_pools;
+  uint32_t sets_left = 0;
+
+  std::atomic<uint64_t> submits{0}, dispatches{0}, copies{0}, device_bytes{0};
+
+  Expected<Chunk*> new_chunk(int pool, uint64_t size);
+  Expected<std::shared_ptr<void>> allocate(int pool, uint64_t bytes);
+  void release(Chunk* c, uint64_t offset, uint64_t size);
+  void free_block(Chunk* c, uint64_t offset, uint64_t size);
+  int memory_type(uint32_t allowed, int pool) const;
+  Expected<VkDescriptorSet> descriptor_set(const Pipeline& p, const VkBuffer* buffers);
+  void recorder_done();
+};
+
+namespace {
+
+// The calling thread's command buffer.
+struct Recorder {
+  Context::Impl* ctx = nullptr;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  bool open = false, barrier = false;
+  std::vector<std::shared_ptr<void>> keep;  // staging blocks until the submit completes
+
+  ~Recorder() {
+    if (!ctx) return;
+    if (open) (void)finish();
+    const Api& a = api();
+    if (fence) a.vkDestroyFence(ctx->device, fence, nullptr);
+    if (pool) a.vkDestroyCommandPool(ctx->device, pool, nullptr);
+  }
+
+  Status init(Context::Impl* c) {
+    ctx = c;
+    const Api& a = api();
+    VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pi.queueFamilyIndex = c->queue_family;
+    TERN_VK_CHECK(a.vkCreateCommandPool(c->device, &pi, nullptr, &pool), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    TERN_VK_CHECK(a.vkAllocateCommandBuffers(c->device, &ai, &cb), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    TERN_VK_CHECK(a.vkCreateFence(c->device, &fi, nullptr, &fence), "vkCreateFence");
+    return Status::ok();
+  }
+
+  // Opens the command buffer if needed and orders the next command after the previous ones.
+  Status next_command() {
+    const Api& a = api();
+    if (!open) {
+      VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+      TERN_VK_CHECK(a.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+      open = true;
+      barrier = false;
+      std::lock_guard<std::mutex> lock(ctx->mem_mu);
+      ++ctx->busy;
+    }
+    if (barrier) {
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      const VkPipelineStageFlags stages =
+          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+      a.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    }
+    barrier = true;
+    return Status::ok();
+  }
+
+  // Submits the recorded commands and waits for them.
+  Status finish() {
+    if (!open) return Status::ok();
+    const Api& a = api();
+    open = false;
+    Status st = Status::ok();
+    VkResult r = a.vkEndCommandBuffer(cb);
+    if (r == VK_SUCCESS) {
+      VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+      si.commandBufferCount = 1;
+      si.pCommandBuffers = &cb;
+      {
+        std::lock_guard<std::mutex> lock(ctx->queue_mu);
+        r = a.vkQueueSubmit(ctx->queue, 1, &si, fence);
+      }
+      ++ctx->submits;
+      if (r == VK_SUCCESS) {
+        r = a.vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX);
+        if (r != VK_SUCCESS) st = vk_error(r, "vkWaitForFences");
+      } else {
+        st = vk_error(r, "vkQueueSubmit");
+      }
+    } else {
+      st = vk_error(r, "vkEndCommandBuffer");
+    }
+    a.vkResetFences(ctx->device, 1, &fence);
+    a.vkResetCommandPool(ctx->device, pool, 0);
+    keep.clear();
+    ctx->recorder_done();
+    return st;
+  }
+};
+
+}  // namespace
+
+void Context::Impl::recorder_done() {
+  std::vector<std::pair<Chunk*, std::pair<uint64_t, uint64_t>>> now;
+  {
+    std::lock_guard<std::mutex> lock(mem_mu);
+    if (--busy > 0) return;
+    now.swap(deferred);
+    for (auto& [c, block] : now) free_block(c, block.first, block.second);
+  }
+}
+
+int Context::Impl::memory_type(uint32_t allowed, int pool) const {
+  // Device pool: device-local (host-visible too where the device has it, as lavapipe and
+  // integrated GPUs do). Staging: host-visible and coherent, cached preferred for reads.
+  const VkMemoryPropertyFlags want =
+      pool == 0 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  int best = -1, best_score = -1;
+  for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
+    if (!(allowed & (1u << i))) continue;
+    const VkMemoryPropertyFlags f = memory.memoryTypes[i].propertyFlags;
+    if ((f & want) != want) continue;
+    int score = 1;
+    if (pool == 0 && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) score += 2;
+    if (pool == 1 && (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) score += 2;
+    if (score > best_score) best = static_cast<int>(i), best_score = score;
+  }
+  return best;
+}
+
+Expected<Chunk*> Context::Impl::new_chunk(int pool, uint64_t size) {
+  const Api& a = api();
+  size_t index = kMaxChunks;
+  for (size_t i = 0; i < kMaxChunks; ++i) {
+    if (!g_chunks[i].load()) {
+      index = i;
+      break;
+    }
+  }
+  if (index == kMaxChunks) return out_of_memory("Vulkan: all ", kMaxChunks, " buffer chunks used");
+  auto c = std::make_unique<Chunk>();
+  c->size = size;
+  c->pool = pool;
+  c->index = index;
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = size;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  TERN_VK_CHECK(a.vkCreateBuffer(device, &bi, nullptr, &c->buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  a.vkGetBufferMemoryRequirements(device, c->buffer, &req);
+  const int type = memory_type(req.memoryTypeBits, pool);
+  if (type < 0) {
+    a.vkDestroyBuffer(device, c->buffer, nullptr);
+    return Status(Code::kBackendUnavailable, "Vulkan: no suitable memory type for buffers");
+  }
+  VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mi.allocationSize = req.size;
+  mi.memoryTypeIndex = static_cast<uint32_t>(type);
+  VkResult r = a.vkAllocateMemory(device, &mi, nullptr, &c->memory);
+  if (r != VK_SUCCESS) {
+    a.vkDestroyBuffer(device, c->buffer, nullptr);
+    return vk_error(r, "vkAllocateMemory");
+  }
+  r = a.vkBindBufferMemory(device, c->buffer, c->memory, 0);
+  const VkMemoryPropertyFlags f = memory.memoryTypes[type].propertyFlags;
+  if (r == VK_SUCCESS && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) {
+    void* p = nullptr;
+    r = a.vkMapMemory(device, c->memory, 0, VK_WHOLE_SIZE, 0, &p);
+    c->mapped = static_cast<char*>(p);
+    c->coherent = (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+  }
+  if (r != VK_SUCCESS) {
+    a.vkDestroyBuffer(device, c->buffer, nullptr);
+    a.vkFreeMemory(device, c->memory, nullptr);
+    return vk_error(r, "binding buffer memory");
+  }
+  c->free[0] = size;
+  Chunk* raw = c.release();
+  g_chunks[index].store(raw, std::memory_order_release);
+  pools[pool].push_back(raw);
+  if (pool == 0) device_bytes += size;
+  return raw;
+}
+
+Expected<std::shared_ptr<void>> Context::Impl::allocate(int pool, uint64_t bytes) {
+  const uint64_t size = std::max<uint64_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  if (size > max_range) {
+    return out_of_memory("Vulkan: a buffer of ", bytes, " bytes is larger than the device's ",
+                         "largest storage buffer (", max_range, " bytes)");
+  }
+  std::lock_guard<std::mutex> lock(mem_mu);
+  Chunk* chunk = nullptr;
+  uint64_t offset = 0;
+  for (Chunk* c : pools[pool]) {  // first fit
+    for (auto it = c->free.begin(); it != c->free.end(); ++it) {
+      if (it->second < size) continue;
+      chunk = c;
+      offset = it->first;
+      const uint64_t rest = it->second - size;
+      c->free.erase(it);
+      if (rest) c->free[offset + size] = rest;
+      break;
+    }
+    if (chunk) break;
+  }
+  if (!chunk) {
+    TERN_ASSIGN_OR_RETURN(chunk, new_chunk(pool, std::max(size, std::min(kChunkBytes, max_range))));
+    offset = 0;
+    const uint64_t rest = chunk->size - size;
+    chunk->free.clear();
+    if (rest) chunk->free[size] = rest;
+  }
+  const uintptr_t addr = static_cast<uintptr_t>(((chunk->index + 1) << kChunkShift) | offset);
+  return std::shared_ptr<void>(reinterpret_cast<void*>(addr), [this, chunk, offset, size](void*) {
+    release(chunk, offset, size);
+  });
+}
+
+void Context::Impl::release(Chunk* c, uint64_t offset, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mem_mu);
+  if (busy > 0) {
+    deferred.push_back({c, {offset, size}});
+  } else {
+    free_block(c, offset, size);
+  }
+}
+
+void Context::Impl::free_block(Chunk* c, uint64_t offset, uint64_t size) {
+  auto next = c->free.lower_bound(offset);
+  if (next != c->free.end() && offset + size == next->first) {
+    size += next->second;
+    next = c->free.erase(next);
+  }
+  if (next != c->free.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += size;
+      return;
+    }
+  }
+  c->free[offset] = size;
+}
+
+Expected<VkDescriptorSet> Context::Impl::descriptor_set(const Pipeline& p,
+                                                        const VkBuffer* buffers) {
+  std::vector<uint64_t> key;
+  key.push_back(reinterpret_cast<uint64_t>(p.set_layout));
+  for (int i = 0; i < p.bindings; ++i) key.push_back(reinterpret_cast<uint64_t>(buffers[i]));
+  std::lock_guard<std::mutex> lock(cache_mu);
+  auto it = sets.find(key);
+  if (it != sets.end()) return it->second;
+  const Api& a = api();
+  if (sets_left == 0) {
+    constexpr uint32_t kSets = 256;
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSets * 8};
+    VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    pi.maxSets = kSets;
+    pi.poolSizeCount = 1;
+    pi.pPoolSizes = &ps;
+    VkDescriptorPool pool;
+    TERN_VK_CHECK(a.vkCreateDescriptorPool(device, &pi, nullptr, &pool), "vkCreateDescriptorPool");
+    set_pools.push_back(pool);
+    sets_left = kSets;
+  }
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = set_pools.back();
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &p.set_layout;
+  VkDescriptorSet set;
+  TERN_VK_CHECK(a.vkAllocateDescriptorSets(device, &ai, &set), "vkAllocateDescriptorSets");
+  --sets_left;
+  std::vector<VkDescriptorBufferInfo> infos(static_cast<size_t>(p.bindings));
+  std::vector<VkWriteDescriptorSet> writes(static_cast<size_t>(p.bindings));
+  for (size_t i = 0; i < infos.size(); ++i) {
+    infos[i] = {buffers[i], 0, VK_WHOLE_SIZE};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  a.vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  sets.emplace(std::move(key), set);
+  return set;
+}
+
+namespace {
+
+// The physical devices with a compute queue and Vulkan 1.1, in preference order.
+std::vector<Candidate> candidates(VkInstance instance) {
+  const Api& a = api();
+  uint32_t n = 0;
+  a.vkEnumeratePhysicalDevices(instance, &n, nullptr);
+  std::vector<VkPhysicalDevice> devs(n);
+  if (n) a.vkEnumeratePhysicalDevices(instance, &n, devs.data());
+  std::vector<Candidate> out;
+  for (VkPhysicalDevice d : devs) {
+    Candidate c{d, {}, 0};
+    a.vkGetPhysicalDeviceProperties(d, &c.props);
+    if (VK_API_VERSION_MINOR(c.props.apiVersion) < 1 &&
+        VK_API_VERSION_MAJOR(c.props.apiVersion) < 2)
+      continue;
+    uint32_t nq = 0;
+    a.vkGetPhysicalDeviceQueueFamilyProperties(d, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qs(nq);
+    a.vkGetPhysicalDeviceQueueFamilyProperties(d, &nq, qs.data());
+    bool found = false;
+    for (uint32_t q = 0; q < nq && !found; ++q) {
+      if (qs[q].queueFlags & VK_QUEUE_COMPUTE_BIT) c.queue_family = q, found = true;
+    }
+    if (found) out.push_back(c);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) {
+    return type_rank(x.props.deviceType) < type_rank(y.props.deviceType);
+  });
+  return out;
+}
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  for (const auto& e : exts) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+struct Instance {
+  VkInstance instance = VK_NULL_HANDLE;
+  std::string error;
+  std::vector<Candidate> devices;
+};
+
+// The process's instance (created once) and its devices in preference order.
+const Instance& instance() {
+  static const Instance inst = [] {
+    Instance r;
+    if (!open_loader().empty()) {
+      r.error = open_loader();
+      return r;
+    }
+    Api& a = api();
+    uint32_t version = VK_API_VERSION_1_0;
+    if (a.vkEnumerateInstanceVersion) a.vkEnumerateInstanceVersion(&version);
+    if (VK_API_VERSION_MAJOR(version) == 1 && VK_API_VERSION_MINOR(version) < 1) {
+      r.error = "the Vulkan loader supports Vulkan 1.0 only (Tern needs 1.1)";
+      return r;
+    }
+    uint32_t ne = 0;
+    a.vkEnumerateInstanceExtensionProperties(nullptr, &ne, nullptr);
+    std::vector<VkExtensionProperties> exts(ne);
+    if (ne) a.vkEnumerateInstanceExtensionProperties(nullptr, &ne, exts.data());
+    std::vector<const char*> enable;
+    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    // MoltenVK (Apple) lists its devices only to instances that accept portability drivers.
+    if (has_extension(exts, "VK_KHR_portability_enumeration")) {
+      enable.push_back("VK_KHR_portability_enumeration");
+      ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "tern";
+    app.pEngineName = "tern";
+    app.apiVersion = VK_API_VERSION_1_1;
+    ci.pApplicationInfo = &app;
+    ci.enabledExtensionCount = static_cast<uint32_t>(enable.size());
+    ci.ppEnabledExtensionNames = enable.data();
+    const VkResult res = a.vkCreateInstance(&ci, nullptr, &r.instance);
+    if (res != VK_SUCCESS) {
+      r.error = str_cat("vkCreateInstance failed: ", result_name(res));
+      return r;
+    }
+#define TERN_VK_LOAD(f) a.f = reinterpret_cast<PFN_##f>(a.get_instance_proc(r.instance, #f));
+    TERN_VK_INSTANCE_FNS(TERN_VK_LOAD)
+#undef TERN_VK_LOAD
+    r.devices = candidates(r.instance);
+    if (r.devices.empty()) r.error = "no Vulkan 1.1 device with a compute queue";
+    return r;
+  }();
+  return inst;
+}
+
+// The index in instance().devices that TERN_VULKAN_DEVICE names (0 when unset), or -1 with why.
+int selected(std::string* why) {
+  const Instance& inst = instance();
+  const char* env = std::getenv("TERN_VULKAN_DEVICE");
+  if (!env || !*env) return 0;
+  const std::string want = env;
+  if (want.find_first_not_of("0123456789") == std::string::npos && want.size() < 4) {
+    const int i = std::atoi(env);
+    if (i < static_cast<int>(inst.devices.size())) return i;
+    *why = str_cat("TERN_VULKAN_DEVICE=", want, " but there are ", inst.devices.size(),
+                   " Vulkan device(s)");
+    return -1;
+  }
+  for (size_t i = 0; i < inst.devices.size(); ++i) {
+    if (lower(inst.devices[i].props.deviceName).find(lower(want)) != std::string::npos)
+      return static_cast<int>(i);
+  }
+  *why = str_cat("TERN_VULKAN_DEVICE='", want, "' names none of the Vulkan devices");
+  return -1;
+}
+
+}  // namespace
+
+std::string Context::report() {
+  const Instance& inst = instance();
+  if (inst.devices.empty()) return inst.error;
+  std::string why;
+  const int chosen = selected(&why);
+  std::string s;
+  for (size_t i = 0; i < inst.devices.size(); ++i) {
+    const auto& p = inst.devices[i].props;
+    s += str_cat(i ? "; " : "", static_cast<int>(i) == chosen ? "*" : "", i, ": ", p.deviceName,
+                 " (", type_name(p.deviceType), ", Vulkan ", VK_API_VERSION_MAJOR(p.apiVersion),
+                 ".", VK_API_VERSION_MINOR(p.apiVersion), ")");
+  }
+  if (chosen < 0) s += str_cat("; ", why);
+  return s;
+}
+
+Expected<Context*> Context::get() {
+  static const Expected<Context*> ctx = []() -> Expected<Context*> {
+    const Instance& inst = instance();
+    if (inst.devices.empty())
+      return Status(Code::kBackendUnavailable, str_cat("Vulkan: ", inst.error));
+    std::string why;
+    const int index = selected(&why);
+    if (index < 0) return Status(Code::kBackendUnavailable, str_cat("Vulkan: ", why));
+    const Candidate& cand = inst.devices[static_cast<size_t>(index)];
+    Api& a = api();
+    auto* impl = new Context::Impl();
+    impl->instance = inst.instance;
+    impl->physical = cand.device;
+    impl->queue_family = cand.queue_family;
+    a.vkGetPhysicalDeviceMemoryProperties(cand.device, &impl->memory);
+    impl->max_range = cand.props.limits.maxStorageBufferRange;
+
+    uint32_t ne = 0;
+    a.vkEnumerateDeviceExtensionProperties(cand.device, nullptr, &ne, nullptr);
+    std::vector<VkExtensionProperties> exts(ne);
+    if (ne) a.vkEnumerateDeviceExtensionProperties(cand.device, nullptr, &ne, exts.data());
+    const bool v12 = VK_API_VERSION_MINOR(cand.props.apiVersion) >= 2 ||
+                     VK_API_VERSION_MAJOR(cand.props.apiVersion) > 1;
+    std::vector<const char*> enable;
+    if (has_extension(exts, "VK_KHR_portability_subset"))
+      enable.push_back("VK_KHR_portability_subset");
+    const bool f16_ext = has_extension(exts, "VK_KHR_shader_float16_int8");
+    if (!v12 && f16_ext) enable.push_back("VK_KHR_shader_float16_int8");
+
+    VkPhysicalDeviceShaderFloat16Int8Features f16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures s16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    feats.pNext = &s16;
+    if (v12 || f16_ext) s16.pNext = &f16;
+    a.vkGetPhysicalDeviceFeatures2(cand.device, &feats);
+    // Enable only what Tern's shaders use.
+    VkPhysicalDeviceShaderFloat16Int8Features f16_on{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    f16_on.shaderFloat16 = f16.shaderFloat16;
+    VkPhysicalDevice16BitStorageFeatures s16_on{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    s16_on.storageBuffer16BitAccess = s16.storageBuffer16BitAccess;
+    if (v12 || f16_ext) s16_on.pNext = &f16_on;
+
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qi.queueFamilyIndex = cand.queue_family;
+    qi.queueCount = 1;
+    qi.pQueuePriorities = &priority;
+    VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    di.pNext = &s16_on;
+    di.queueCreateInfoCount = 1;
+    di.pQueueCreateInfos = &qi;
+    di.enabledExtensionCount = static_cast<uint32_t>(enable.size());
+    di.ppEnabledExtensionNames = enable.data();
+    const VkResult r = a.vkCreateDevice(cand.device, &di, nullptr, &impl->device);
+    if (r != VK_SUCCESS) {
+      delete impl;
+      return vk_error(r, "vkCreateDevice");
+    }
+#define TERN_VK_LOAD(f) a.f = reinterpret_cast<PFN_##f>(a.vkGetDeviceProcAddr(impl->device, #f));
+    TERN_VK_DEVICE_FNS(TERN_VK_LOAD)
+#undef TERN_VK_LOAD
+    a.vkGetDeviceQueue(impl->device, cand.queue_family, 0, &impl->queue);
+    VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    a.vkCreatePipelineCache(impl->device, &pci, nullptr, &impl->pipeline_cache);
+
+    auto* c = new Context();
+    c->impl_ = impl;
+    DeviceInfo& info = c->info_;
+    info.name = cand.props.deviceName;
+    info.type = type_name(cand.props.deviceType);
+    info.api_version = cand.props.apiVersion;
+    info.max_buffer_range = impl->max_range;
+    info.fp16_storage = s16.storageBuffer16BitAccess == VK_TRUE;
+    info.fp16_arithmetic = info.fp16_storage && f16.shaderFloat16 == VK_TRUE;
+    for (uint32_t h = 0; h < impl->memory.memoryHeapCount; ++h) {
+      if (impl->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+        info.memory = std::max<uint64_t>(info.memory, impl->memory.memoryHeaps[h].size);
+    }
+    const int type = impl->memory_type(~0u, 0);
+    info.host_visible_memory = type >= 0 && (impl->memory.memoryTypes[type].propertyFlags &
+                                             VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+    const uint32_t dv = cand.props.driverVersion;
+    info.driver = cand.props.vendorID == 0x10DE
+                      ? str_cat((dv >> 22) & 0x3ff, ".", (dv >> 14) & 0xff)  // NVIDIA's packing
+                      : str_cat(VK_API_VERSION_MAJOR(dv), ".", VK_API_VERSION_MINOR(dv), ".",
+                                VK_API_VERSION_PATCH(dv));
+    return c;
+  }();
+  return ctx;
+}
+
+namespace {
+
+Expected<Recorder*> recorder(Context::Impl* impl) {
+  thread_local std::unique_ptr<Recorder> rec;
+  if (!rec) {
+    auto r = std::make_unique<Recorder>();
+    TERN_RETURN_IF_ERROR(r->init(impl));
+    rec = std::move(r);
+  }
+  return rec.get();
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<void>> Context::allocate(size_t bytes) {
+  return impl_->allocate(0, bytes);
+}
+
+Expected<const Pipeline*> Context::pipeline(const std::string& shader) {
+  std::lock_guard<std::mutex> lock(impl_->cache_mu);
+  auto it = impl_->pipelines.find(shader);
+  if (it != impl_->pipelines.end()) return it->second.get();
+  const ShaderBinary* bin = find_shader(shader);
+  if (!bin) return internal_error("Vulkan: no embedded shader '", shader, "'");
+  const std::string needs = bin->needs;
+  if ((needs == "fp16_storage" && !info_.fp16_storage) ||
+      (needs == "fp16_arithmetic" && !info_.fp16_arithmetic)) {
+    return unsupported("Vulkan shader ", shader, " needs ", needs, ", which ", info_.name,
+                       " lacks");
+  }
+  const Api& a = api();
+  VkDevice dev = impl_->device;
+  auto p = std::make_unique<Pipeline>();
+  p->shader = shader;
+  p->bindings = bin->bindings;
+  std::vector<VkDescriptorSetLayoutBinding> binds(static_cast<size_t>(bin->bindings));
+  for (size_t i = 0; i < binds.size(); ++i) {
+    binds[i] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  }
+  VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  li.bindingCount = static_cast<uint32_t>(binds.size());
+  li.pBindings = binds.data();
+  TERN_VK_CHECK(a.vkCreateDescriptorSetLayout(dev, &li, nullptr, &p->set_layout),
+                "vkCreateDescriptorSetLayout");
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPush};
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &p->set_layout;
+  pli.pushConstantRangeCount = 1;
+  pli.pPushConstantRanges = &range;
+  TERN_VK_CHECK(a.vkCreatePipelineLayout(dev, &pli, nullptr, &p->layout), "vkCreatePipelineLayout");
+  VkShaderModuleCreateInfo si{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  si.codeSize = bin->size;
+  si.pCode = reinterpret_cast<const uint32_t*>(bin->code);
+  VkShaderModule module;
+  TERN_VK_CHECK(a.vkCreateShaderModule(dev, &si, nullptr, &module), "vkCreateShaderModule");
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module;
+  ci.stage.pName = "main";
+  ci.layout = p->layout;
+  const VkResult r =
+      a.vkCreateComputePipelines(dev, impl_->pipeline_cache, 1, &ci, nullptr, &p->pipeline);
+  a.vkDestroyShaderModule(dev, module, nullptr);
+  if (r != VK_SUCCESS)
+    return vk_error(r, str_cat("vkCreateComputePipelines(", shader, ")").c_str());
+  const Pipeline* out = p.get();
+  impl_->pipelines.emplace(shader, std::move(p));
+  return out;
+}
+
+Status Context::dispatch(const Pipeline& p, std::initializer_list<const void*> buffers,
+                         const void* push, size_t push_bytes, uint32_t gx, uint32_t gy,
+                         uint32_t gz) {
+  if (static_cast<int>(buffers.size()) != p.bindings || push_bytes > kMaxPush) {
+    return internal_error("Vulkan: ", p.shader, " takes ", p.bindings, " buffers, got ",
+                          buffers.size());
+  }
+  if (!gx || !gy || !gz) return Status::ok();
+  VkBuffer bufs[8];
+  size_t i = 0;
+  for (const void* addr : buffers) {
+    uint64_t offset = 0;
+    Chunk* c = chunk_of(addr, &offset);
+    if (!c) return internal_error("Vulkan: ", p.shader, ": binding ", i, " is not device memory");
+    bufs[i++] = c->buffer;
+  }
+  TERN_ASSIGN_OR_RETURN(VkDescriptorSet set, impl_->descriptor_set(p, bufs));
+  TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
+  TERN_RETURN_IF_ERROR(rec->next_command());
+  const Api& a = api();
+  a.vkCmdBindPipeline(rec->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  a.vkCmdBindDescriptorSets(rec->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
+                            nullptr);
+  if (push_bytes) {
+    a.vkCmdPushConstants(rec->cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         static_cast<uint32_t>(push_bytes), push);
+  }
+  a.vkCmdDispatch(rec->cb, gx, gy, gz);
+  ++impl_->dispatches;
+  return Status::ok();
+}
+
+namespace {
+
+Status record_copy(Recorder* rec, Chunk* src, uint64_t so, Chunk* dst, uint64_t dof, size_t bytes) {
+  TERN_RETURN_IF_ERROR(rec->next_command());
+  VkBufferCopy region{so, dof, bytes};
+  api().vkCmdCopyBuffer(rec->cb, src->buffer, dst->buffer, 1, &region);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Context::upload(const void* host, void* dev, size_t bytes) {
+  if (!bytes) return Status::ok();
+  uint64_t off = 0, soff = 0;
+  Chunk* d = chunk_of(dev, &off);
+  if (!d) return internal_error("Vulkan upload: the destination is not device memory");
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> staging, impl_->allocate(1, bytes));
+  Chunk* s = chunk_of(staging.get(), &soff);
+  std::memcpy(s->mapped + soff, host, bytes);
+  TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
+  TERN_RETURN_IF_ERROR(record_copy(rec, s, soff, d, off, bytes));
+  rec->keep.push_back(std::move(staging));
+  ++impl_->copies;
+  return Status::ok();
+}
+
+Status Context::copy(const void* src, void* dst, size_t bytes) {
+  if (!bytes || src == dst) return Status::ok();
+  uint64_t so = 0, dof = 0;
+  Chunk* s = chunk_of(src, &so);
+  Chunk* d = chunk_of(dst, &dof);
+  if (!s || !d) return internal_error("Vulkan copy: an operand is not device memory");
+  TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
+  TERN_RETURN_IF_ERROR(record_copy(rec, s, so, d, dof, bytes));
+  ++impl_->copies;
+  return Status::ok();
+}
+
+Status Context::download(const void* dev, void* host, size_t bytes) {
+  if (!bytes) return Status::ok();
+  uint64_t off = 0, soff = 0;
+  Chunk* d = chunk_of(dev, &off);
+  if (!d) return internal_error("Vulkan download: the source is not device memory");
+  TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
+  const Api& a = api();
+  if (d->mapped) {  // host-visible device memory: wait for the work, then read it in place
+    TERN_RETURN_IF_ERROR(rec->finish());
+    if (!d->coherent) {
+      VkMappedMemoryRange mr{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+      mr.memory = d->memory;
+      mr.size = VK_WHOLE_SIZE;
+      a.vkInvalidateMappedMemoryRanges(impl_->device, 1, &mr);
+    }
+    std::memcpy(host, d->mapped + off, bytes);
+    return Status::ok();
+  }
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> staging, impl_->allocate(1, bytes));
+  Chunk* s = chunk_of(staging.get(), &soff);
+  TERN_RETURN_IF_ERROR(record_copy(rec, d, off, s, soff, bytes));
+  ++impl_->copies;
+  TERN_RETURN_IF_ERROR(rec->finish());
+  std::memcpy(host, s->mapped + soff, bytes);
+  return Status::ok();
+}
+
+Status Context::flush() {
+  TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
+  return rec->finish();
+}
+
+Stats Context::stats() const {
+  Stats s;
+  s.submits = impl_->submits;
+  s.dispatches = impl_->dispatches;
+  s.copies = impl_->copies;
+  s.device_bytes = impl_->device_bytes;
+  std::lock_guard<std::mutex> lock(impl_->cache_mu);
+  s.pipelines = impl_->pipelines.size();
+  s.descriptor_sets = impl_->sets.size();
+  return s;
+}
+
+uint32_t offset_of(const void* addr, size_t unit) {
+  uint64_t offset = 0;
+  chunk_of(addr, &offset);
+  return static_cast<uint32_t>(offset / unit);
+}
+
+void groups_1d(uint64_t n, uint32_t local, uint32_t* gx, uint32_t* gy) {
+  const uint64_t groups = (n + local - 1) / local;
+  constexpr uint64_t kMaxX = 65535;
+  *gx = static_cast<uint32_t>(std::min(groups, kMaxX));
+  *gy = static_cast<uint32_t>((groups + kMaxX - 1) / kMaxX);
+  if (!groups) *gx = *gy = 0;
+}
+
+}  // namespace tern::vk
