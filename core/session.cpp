@@ -38,9 +38,8 @@ Shape plan_flag_key(const FlagValues& f) {
           f[FlagId::kCudaAllowFp16Reduced], f[FlagId::kCudaAllowBf16Reduced],
           f[FlagId::kCudaBlasLibrary],  f[FlagId::kCudnnEnabled],
           f[FlagId::kCudnnAllowTf32],   f[FlagId::kCudnnDeterministic],
-          f[FlagId::kCudnnBenchmark],   f[FlagId::kCudnnBenchmarkLimit],
-          f[FlagId::kVulkanAllowFp16],  f[FlagId::kVulkanFp16Arithmetic],
-          f[FlagId::kVulkanConvAlgorithm]};
+          f[FlagId::kCudnnBenchmark], f[FlagId::kCudnnBenchmarkLimit], f[FlagId::kVulkanAllowFp16],
+          f[FlagId::kVulkanFp16Arithmetic], f[FlagId::kVulkanConvAlgorithm]};
 }
 
 }  // namespace
