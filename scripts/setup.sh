@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
-  libdnnl-dev libopenblas-dev
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev  # Debian's dnnl-config.cmake needs OpenCL (a Recommends)
   libflatbuffers-dev flatbuffers-compiler
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
