@@ -2,9 +2,10 @@
 # Installs the Debian packages Tern's build and tests need. Idempotent: installs only what is
 # missing, so a second run does nothing. Needs root (or sudo) when something is missing.
 set -euo pipefail
+# The list is read by tools too (../shared/hooks/install-deps-check): keep parentheses out of it.
 packages=(
   build-essential cmake ninja-build pkg-config
-  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev  # Debian's dnnl-config.cmake needs OpenCL (a Recommends)
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev  # dnnl-config.cmake needs OpenCL, only a Recommends
   libflatbuffers-dev flatbuffers-compiler
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
