@@ -10,10 +10,8 @@
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cuda/cuda_module.h"
 #include "backends/registry.h"
-#if defined(TERN_HAVE_CUDA)
-#include "backends/cuda/cuda_sdp.h"
-#endif
 #include "core/thread_pool.h"
 #include "core/threading.h"
 #include "serialization/model_io.h"
@@ -261,9 +259,7 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
       // Where a CUDA device is, the answer is the CUDA kernels'; MATH and FLASH otherwise answer
       // for the CPU's, and MEM_EFFICIENT and CUDNN exist on CUDA only.
       if (tern::backends::is_available("cuda")) {
-#if defined(TERN_HAVE_CUDA)
-        refusal = tern::cuda_sdp_refusal(i, c);
-#endif
+        refusal = tern::backends::cuda_module()->sdp_refusal(i, c);
       } else if (i >= 2) {
         refusal = tern::backends::is_built("cuda")
                       ? tern::str_cat(names[i], " runs on CUDA only and there is no CUDA device")

@@ -34,10 +34,8 @@ tern_status tern_session_options_set_backends(tern_session_options* o, const cha
           s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       name.erase(0, name.find_first_not_of(" \t"));
       name.erase(name.find_last_not_of(" \t") + 1);
-      const auto& known = tern::backends::known_names();
-      TERN_API_REQUIRE(std::find(known.begin(), known.end(), name) != known.end(),
-                       "unknown backend '", name, "' in \"", s,
-                       "\" (known: cpu, cuda, vulkan, mps)");
+      TERN_API_REQUIRE(tern::backends::is_known(name), "unknown backend '", name, "' in \"", s,
+                       "\" (known: cpu, cuda, cuda:N, vulkan, mps)");
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       if (comma == std::string::npos) break;
       start = comma + 1;

@@ -5,9 +5,8 @@
 #include <mutex>
 
 #include "backends/cpu/cpu_backend.h"
-#if defined(TERN_HAVE_CUDA)
-#include "backends/cuda/cuda_backend.h"
-#endif
+#include "backends/cuda/cuda_module.h"
+#include "backends/module_loader.h"
 #if defined(TERN_HAVE_VULKAN)
 #include "backends/vulkan/vulkan_backend.h"
 #endif
@@ -28,6 +27,15 @@ int cuda_index(const std::string& name) {
   return d;
 }
 
+// The CUDA module's load, opened the first time anything asks (null when CUDA is not built).
+const ModuleLoad* cuda_load() {
+#if defined(TERN_HAVE_CUDA)
+  return &load_module("cuda", sizeof(CudaModule));
+#else
+  return nullptr;
+#endif
+}
+
 }  // namespace
 
 const std::vector<std::string>& known_names() {
@@ -35,10 +43,24 @@ const std::vector<std::string>& known_names() {
   return names;
 }
 
-bool is_built(const std::string& name) {
-#if defined(TERN_HAVE_CUDA)
+bool is_known(const std::string& name) {
   if (cuda_index(name) >= 0) return true;
-#endif
+  for (const auto& n : known_names()) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+const CudaModule* cuda_module() {
+  const ModuleLoad* m = cuda_load();
+  return m && m->loaded ? reinterpret_cast<const CudaModule*>(m->table) : nullptr;
+}
+
+bool is_built(const std::string& name) {
+  if (cuda_index(name) >= 0) {
+    const ModuleLoad* m = cuda_load();
+    return m && m->found;
+  }
 #if defined(TERN_HAVE_VULKAN)
   if (name == "vulkan") return true;
 #endif
@@ -46,10 +68,8 @@ bool is_built(const std::string& name) {
 }
 
 bool is_available(const std::string& name) {
-#if defined(TERN_HAVE_CUDA)
   const int d = cuda_index(name);
-  if (d >= 0) return d < cuda_device_count();
-#endif
+  if (d >= 0) return d < cuda_devices();
 #if defined(TERN_HAVE_VULKAN)
   if (name == "vulkan") return vulkan_available();
 #endif
@@ -57,27 +77,21 @@ bool is_available(const std::string& name) {
 }
 
 int cuda_devices() {
-#if defined(TERN_HAVE_CUDA)
-  return cuda_device_count();
-#else
-  return 0;
-#endif
+  const CudaModule* m = cuda_module();
+  return m ? m->device_count() : 0;
 }
 
 int64_t cudnn_version() {
-#if defined(TERN_HAVE_CUDA)
-  return cudnn_version_number();
-#else
-  return -1;
-#endif
+  const CudaModule* m = cuda_module();
+  return m ? m->cudnn_version() : -1;
 }
 
 std::string cuda_report() {
-#if defined(TERN_HAVE_CUDA)
-  return str_cat(cuda_device_report(), "; cuDNN ", cudnn_version_number());
-#else
-  return "not built (configure with the CUDA toolkit: TERN_WITH_CUDA)";
-#endif
+  const ModuleLoad* load = cuda_load();
+  if (!load) return "not built (configure with the CUDA toolkit: TERN_WITH_CUDA)";
+  const CudaModule* m = cuda_module();
+  if (!m) return module_report(*load);
+  return str_cat(m->device_report(), "; cuDNN ", m->cudnn_version(), "; ", module_report(*load));
 }
 
 std::string vulkan_report() {
@@ -94,24 +108,29 @@ Expected<Backend*> get(const std::string& name) {
     return static_cast<Backend*>(&cpu);
   }
   const int cuda = cuda_index(name);
-#if defined(TERN_HAVE_CUDA)
   if (cuda >= 0) {
-    constexpr int kMax = 64;
-    if (cuda >= kMax || cuda >= cuda_device_count()) {
+    const ModuleLoad* load = cuda_load();
+    if (!load) {
       return Status(Code::kBackendUnavailable,
-                    str_cat("backend '", name, "': ", cuda_device_report()));
+                    str_cat("backend '", name, "' is not built into this library"));
     }
-    static std::array<std::unique_ptr<CudaBackend>, kMax> devices;
-    static std::mutex mu;
-    std::lock_guard<std::mutex> lock(mu);
-    auto& b = devices[static_cast<size_t>(cuda)];
-    if (!b) b = std::make_unique<CudaBackend>(cuda);
-    return static_cast<Backend*>(b.get());
-  }
-#endif
-  if (cuda >= 0) {
-    return Status(Code::kBackendUnavailable,
-                  str_cat("backend '", name, "' is not built into this library"));
+    const CudaModule* m = cuda_module();
+    if (!m) {
+      return Status(Code::kBackendUnavailable,
+                    str_cat("backend '", name, "' needs its module, and ", module_report(*load)));
+    }
+    const int count = m->device_count();
+    if (count == 0) {
+      return Status(Code::kBackendUnavailable,
+                    str_cat("backend '", name, "': no CUDA device usable here (",
+                            m->device_report(), ")"));
+    }
+    if (cuda >= count) {
+      return Status(Code::kBackendUnavailable,
+                    str_cat("backend '", name, "': there is no CUDA device ", cuda, " (",
+                            m->device_report(), ")"));
+    }
+    return m->backend(cuda);
   }
 #if defined(TERN_HAVE_VULKAN)
   if (name == "vulkan") {

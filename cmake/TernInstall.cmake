@@ -3,7 +3,6 @@
 # Both package files find the install prefix relative to their own location, so an installed tree
 # can be moved. The static archive needs Tern's dependencies at link time: the package files list
 # them as the absolute paths this build linked.
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TERN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tern)
@@ -13,6 +12,11 @@ install(TARGETS tern LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS tern_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/c_api.h DESTINATION ${TERN_INSTALL_INCLUDEDIR})
 install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Backend modules go beside libtern, where it looks for them first.
+if(TERN_WITH_CUDA)
+  # (It finds cuBLAS(Lt) and cuDNN in the toolkit it was built with: its INSTALL_RPATH.)
+  install(TARGETS tern_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 # The installed CLI finds the installed library wherever the tree is moved.
 file(RELATIVE_PATH tern_bin_to_lib "/prefix/${CMAKE_INSTALL_BINDIR}" "/prefix/${CMAKE_INSTALL_LIBDIR}")
 set_target_properties(tern_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${tern_bin_to_lib}")
@@ -34,14 +38,6 @@ if(OpenMP_CXX_FOUND)
 endif()
 # The archive is C++: a C program links the C++ runtime by name.
 set(tern_static_system_libs stdc++ m pthread dl)
-if(TERN_WITH_CUDA)
-  list(APPEND tern_static_deps "$<TARGET_LINKER_FILE:CUDA::cudart_static>"
-       "$<TARGET_LINKER_FILE:CUDA::cublasLt>" "$<TARGET_LINKER_FILE:CUDA::cublas>"
-       "${TERN_CUDNN_LIB}")
-  list(APPEND tern_static_system_libs rt)
-  # The installed library finds cuBLAS(Lt) and cuDNN in the toolkit it was built with.
-  set_target_properties(tern PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
-endif()
 
 # CMake package.
 file(RELATIVE_PATH TERN_CONFIG_TO_PREFIX "/prefix/${TERN_INSTALL_CMAKEDIR}" "/prefix")
@@ -49,6 +45,10 @@ string(JOIN ";" TERN_STATIC_DEPS ${tern_static_deps} ${tern_static_system_libs})
 set(TERN_SHARED_FILE "$<TARGET_FILE_NAME:tern>")
 set(TERN_SHARED_SONAME "$<TARGET_SONAME_FILE_NAME:tern>")
 set(TERN_STATIC_FILE "$<TARGET_FILE_NAME:tern_static>")
+set(TERN_CUDA_MODULE_FILE "")
+if(TERN_WITH_CUDA)
+  set(TERN_CUDA_MODULE_FILE "$<TARGET_FILE_NAME:tern_cuda>")
+endif()
 configure_file(cmake/TernConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/TernConfig.cmake.gen @ONLY)
 file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/package/TernConfig.cmake
      INPUT ${CMAKE_CURRENT_BINARY_DIR}/TernConfig.cmake.gen)
@@ -61,6 +61,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/package/TernConfig.cmake
 # pkg-config.
 file(RELATIVE_PATH TERN_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 set(TERN_PC_LIBS_PRIVATE "")
+set(TERN_PC_MODULES "${TERN_CUDA_MODULE_FILE}")
 foreach(dep IN LISTS tern_static_deps)
   string(APPEND TERN_PC_LIBS_PRIVATE " ${dep}")
 endforeach()

@@ -13,14 +13,17 @@ static DType first_input_dtype(const OpContext& ctx) {
   return DType::kUndefined;
 }
 
+const KernelRegistry& Backend::kernels() const {
+  return KernelRegistry::global();
+}
+
 bool Backend::supports_op(const std::string& op_type) const {
-  return KernelRegistry::global().has_op(op_type, kernel_backend());
+  return kernels().has_op(op_type, kernel_backend());
 }
 
 Expected<std::unique_ptr<Kernel>> Backend::prepare(const OpContext& ctx) const {
   DType dt = first_input_dtype(ctx);
-  std::vector<KernelFactory> fs =
-      KernelRegistry::global().find(ctx.node->op_type, kernel_backend(), dt);
+  std::vector<KernelFactory> fs = kernels().find(ctx.node->op_type, kernel_backend(), dt);
   if (fs.empty()) {
     return unsupported("backend ", name(), " has no ", ctx.node->op_type, " kernel for ",
                        dtype_name(dt));

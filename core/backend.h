@@ -11,6 +11,8 @@
 
 namespace tern {
 
+class KernelRegistry;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -22,6 +24,9 @@ class Backend {
   // The memory this backend's kernels read and write; host backends use host memory directly.
   virtual Device device() const { return {}; }
   bool is_host() const { return device().is_host(); }
+  // The registry its kernels are in: the process's one (KernelRegistry::global()) for backends
+  // built into libtern; a backend module keeps its own, so its kernels live and die with it.
+  virtual const KernelRegistry& kernels() const;
   // True when some kernel exists for the op type (any dtype): decides early whether a model can
   // run at all.
   virtual bool supports_op(const std::string& op_type) const;

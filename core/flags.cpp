@@ -141,8 +141,9 @@ std::vector<FlagDef> make_defs() {
        "auto = channels_last on AVX-512 when no convolution is grouped, else blocked",
        {"auto", "blocked", "channels_last"}},
       {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, 0, "TERN_CUDA_GRAPHS",
-       "CUDA runs capture each stretch of device kernels as a CUDA graph once per arena and "
-       "replay it (fixed input shapes; profiling turns it off)"},
+       "CUDA runs capture each stretch of device kernels as a CUDA graph once per arena, from a "
+       "plan's second run on, and replay it; a stretch whose capture fails runs eagerly "
+       "(profiling turns it off)"},
       {FlagId::kVulkanAllowFp16, "vulkan.allow_fp16", T::kBool, S::kSession, 1, "",
        "float16 tensors may run on Vulkan's float16 shaders (devices with 16-bit storage); "
        "off: float16 nodes run on the next backend"},

@@ -8,11 +8,14 @@
 // then the run's. So tern_set_num_threads, tern_flag_set and friends take effect at the next run.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/attention_fusion.h"
@@ -84,7 +87,9 @@ class Plan {
   size_t packed_weight_bytes = 0;  // weight copies the kernels made (Kernel::packed_bytes)
   size_t naive_bytes = 0;
   // Device steps: the one device backend this plan runs kernels on (null: host only), its arena
-  // (sequential layout), the model constants uploaded for its kernels, and the copies inserted.
+  // (sequential layout), the values computed while planning that its kernels read (uploaded for
+  // this plan; the model's constants are the session's, Session::device_constant), and the
+  // copies inserted.
   Backend* device_backend = nullptr;
   ArenaLayout device_layout;
   std::vector<std::unique_ptr<Tensor>> device_constants;
@@ -108,12 +113,20 @@ class Plan {
   // kernels read and write, the backend's replayable capture.
   std::shared_ptr<void> find_capture(size_t first_step, const std::vector<void*>& key) const;
   void store_capture(size_t first_step, std::vector<void*> key, std::shared_ptr<void> c) const;
+  // A segment whose capture failed is run eagerly from then on.
+  bool capture_failed(size_t first_step) const;
+  void mark_capture_failed(size_t first_step) const;
+  // Whether a run of this plan has completed without capturing (captures start after one).
+  bool ran_eagerly() const { return ran_eagerly_.load(std::memory_order_acquire); }
+  void set_ran_eagerly() const { ran_eagerly_.store(true, std::memory_order_release); }
 
  private:
   mutable std::mutex mu_;
   mutable std::vector<std::shared_ptr<void>> free_arenas_[2];
   mutable std::vector<std::shared_ptr<void>> free_device_arenas_;
   mutable std::map<std::pair<size_t, std::vector<void*>>, std::shared_ptr<void>> captures_;
+  mutable std::set<size_t> failed_captures_;
+  mutable std::atomic<bool> ran_eagerly_{false};
 };
 
 // Whether a run with these thread counts executes independent steps of the plan at the same
@@ -161,6 +174,11 @@ class Session {
     return last_plan_;
   }
   size_t attention_pattern_count() const { return patterns_.size(); }
+  // Model constants uploaded to a device so far (each once per session, shared by every plan).
+  size_t device_constant_count() const {
+    std::lock_guard<std::mutex> lock(device_constants_mu_);
+    return device_constants_.size();
+  }
 
  private:
   Session() = default;
@@ -174,6 +192,9 @@ class Session {
   Backend* backend_for(const Device& d) const;
   // `t` in `to`'s memory: itself when already there, else a copy.
   Expected<Tensor> moved_to(const Tensor& t, const Device& to) const;
+  // The model constant `host` in `dev`'s memory: uploaded the first time a plan of this session
+  // needs it there, then shared by every plan (one device copy per session, not per plan).
+  Expected<const Tensor*> device_constant(const Tensor& host, Backend* dev) const;
   // Schemas and backends for every node of graph_; recomputes order_.
   Status check_ops();
   // Computes nodes whose inputs are all constant and stores their outputs as constants.
@@ -231,6 +252,9 @@ class Session {
 
   std::unique_ptr<Profiler> profiler_;
   std::shared_ptr<MemoryBudget> budget_;  // charged while create and run are on the stack
+
+  mutable std::mutex device_constants_mu_;
+  mutable std::map<std::tuple<const Tensor*, int, int>, std::unique_ptr<Tensor>> device_constants_;
 
   mutable std::mutex plans_mu_;
   std::shared_ptr<const Plan> last_plan_;

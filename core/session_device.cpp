@@ -1,6 +1,7 @@
 // Session: moving tensors between host memory and the session's device (bound inputs, outputs
-// asked for on another device).
+// asked for on another device, model constants uploaded for device kernels).
 #include "core/session.h"
+#include "core/transfer.h"
 
 namespace tern {
 
@@ -32,6 +33,16 @@ Expected<Tensor> Session::moved_to(const Tensor& t, const Device& to) const {
   TERN_RETURN_IF_ERROR(dev->copy_to_device(host, out));
   TERN_RETURN_IF_ERROR(dev->synchronize());  // `host` is a temporary
   return out;
+}
+
+Expected<const Tensor*> Session::device_constant(const Tensor& host, Backend* dev) const {
+  const Device d = dev->device();
+  const auto key = std::make_tuple(&host, static_cast<int>(d.type), d.index);
+  std::lock_guard<std::mutex> lock(device_constants_mu_);
+  auto it = device_constants_.find(key);
+  if (it != device_constants_.end()) return it->second.get();
+  TERN_ASSIGN_OR_RETURN(std::unique_ptr<Tensor> up, upload(host, dev));
+  return device_constants_.emplace(key, std::move(up)).first->second.get();
 }
 
 }  // namespace tern

@@ -310,14 +310,15 @@ Expected<std::shared_ptr<const Plan>> Session::build_plan(const std::vector<Shap
     twin.block = 0;
     if (twin.where == PlannedValue::Where::kConstant) {
       const Tensor& host = *twin.constant;
-      TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(host.byte_size()));
-      void* raw = mem.get();
-      auto up = std::make_unique<Tensor>(
-          Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), dev->device()));
-      TERN_RETURN_IF_ERROR(dev->copy_to_device(host, *up));
-      TERN_RETURN_IF_ERROR(dev->synchronize());
-      twin.constant = up.get();
-      plan->device_constants.push_back(std::move(up));
+      const bool model_constant =
+          static_cast<size_t>(id) < g.values.size() && g.values[static_cast<size_t>(id)].constant;
+      if (model_constant) {  // uploaded once per session
+        TERN_ASSIGN_OR_RETURN(twin.constant, device_constant(host, dev));
+      } else {  // computed while planning: this plan's own
+        TERN_ASSIGN_OR_RETURN(std::unique_ptr<Tensor> up, upload(host, dev));
+        twin.constant = up.get();
+        plan->device_constants.push_back(std::move(up));
+      }
       values.push_back(twin);
       producer_step.push_back(-1);
       plain_twin.push_back(-1);

@@ -48,4 +48,14 @@ std::unique_ptr<Kernel> make_transfer_kernel(Backend* device, TransferDirection 
   return std::make_unique<TransferKernel>(device, dir);
 }
 
+Expected<std::unique_ptr<Tensor>> upload(const Tensor& host, Backend* device) {
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, device->allocate(host.byte_size()));
+  void* raw = mem.get();
+  auto up = std::make_unique<Tensor>(
+      Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), device->device()));
+  TERN_RETURN_IF_ERROR(device->copy_to_device(host, *up));
+  TERN_RETURN_IF_ERROR(device->synchronize());
+  return up;
+}
+
 }  // namespace tern

@@ -16,4 +16,8 @@ enum class TransferDirection { kToDevice, kToHost };
 // as it is, without a copy.
 std::unique_ptr<Kernel> make_transfer_kernel(Backend* device, TransferDirection dir);
 
+// A copy of host tensor `host` in `device`'s memory, complete when it returns (constants that
+// device kernels read).
+Expected<std::unique_ptr<Tensor>> upload(const Tensor& host, Backend* device);
+
 }  // namespace tern

@@ -184,10 +184,12 @@ typedef struct tern_run_options tern_run_options;
 
 TERN_API tern_status tern_session_options_create(tern_session_options** out);
 TERN_API void tern_session_options_destroy(tern_session_options* o);
-/* Ordered backend preference, comma-separated ("cuda,cpu"). Nodes a backend cannot run fall back
- * to the next one. "cpu" is appended when absent, so every op Tern knows can run.
- * TERN_ERR_INVALID_ARGUMENT names an unknown backend. A known backend that is not built or has
- * no device is reported by tern_session_create with TERN_ERR_BACKEND_UNAVAILABLE. */
+/* Ordered backend preference, comma-separated ("cuda,cpu"; "cuda" is "cuda:0", "cuda:N" picks
+ * device N). Nodes a backend cannot run fall back to the next one. "cpu" is appended when absent,
+ * so every op Tern knows can run. TERN_ERR_INVALID_ARGUMENT names an unknown backend. A known
+ * backend that is not built, cannot be loaded or has no device is reported by
+ * tern_session_create with TERN_ERR_BACKEND_UNAVAILABLE, saying which (see tern_cuda_is_built);
+ * a session is never silently moved to another backend. */
 TERN_API tern_status tern_session_options_set_backends(tern_session_options* o, const char* list);
 /* Intra-op threads for this session's runs (the "num_threads" flag for this session only);
  * 0 means follow the process value (tern_set_num_threads). n < 0 or > 4096 is invalid. */
@@ -348,7 +350,22 @@ TERN_API const char* tern_cpu_get_capability(void);
 TERN_API int tern_onednn_is_available(void);
 TERN_API int tern_openblas_is_available(void);
 TERN_API int tern_openmp_is_available(void);
-/* Backends: built into this library, and usable on this machine (a device is present). */
+/* Backends: built into this library, and usable on this machine (a device is present).
+ *
+ * The CUDA backend is a module, libtern_cuda.so, installed beside libtern and opened the first
+ * time a CUDA backend, tern_cuda_is_built/_is_available/_device_count, tern_cudnn_is_available/
+ * _version, tern_sdp_can_use or tern_config_show needs it; the CUDA flags never open it. A process
+ * that asks for none of these never maps a CUDA library, and libtern loads on machines without
+ * one. It is looked for: at the path in the environment variable TERN_CUDA_MODULE when set (only
+ * there); beside libtern (or beside the program, for a static link); in the library directory
+ * libtern was configured to install into; then by the dynamic linker's search (LD_LIBRARY_PATH,
+ * the program's runpath). tern_config_show says where it looked and what it found.
+ * tern_cuda_is_built: 1 when the module was found (even if a CUDA library it needs is missing).
+ * tern_cuda_is_available: 1 when the module and its CUDA libraries load and the driver reports a
+ * device. tern_cuda_device_count: those devices, 0 when the module, a CUDA library or the driver is
+ * missing. A session asking for "cuda" or "cuda:N" then fails with TERN_ERR_BACKEND_UNAVAILABLE,
+ * its message naming what is missing: the module (and where it was looked for), the library that
+ * could not be loaded, or the driver. */
 TERN_API int tern_cuda_is_built(void);
 TERN_API int tern_cuda_is_available(void);
 TERN_API int tern_cuda_device_count(void);
@@ -397,7 +414,8 @@ typedef struct {
 TERN_API int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why,
                               size_t why_len);
 
-/* cuDNN (torch.backends.cudnn). tern_cudnn_version is -1 when cuDNN is not built in. */
+/* cuDNN (torch.backends.cudnn). tern_cudnn_version is -1 when the CUDA module (which links cuDNN)
+ * is not built or cannot be loaded; tern_cudnn_is_available needs a CUDA device too. */
 TERN_API int tern_cudnn_is_available(void);
 TERN_API int64_t tern_cudnn_version(void);
 TERN_API int tern_cudnn_get_enabled(void);

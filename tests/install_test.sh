@@ -21,6 +21,12 @@ for f in libtern.a libtern.so cmake/Tern/TernConfig.cmake cmake/Tern/TernConfigV
          pkgconfig/tern.pc; do
   [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; exit 1; }
 done
+# The CUDA module is installed beside libtern when the build made one.
+cuda=0
+if [ -f "$build/libtern_cuda.so" ]; then
+  cuda=1
+  [ -f "$libdir/libtern_cuda.so" ] || { echo "missing $libdir/libtern_cuda.so"; exit 1; }
+fi
 echo "installed: $(cd "$prefix" && find . -type f -o -type l | sort | tr '\n' ' ')"
 
 # The installed tree may move: the package files find it relative to themselves.
@@ -42,6 +48,11 @@ for kind in shared static; do
         -DCMAKE_PREFIX_PATH="$prefix" -DTERN_SAMPLE_STATIC=$static > "$tmp/cmake-$kind.log"
   cmake --build "$tmp/cmake-$kind" > "$tmp/build-$kind.log"
   run "cmake find_package, Tern::tern$([ $kind = static ] && echo _static)" "$tmp/cmake-$kind/run_model"
+  # The package names the module where it is.
+  if [ $cuda = 1 ]; then
+    grep -q "CUDA module: $libdir/libtern_cuda.so" "$tmp/cmake-$kind.log" ||
+      { echo "Tern_CUDA_MODULE is not $libdir/libtern_cuda.so"; exit 1; }
+  fi
 done
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c99 -Wall -Wextra -Werror -pedantic "$src/samples/c/run_model.c" -o "$tmp/pc-shared" \
@@ -52,6 +63,21 @@ cc -std=c99 -Wall -Wextra -Werror -pedantic "$src/samples/c/run_model.c" -o "$tm
    $(pkg-config --cflags tern) "$(pkg-config --variable=libdir tern)/libtern.a" \
    $(pkg-config --static --libs-only-other --libs-only-l tern | sed 's/\(^\| \)-ltern\( \|$\)/ /')
 run "pkg-config --static tern" "$tmp/pc-static"
+
+# The moved tree's programs find its CUDA module: tern (libtern.so beside it) and a program linked
+# with libtern.a whose runpath has the library directory.
+if [ $cuda = 1 ]; then
+  "$prefix/bin/tern" info | grep -q "module $libdir/libtern_cuda.so (loaded" ||
+    { "$prefix/bin/tern" info | grep CUDA; echo "the installed tern does not load the installed module"; exit 1; }
+  printf '#include <stdio.h>\n#include "c_api.h"\nint main(void) { printf("%%d\\n", tern_cuda_is_built()); return 0; }\n' \
+    > "$tmp/cuda_built.c"
+  cc -std=c99 "$tmp/cuda_built.c" -o "$tmp/cuda_built" $(pkg-config --cflags tern) \
+     "$(pkg-config --variable=libdir tern)/libtern.a" \
+     $(pkg-config --static --libs-only-other --libs-only-l tern | sed 's/\(^\| \)-ltern\( \|$\)/ /') \
+     -Wl,-rpath,"$(pkg-config --variable=libdir tern)"
+  [ "$("$tmp/cuda_built")" = 1 ] || { echo "a static program does not find the installed module"; exit 1; }
+  echo "installed CUDA module: found by tern (beside libtern.so) and by a static program (runpath)"
+fi
 
 # The static programs must not need libtern.so; the shared ones must.
 for p in cmake-static/run_model pc-static; do

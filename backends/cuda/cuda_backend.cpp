@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -16,8 +18,6 @@ void register_cuda_kernels(KernelRegistry& r);  // generated: every register_cud
 namespace cuda {
 
 namespace {
-
-constexpr int kMaxDevices = 64;
 
 // A caching allocator per device. Blocks go back to a free list, not to the driver, and a request
 // takes the smallest cached block that fits it (up to twice its size); the driver is asked only
@@ -43,21 +43,21 @@ class CachingAllocator {
       }
     }
     if (!p) {
-      int prev = 0;
-      cudaGetDevice(&prev);
-      if (prev != device_) cudaSetDevice(device_);
+      DeviceGuard guard(device_);
+      TERN_RETURN_IF_ERROR(guard.status());
       cudaError_t e = cudaMalloc(&p, size);
       if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         release_cached();
         e = cudaMalloc(&p, size);
       }
-      if (prev != device_) cudaSetDevice(prev);
       if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return Status(Code::kOutOfMemory,
-                      str_cat("cuda:", device_, ": cannot allocate ", size, " bytes (",
-                              cudaGetErrorString(e), "; ", stats_.in_use, " in use)"));
+        // Out of memory only when the driver says so; anything else (no device, a sticky error
+        // from an earlier kernel) keeps its own code.
+        const Status st = check(e, "cudaMalloc");
+        std::lock_guard<std::mutex> lock(mu_);
+        return Status(st.code(), str_cat("cuda:", device_, ": cannot allocate ", size, " bytes (",
+                                         st.message(), "; ", stats_.in_use, " in use)"));
       }
       std::lock_guard<std::mutex> lock(mu_);
       sizes_[p] = size;
@@ -82,7 +82,10 @@ class CachingAllocator {
       free_.clear();
       stats_.cached = 0;
     }
-    for (void* p : blocks) cudaFree(p);
+    if (blocks.empty()) return;
+    DeviceGuard guard(device_);
+    // A failed cudaFree leaves nothing to undo: the block is gone from the cache either way.
+    for (void* p : blocks) (void)check(cudaFree(p), "cudaFree");
   }
 
   CudaMemoryStats stats() {
@@ -111,13 +114,27 @@ class CachingAllocator {
   CudaMemoryStats stats_;
 };
 
+// The allocators, backends and kernel registry are made once and never destroyed: device buffers
+// held by objects that die at process exit (a session a static destructor frees, a thread's
+// handles) still return to their allocator then.
+std::mutex g_mu;
+std::array<CachingAllocator*, kMaxCudaDevices> g_allocators{};
+std::array<CudaBackend*, kMaxCudaDevices> g_backends{};
+
 CachingAllocator& allocator(int device) {
-  static std::array<std::unique_ptr<CachingAllocator>, kMaxDevices> all;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& a = all[static_cast<size_t>(device)];
-  if (!a) a = std::make_unique<CachingAllocator>(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& a = g_allocators[static_cast<size_t>(device)];
+  if (!a) a = new CachingAllocator(device);
   return *a;
+}
+
+KernelRegistry& registry() {
+  static KernelRegistry* r = [] {
+    auto* k = new KernelRegistry();
+    register_cuda_kernels(*k);
+    return k;
+  }();
+  return *r;
 }
 
 int current_device() {
@@ -133,15 +150,32 @@ int current_device() {
 struct ThreadHandles {
   std::map<int, cublasHandle_t> cublas;
   std::map<int, cudnnHandle_t> cudnn;
-  std::map<int, std::shared_ptr<void>> cublas_workspace;
   ~ThreadHandles() {
-    for (auto& [d, h] : cublas) cublasDestroy(h);
-    for (auto& [d, h] : cudnn) cudnnDestroy(h);
+    for (auto& [d, h] : cublas) (void)cublasDestroy(h);
+    for (auto& [d, h] : cudnn) (void)cudnnDestroy(h);
   }
 };
 thread_local ThreadHandles t_handles;
 
+// The devices that were current before each begin_run on this thread, for end_run.
+thread_local std::vector<int> t_saved_devices;
+
 }  // namespace
+
+DeviceGuard::DeviceGuard(int device) {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    (void)cudaGetLastError();
+    d = -1;
+  }
+  if (d == device) return;
+  previous_ = d;
+  status_ = check(cudaSetDevice(device), "cudaSetDevice");
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) (void)check(cudaSetDevice(previous_), "cudaSetDevice");
+}
 
 Status check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::ok();
@@ -170,28 +204,21 @@ Status check(cudnnStatus_t e, const char* what) {
   return Status(code, str_cat(what, ": ", cudnnGetErrorString(e)));
 }
 
-Expected<cublasHandle_t> cublas_handle() {
+Expected<cublasHandle_t> cublas_handle(void* workspace) {
   const int d = current_device();
   auto it = t_handles.cublas.find(d);
   if (it == t_handles.cublas.end()) {
     cublasHandle_t h = nullptr;
     TERN_CUDA_CHECK(cublasCreate(&h));
-    // A workspace of its own, so cuBLAS never allocates inside a captured CUDA graph.
-    auto ws = allocator(d).allocate(kGemmWorkspace);
-    if (!ws) {
-      cublasDestroy(h);
-      return ws.status();
-    }
-    TERN_CUDA_CHECK(cublasSetWorkspace(h, ws->get(), kGemmWorkspace));
-    t_handles.cublas_workspace[d] = std::move(*ws);
     it = t_handles.cublas.emplace(d, h).first;
   }
   TERN_CUDA_CHECK(cublasSetStream(it->second, stream()));
+  if (workspace) TERN_CUDA_CHECK(cublasSetWorkspace(it->second, workspace, kCublasWorkspace));
   return it->second;
 }
 
 Expected<cublasLtHandle_t> cublaslt_handle() {
-  static std::array<cublasLtHandle_t, kMaxDevices> handles{};
+  static std::array<cublasLtHandle_t, kMaxCudaDevices> handles{};
   static std::mutex mu;
   const int d = current_device();
   std::lock_guard<std::mutex> lock(mu);
@@ -210,6 +237,12 @@ Expected<cudnnHandle_t> cudnn_handle() {
   }
   TERN_CUDA_CHECK(cudnnSetStream(it->second, stream()));
   return it->second;
+}
+
+Status warm_handles() {
+  TERN_RETURN_IF_ERROR(cublas_handle(nullptr).status());
+  TERN_RETURN_IF_ERROR(cublaslt_handle().status());
+  return cudnn_handle().status();
 }
 
 Expected<std::shared_ptr<void>> device_alloc(size_t bytes) {
@@ -262,7 +295,7 @@ int cuda_device_count() {
       (void)cudaGetLastError();
       return 0;
     }
-    return n;
+    return std::min(n, kMaxCudaDevices);
   }();
   return count;
 }
@@ -272,16 +305,35 @@ std::string cuda_device_report() {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return str_cat("no CUDA device (", cudaGetErrorString(e), ")");
+    if (e == cudaErrorInsufficientDriver) {
+      // The CUDA runtime opens the driver library itself; say whether it is missing or too old.
+      void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+      if (!lib) {
+        const char* why = dlerror();
+        return str_cat("no CUDA driver (libcuda.so.1: ", why ? why : "not found", ")");
+      }
+      dlclose(lib);
+      int driver = 0;
+      (void)cudaDriverGetVersion(&driver);
+      (void)cudaGetLastError();
+      return str_cat("the CUDA driver (", driver / 1000, ".", (driver % 1000) / 10,
+                     ") is older than the CUDA runtime ", CUDART_VERSION / 1000, ".",
+                     (CUDART_VERSION % 1000) / 10, " Tern was built with");
+    }
+    return str_cat("no CUDA device (", cudaGetErrorName(e), ": ", cudaGetErrorString(e), ")");
   }
   int runtime = 0, driver = 0;
-  cudaRuntimeGetVersion(&runtime);
-  cudaDriverGetVersion(&driver);
+  (void)cudaRuntimeGetVersion(&runtime);
+  (void)cudaDriverGetVersion(&driver);
+  (void)cudaGetLastError();
   std::string s = str_cat(n, " device(s), runtime ", runtime / 1000, ".", (runtime % 1000) / 10,
                           ", driver ", driver / 1000, ".", (driver % 1000) / 10);
   for (int d = 0; d < n; ++d) {
     cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
+    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
     s += str_cat("; cuda:", d, " ", p.name, ", compute ", p.major, ".", p.minor, ", ",
                  static_cast<double>(p.totalGlobalMem) / (1 << 30), " GiB");
   }
@@ -292,19 +344,37 @@ int64_t cudnn_version_number() {
   return static_cast<int64_t>(cudnnGetVersion());
 }
 
+Backend* cuda_backend(int device) {
+  if (device < 0 || device >= kMaxCudaDevices) return nullptr;
+  std::lock_guard<std::mutex> lock(cuda::g_mu);
+  auto& b = cuda::g_backends[static_cast<size_t>(device)];
+  if (!b) b = new CudaBackend(device);
+  return b;
+}
+
 CudaMemoryStats cuda_memory_stats(int device) {
-  if (device < 0 || device >= cuda::kMaxDevices) return {};
+  if (device < 0 || device >= kMaxCudaDevices) return {};
   return cuda::allocator(device).stats();
 }
 
 void cuda_empty_cache(int device) {
-  if (device >= 0 && device < cuda::kMaxDevices) cuda::allocator(device).release_cached();
+  if (device >= 0 && device < kMaxCudaDevices) cuda::allocator(device).release_cached();
+}
+
+int cuda_current_device() {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return d;
 }
 
 CudaBackend::CudaBackend(int device)
-    : device_(device), name_(device == 0 ? "cuda" : str_cat("cuda:", device)) {
-  static std::once_flag once;
-  std::call_once(once, [] { register_cuda_kernels(KernelRegistry::global()); });
+    : device_(device), name_(device == 0 ? "cuda" : str_cat("cuda:", device)) {}
+
+const KernelRegistry& CudaBackend::kernels() const {
+  return cuda::registry();
 }
 
 bool CudaBackend::is_available() const {
@@ -312,20 +382,35 @@ bool CudaBackend::is_available() const {
 }
 
 Expected<std::unique_ptr<Kernel>> CudaBackend::prepare(const OpContext& ctx) const {
+  // The module has its own copy of the flag registry, which nobody sets: kernels must read the
+  // plan's values, never fall back to "the global ones".
+  if (!ctx.flags) return internal_error(ctx.where, ": a CUDA kernel asked for without the flags");
   for (const auto& t : ctx.inputs) {
     if (t.block) return unsupported("the CUDA kernels read plain layouts only");
   }
-  if (cuda::current_device() != device_) {
-    TERN_RETURN_IF_ERROR(cuda::check(cudaSetDevice(device_), "cudaSetDevice"));
-  }
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
   return Backend::prepare(ctx);
 }
 
 void CudaBackend::begin_run(const FlagValues&) {
-  if (cuda::current_device() != device_) cudaSetDevice(device_);
+  const int previous = cuda_current_device();
+  cuda::t_saved_devices.push_back(previous);
+  if (previous != device_) (void)cuda::check(cudaSetDevice(device_), "cudaSetDevice");
+}
+
+void CudaBackend::end_run(const FlagValues&) {
+  if (cuda::t_saved_devices.empty()) return;
+  const int previous = cuda::t_saved_devices.back();
+  cuda::t_saved_devices.pop_back();
+  if (previous >= 0 && previous != device_) {
+    (void)cuda::check(cudaSetDevice(previous), "cudaSetDevice");
+  }
 }
 
 Status CudaBackend::synchronize() {
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
   return Status::ok();
 }
@@ -338,6 +423,8 @@ Status CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
   if (host.byte_size() != device.byte_size()) return internal_error("copy size mismatch");
   if (host.dtype() == DType::kString) return unsupported("string tensors cannot go to CUDA");
   if (!host.byte_size()) return Status::ok();
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaMemcpyAsync(device.raw(), host.raw(), host.byte_size(),
                                   cudaMemcpyHostToDevice, cuda::stream()));
   return Status::ok();
@@ -346,6 +433,8 @@ Status CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
 Status CudaBackend::copy_to_host(const Tensor& device, Tensor& host) {
   if (host.byte_size() != device.byte_size()) return internal_error("copy size mismatch");
   if (!host.byte_size()) return Status::ok();
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaMemcpyAsync(host.raw(), device.raw(), host.byte_size(),
                                   cudaMemcpyDeviceToHost, cuda::stream()));
   TERN_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
@@ -355,31 +444,39 @@ Status CudaBackend::copy_to_host(const Tensor& device, Tensor& host) {
 Status CudaBackend::copy_on_device(const Tensor& src, Tensor& dst) {
   if (src.byte_size() != dst.byte_size()) return internal_error("copy size mismatch");
   if (!src.byte_size() || src.raw() == dst.raw()) return Status::ok();
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.byte_size(), cudaMemcpyDeviceToDevice,
                                   cuda::stream()));
   return Status::ok();
 }
 
 Expected<std::shared_ptr<void>> CudaBackend::capture(const std::function<Status()>& body) {
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
+  // Handles are made (and allocate) outside the capture.
+  TERN_RETURN_IF_ERROR(cuda::warm_handles());
   TERN_CUDA_CHECK(cudaStreamBeginCapture(cuda::stream(), cudaStreamCaptureModeThreadLocal));
   Status st = body();
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(cuda::stream(), &graph);
-  if (!st.is_ok()) {
-    if (graph) cudaGraphDestroy(graph);
+  if (!st.is_ok() || end != cudaSuccess) {
+    if (graph) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
-    return st;
+    // The launches were recorded, not run: the caller runs them again without capturing.
+    return st.is_ok() ? cuda::check(end, "cudaStreamEndCapture") : st;
   }
-  TERN_CUDA_CHECK(end);
   cudaGraphExec_t exec = nullptr;
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
+  (void)cudaGraphDestroy(graph);
   TERN_CUDA_CHECK(inst);
   return std::shared_ptr<void>(
-      exec, [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
+      exec, [](void* e) { (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
 }
 
 Status CudaBackend::replay(void* captured) {
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(captured), cuda::stream()));
   return Status::ok();
 }

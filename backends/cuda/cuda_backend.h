@@ -1,11 +1,14 @@
-// The CUDA backend (DESIGN §1 backends/cuda): device memory from a caching allocator, copies on
-// the calling thread's stream, kernels registered under "cuda", and CUDA graph capture. One
-// backend object per device ("cuda" is device 0, "cuda:N" device N).
+// The CUDA backend (DESIGN §1 backends/cuda), built into the module libtern_cuda.so: device memory
+// from a caching allocator, copies on the calling thread's stream, kernels registered under "cuda"
+// in the module's own registry, and CUDA graph capture. One backend object per device ("cuda" is
+// device 0, "cuda:N" device N). Every method works on its own device and gives the calling thread
+// its previous current device back; a run makes the device current from begin_run to end_run.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "backends/cuda/cuda_module.h"
 #include "core/backend.h"
 
 namespace tern {
@@ -15,11 +18,13 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(int device);
   const char* name() const override { return name_.c_str(); }
   const char* kernel_backend() const override { return "cuda"; }
+  const KernelRegistry& kernels() const override;
   bool is_built() const override { return true; }
   bool is_available() const override;
   Device device() const override { return {DeviceType::kCuda, device_}; }
   Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const override;
   void begin_run(const FlagValues& flags) override;
+  void end_run(const FlagValues& flags) override;
   Status synchronize() override;
   Expected<std::shared_ptr<void>> allocate(size_t bytes) override;
   Status copy_to_device(const Tensor& host, Tensor& device) override;
@@ -34,17 +39,13 @@ class CudaBackend final : public Backend {
   std::string name_;
 };
 
-// Queries for the C API (all safe without a GPU or driver).
+// What the module's interface table (cuda_module.h) points to; all safe without a GPU or driver.
 int cuda_device_count();
-// "NVIDIA H100 80GB HBM3, compute 9.0, 79.1 GiB" for tern info, or why there is none.
 std::string cuda_device_report();
-int64_t cudnn_version_number();  // e.g. 91900; -1 when unavailable
-// The allocator's counters (bytes handed out now, cached for reuse, the peak in use).
-struct CudaMemoryStats {
-  uint64_t in_use = 0, cached = 0, peak = 0, device_allocs = 0;
-};
+int64_t cudnn_version_number();  // e.g. 91900
+Backend* cuda_backend(int device);
 CudaMemoryStats cuda_memory_stats(int device);
-// Returns every cached block to the driver.
 void cuda_empty_cache(int device);
+int cuda_current_device();  // the calling thread's current device (-1 when there is none)
 
 }  // namespace tern

@@ -26,11 +26,31 @@ inline cudaStream_t stream() {
   return cudaStreamPerThread;
 }
 
-// Library handles bound to the calling thread's stream (cuBLAS and cuDNN handles are per thread;
-// the cuBLASLt handle is shared).
-Expected<cublasHandle_t> cublas_handle();
+// Library handles of the current device bound to the calling thread's stream (cuBLAS and cuDNN
+// handles are per thread; the cuBLASLt handle is shared). A cuBLAS handle is given the step's
+// workspace (kCublasWorkspace bytes of the run arena) after its stream, since cublasSetStream
+// drops a workspace set before it: cuBLAS then never allocates inside a captured CUDA graph, and a
+// captured graph's workspace is part of the addresses its capture is keyed by.
+Expected<cublasHandle_t> cublas_handle(void* workspace);
 Expected<cublasLtHandle_t> cublaslt_handle();
 Expected<cudnnHandle_t> cudnn_handle();
+// Creates the calling thread's handles for the current device now (before a capture: creating
+// them allocates, which a capture may not).
+Status warm_handles();
+
+// Makes `device` current for the calling thread and restores the previous one when it goes.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  Status status_;
+};
 
 // Device memory that a kernel keeps (uploaded tables, workspaces found at prepare time), from the
 // backend's caching allocator.
@@ -43,5 +63,7 @@ bool elem_of(DType t, Elem* out);
 
 // How much cuBLASLt / cuDNN workspace a GEMM or convolution may use.
 constexpr size_t kGemmWorkspace = size_t{32} << 20;
+// The workspace a cuBLAS call gets (NVIDIA's recommendation for Hopper; enough elsewhere).
+constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
 }  // namespace tern::cuda

@@ -24,17 +24,23 @@ namespace {
 
 struct SimCounters {
   int to_device = 0, to_host = 0, on_device = 0, captures = 0, replays = 0, allocs = 0;
+  int capture_attempts = 0, begins = 0, ends = 0;
 };
 
 thread_local std::vector<std::function<void()>>* t_capturing = nullptr;
 
 class SimDevice final : public Backend {
  public:
+  explicit SimDevice(int index = 0) : index_(index), name_("simdev:" + std::to_string(index)) {}
   SimCounters n;
-  const char* name() const override { return "simdev"; }
+  bool fail_capture = false;  // capture() refuses, as a CUDA capture broken by an allocation does
+  const char* name() const override { return name_.c_str(); }
+  const char* kernel_backend() const override { return "simdev"; }
   bool is_built() const override { return true; }
   bool is_available() const override { return true; }
-  Device device() const override { return {DeviceType::kSimulated, 0}; }
+  Device device() const override { return {DeviceType::kSimulated, index_}; }
+  void begin_run(const FlagValues&) override { ++n.begins; }
+  void end_run(const FlagValues&) override { ++n.ends; }
   Expected<std::shared_ptr<void>> allocate(size_t bytes) override {
     ++n.allocs;
     auto p = aligned_buffer(bytes ? bytes : 1);
@@ -61,11 +67,14 @@ class SimDevice final : public Backend {
   // Capture records the kernels' work instead of doing it; replay does the recorded work.
   bool can_capture() const override { return true; }
   Expected<std::shared_ptr<void>> capture(const std::function<Status()>& body) override {
+    ++n.capture_attempts;
     auto list = std::make_shared<std::vector<std::function<void()>>>();
     t_capturing = list.get();
     Status st = body();
     t_capturing = nullptr;
     TERN_RETURN_IF_ERROR(st);
+    // The recorded work is dropped, as a broken CUDA capture drops its launches.
+    if (fail_capture) return internal_error("simdev: capture invalidated");
     ++n.captures;
     return std::static_pointer_cast<void>(list);
   }
@@ -74,6 +83,10 @@ class SimDevice final : public Backend {
     for (auto& f : *static_cast<std::vector<std::function<void()>>*>(captured)) f();
     return Status::ok();
   }
+
+ private:
+  int index_;
+  std::string name_;
 };
 
 // Queues `work` like a device kernel (recorded while capturing).
@@ -116,6 +129,24 @@ Expected<std::unique_ptr<Kernel>> sim_add(const OpContext& ctx) {
   });
 }
 
+// x [.., C] * w [C].
+Expected<std::unique_ptr<Kernel>> sim_mul(const OpContext& ctx) {
+  const Shape& w = ctx.inputs[1].shape;
+  if (w.size() != 1 || ctx.inputs[0].shape.empty() || ctx.inputs[0].shape.back() != w[0]) {
+    return unsupported("simdev Mul: a row vector only");
+  }
+  return make_kernel("sim_mul", Empty{}, [](const Empty&, const KernelArgs& a, const ExecContext&) {
+    TERN_RETURN_IF_ERROR(require_device(a));
+    const float* x = a.inputs[0]->data<float>();
+    const float* row = a.inputs[1]->data<float>();
+    float* z = a.outputs[0]->data<float>();
+    const int64_t n = a.outputs[0]->numel(), c = a.inputs[1]->numel();
+    return launch([=] {
+      for (int64_t i = 0; i < n; ++i) z[i] = x[i] * row[i % c];
+    });
+  });
+}
+
 Expected<std::unique_ptr<Kernel>> sim_relu(const OpContext&) {
   return make_kernel("sim_relu", Empty{},
                      [](const Empty&, const KernelArgs& a, const ExecContext&) {
@@ -135,7 +166,14 @@ SimDevice& sim() {
   std::call_once(once, [] {
     KernelRegistry::global().add("Add", "simdev", DType::kFloat32, sim_add);
     KernelRegistry::global().add("Relu", "simdev", DType::kFloat32, sim_relu);
+    KernelRegistry::global().add("Mul", "simdev", DType::kFloat32, sim_mul);
   });
+  return d;
+}
+
+// A second simulated device, listed after the first: never chosen, so never used.
+SimDevice& sim1() {
+  static SimDevice d(1);
   return d;
 }
 
@@ -196,7 +234,8 @@ TEST_SUITE("core") {
     // x to the device (once, shared by both Adds), relu's output to the host for Softmax, and
     // Softmax's back; W is uploaded at planning, not copied per run.
     CHECK(plan->transfers == 3);
-    CHECK(plan->device_constants.size() == 1);
+    CHECK(s->device_constant_count() == 1);  // the session's, not the plan's
+    CHECK(plan->device_constants.empty());
     CHECK(plan->device_layout.bytes > 0);
     const SimCounters before = sim().n;
     std::vector<Tensor> out;
@@ -208,7 +247,7 @@ TEST_SUITE("core") {
     CHECK(sim().n.to_host - before.to_host == 2);      // relu -> softmax, y at the end
     for (const PlanStep& st : plan->steps) {
       if (st.op_node->op_type == "Softmax") CHECK(std::string(st.backend->name()) == "cpu");
-      if (st.op_node->op_type == "Relu") CHECK(std::string(st.backend->name()) == "simdev");
+      if (st.op_node->op_type == "Relu") CHECK(std::string(st.backend->name()) == "simdev:0");
     }
   }
 
@@ -304,9 +343,10 @@ TEST_SUITE("core") {
       REQUIRE(s->run({"x"}, {&x}, {"y"}, &out).is_ok());
       CHECK(values_f32(out[0]) == want);
     }
-    // Two stretches (add+relu, add2+relu2), captured on the first run, replayed on every run.
+    // Two stretches (add+relu, add2+relu2): the first run is eager, the second captures them and
+    // every later run replays them.
     CHECK(sim().n.captures - before.captures == 2);
-    CHECK(sim().n.replays - before.replays == 6);
+    CHECK(sim().n.replays - before.replays == 4);
     // Another input gives another result from the same captures (the addresses are the arena's).
     const Tensor x2 = make_f32({2, 3}, {-1, 0, 4, 4, 2, -2});
     std::vector<Tensor> out;
@@ -319,15 +359,85 @@ TEST_SUITE("core") {
     CHECK(values_f32(out[0]) == run_cpu(x2));
     CHECK(sim().n.captures - before.captures >= 3);
   }
+
+  TEST_CASE("device partition: a failed capture runs the stretch eagerly, and is not tried again") {
+    const Tensor x = make_f32({2, 3}, {1, -2, 3, -4, 5, -6});
+    const std::vector<float> want = run_cpu(x);
+    auto s = sim_session(/*graphs=*/true);
+    sim().fail_capture = true;
+    const SimCounters before = sim().n;
+    for (int i = 0; i < 4; ++i) {
+      std::vector<Tensor> out;
+      const Status st = s->run({"x"}, {&x}, {"y"}, &out);
+      REQUIRE_MESSAGE(st.is_ok(), st.message());
+      CHECK(values_f32(out[0]) == want);
+      // Run 1 is eager; run 2 tries both stretches once and runs them eagerly; no more tries.
+      CHECK(sim().n.capture_attempts - before.capture_attempts == (i == 0 ? 0 : 2));
+    }
+    CHECK(sim().n.captures == before.captures);
+    CHECK(sim().n.replays == before.replays);
+    sim().fail_capture = false;
+  }
+
+  TEST_CASE("device partition: model constants go to the device once per session, for every plan") {
+    // y = (x * w) + relu(x * w) with x [N, 3] of any N: one plan per N, one upload of w.
+    Graph g;
+    g.opset = 13;
+    const int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{-1, "n"}, Dim{3, ""}}});
+    const int w = g.add_value("w");
+    g.values[static_cast<size_t>(w)].constant = make_f32({3}, {2, -1, 0.5f});
+    const int m = g.add_value("m"), r = g.add_value("r"), y = g.add_value("y");
+    g.nodes.push_back(Node{"mul", "Mul", "", {x, w}, {m}, {}});
+    g.nodes.push_back(Node{"relu", "Relu", "", {m}, {r}, {}});
+    g.nodes.push_back(Node{"add", "Add", "", {m, r}, {y}, {}});
+    g.inputs = {x};
+    g.outputs = {y};
+    SessionConfig cfg;
+    cfg.backends = {&sim(), backends::get("cpu").value()};
+    auto s = Session::create(Model::create(std::move(g), nullptr, "consts").value(), cfg).value();
+    const SimCounters before = sim().n;
+    for (int64_t n : {1, 2, 5, 2}) {
+      Tensor in = Tensor::allocate(DType::kFloat32, {n, 3}).value();
+      for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i) - 4;
+      std::vector<Tensor> out;
+      REQUIRE(s->run({"x"}, {&in}, {"y"}, &out).is_ok());
+      const std::vector<float> got = values_f32(out[0]);
+      for (int64_t i = 0; i < in.numel(); ++i) {
+        const float v = in.data<float>()[i] * std::vector<float>{2, -1, 0.5f}[i % 3];
+        CHECK(got[static_cast<size_t>(i)] == v + std::max(v, 0.0f));
+      }
+      CHECK(s->last_plan()->device_backend == &sim());
+    }
+    CHECK(s->device_constant_count() == 1);
+    // w once; each run copies x in (4 runs).
+    CHECK(sim().n.to_device - before.to_device == 1 + 4);
+  }
+
+  TEST_CASE("device partition: only the plan's device sees begin_run and end_run") {
+    SessionConfig cfg;
+    cfg.backends = {&sim(), &sim1(), backends::get("cpu").value()};
+    auto s = Session::create(chain_model(), cfg).value();
+    const SimCounters b0 = sim().n, b1 = sim1().n;
+    const Tensor x = make_f32({2, 3}, {1, 2, 3, 4, 5, 6});
+    std::vector<Tensor> out;
+    REQUIRE(s->run({"x"}, {&x}, {"y"}, &out).is_ok());
+    CHECK(values_f32(out[0]) == run_cpu(x));
+    CHECK(sim().n.begins - b0.begins == 1);
+    CHECK(sim().n.ends - b0.ends == 1);
+    // A listed device the plan does not use must not make itself current (CUDA: cudaSetDevice).
+    CHECK(sim1().n.begins == b1.begins);
+    CHECK(sim1().n.ends == b1.ends);
+  }
 }
 
 #if defined(TERN_HAVE_CUDA)
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/cuda_sdp.h"
+#include "backends/cuda/cuda_module.h"
 
 TEST_SUITE("backends") {
-  TEST_CASE("CUDA build: kernels for the models' ops, truthful answers without a device") {
-    CudaBackend cuda(0);  // registers the CUDA kernels; touches no device
+  TEST_CASE("CUDA build: the module's kernels for the models' ops, truthful answers without a device") {
+    const CudaModule* m = backends::cuda_module();
+    REQUIRE_MESSAGE(m, "the CUDA module of this build does not load: ", backends::cuda_report());
+    Backend& cuda = *m->backend(0);  // its kernels are in the module's registry; touches no device
     for (const char* op : {"Conv",
                            "FusedConv",
                            "ConvTranspose",
@@ -367,11 +477,16 @@ TEST_SUITE("backends") {
       CHECK_MESSAGE(cuda.supports_op(op), op);
     }
     CHECK(!cuda.supports_op("NonMaxSuppression"));  // falls back to the CPU
+    // The module's kernels are not in libtern's registry.
+    CHECK(!KernelRegistry::global().has_op("Conv", "cuda"));
     CHECK(cuda.device() == Device{DeviceType::kCuda, 0});
     CHECK(std::string(cuda.kernel_backend()) == "cuda");
+    CHECK(m->backend(3) != m->backend(0));
+    CHECK(m->backend(kMaxCudaDevices) == nullptr);
     if (tern_cuda_is_available()) return;
     MESSAGE("no CUDA device here: checking the refusals only");
     CHECK(!cuda.is_available());
+    CHECK(m->device_count() == 0);
     auto b = backends::get("cuda:1");
     CHECK(b.status().code() == Code::kBackendUnavailable);
     CHECK(b.status().message().find("no CUDA device") != std::string::npos);
@@ -386,13 +501,13 @@ TEST_SUITE("backends") {
     c.heads = 4;
     c.seq_q = c.seq_kv = 128;
     c.head_dim = 64;
-    CHECK(cuda_sdp_refusal(1, c).empty());
+    CHECK(m->sdp_refusal(1, c).empty());
     c.head_dim = 200;
-    CHECK(cuda_sdp_refusal(1, c).find("head_dim 200 > 128") != std::string::npos);
-    CHECK(cuda_sdp_refusal(2, c).empty());
+    CHECK(m->sdp_refusal(1, c).find("head_dim 200 > 128") != std::string::npos);
+    CHECK(m->sdp_refusal(2, c).empty());
     c.dtype = DType::kFloat16;
-    CHECK(cuda_sdp_refusal(0, c).find("MATH takes float32") != std::string::npos);
-    CHECK(cuda_sdp_refusal(3, c).find("cuDNN fused attention") != std::string::npos);
+    CHECK(m->sdp_refusal(0, c).find("MATH takes float32") != std::string::npos);
+    CHECK(m->sdp_refusal(3, c).find("cuDNN fused attention") != std::string::npos);
   }
 }
 #endif

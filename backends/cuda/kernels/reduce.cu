@@ -76,6 +76,9 @@ __global__ void reduce_rows(ReduceOp op, const float* x, float* y, int64_t r) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int o = 16; o > 0; o >>= 1)
     acc = reduce_combine(op, acc, __shfl_xor_sync(0xffffffffu, acc, o));
+  // LogSumExp's block_reduce above ends with every thread reading `shared`: wait for all of them
+  // before it is written again.
+  __syncthreads();
   if (lane == 0) shared[warp] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {

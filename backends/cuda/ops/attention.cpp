@@ -45,9 +45,18 @@ struct AttnParams {
   bool tf32 = false;
 };
 
+// MATH's score matrix in its workspace, rounded to 256 bytes.
+size_t scores_bytes(const AttnDesc& d) {
+  const size_t b = static_cast<size_t>(d.batch * d.q_heads * d.seq_q * d.seq_kv) * sizeof(float);
+  return (b + 255) / 256 * 256;
+}
+
 Status run_math(const AttnParams& k, const KernelArgs& a) {
   const AttnDesc& d = k.d;
-  TERN_ASSIGN_OR_RETURN(cublasHandle_t h, cublas_handle());
+  // The workspace: the score matrix, then the cuBLAS workspace (scores_bytes() rounds up).
+  auto* s = static_cast<float*>(a.workspace);
+  TERN_ASSIGN_OR_RETURN(cublasHandle_t h,
+                        cublas_handle(static_cast<uint8_t*>(a.workspace) + scores_bytes(d)));
   TERN_CUDA_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   const cublasComputeType_t ct = k.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float* q = a.inputs[0]->data<float>();
@@ -55,7 +64,6 @@ Status run_math(const AttnParams& k, const KernelArgs& a) {
   const float* v = a.inputs[2]->data<float>();
   const void* mask = a.inputs.size() > 3 && a.inputs[3] ? a.inputs[3]->raw() : nullptr;
   float* y = a.outputs[0]->data<float>();
-  auto* s = static_cast<float*>(a.workspace);
   const int64_t group = d.q_heads / d.kv_heads;
   const int64_t plane = d.seq_q * d.seq_kv;
   const float one = 1.f, zero = 0.f;
@@ -104,8 +112,7 @@ class AttentionKernel final : public Kernel {
   }
   size_t workspace_bytes() const override {
     if (p_.kind != Sdp::kMath) return 0;
-    return static_cast<size_t>(p_.d.batch * p_.d.q_heads * p_.d.seq_q * p_.d.seq_kv) *
-           sizeof(float);
+    return scores_bytes(p_.d) + kCublasWorkspace;
   }
   Status run(const KernelArgs& a, const ExecContext&) const override {
     if (p_.kind == Sdp::kMath) return run_math(p_, a);

@@ -82,17 +82,33 @@ struct CudnnConv {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace = 0;
   ~CudnnConv() {
-    if (x) cudnnDestroyTensorDescriptor(x);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    // (Destroying a valid descriptor cannot fail in a way left to handle.)
+    if (x) (void)cudnnDestroyTensorDescriptor(x);
+    if (y) (void)cudnnDestroyTensorDescriptor(y);
+    if (w) (void)cudnnDestroyFilterDescriptor(w);
+    if (conv) (void)cudnnDestroyConvolutionDescriptor(conv);
   }
 };
 
-// Algorithm choices per (shape, flags), so each distinct convolution is searched once.
+// Algorithm choices (and their math types) per (shape, flags), so each distinct convolution is
+// searched once.
 using AlgoKey = std::tuple<std::vector<int64_t>, int, int, int, int>;
+struct AlgoChoice {
+  cudnnConvolutionFwdAlgo_t algo;
+  cudnnMathType_t math;
+};
 std::mutex g_algo_mu;
-std::map<AlgoKey, std::pair<cudnnConvolutionFwdAlgo_t, size_t>> g_algos;
+std::map<AlgoKey, AlgoChoice> g_algos;
+
+// Gives the descriptor the chosen algorithm's math type (the search may have picked one another
+// math type than the descriptor's) and asks cuDNN for that pair's workspace.
+Status apply_choice(cudnnHandle_t h, const AlgoChoice& c, CudnnConv& d) {
+  TERN_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, c.math));
+  d.algo = c.algo;
+  TERN_CUDA_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, d.algo, &d.workspace));
+  return Status::ok();
+}
 
 struct ConvParams {
   ops::FusedConvParams fc;
@@ -164,17 +180,18 @@ Status setup_cudnn(const OpContext& ctx, ConvParams& p) {
   shape_key.insert(shape_key.end(), dil.begin(), dil.end());
   shape_key.push_back(c.group);
   const AlgoKey key{shape_key, tf32, deterministic, benchmark, benchmark ? limit : 0};
+  TERN_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   {
-    std::lock_guard<std::mutex> lock(g_algo_mu);
+    std::unique_lock<std::mutex> lock(g_algo_mu);
     auto it = g_algos.find(key);
     if (it != g_algos.end()) {
-      d->algo = it->second.first;
-      d->workspace = it->second.second;
+      const AlgoChoice known = it->second;
+      lock.unlock();
+      TERN_RETURN_IF_ERROR(apply_choice(h, known, *d));
       p.cudnn = std::move(d);
       return Status::ok();
     }
   }
-  TERN_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   int max_algos = 0;
   TERN_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos));
@@ -197,22 +214,29 @@ Status setup_cudnn(const OpContext& ctx, ConvParams& p) {
                                                            &found, perf.data()));
   }
   bool chosen = false;
+  AlgoChoice choice{};
   for (int i = 0; i < found && !chosen; ++i) {
     const cudnnConvolutionFwdAlgoPerf_t& a = perf[static_cast<size_t>(i)];
     if (a.status != CUDNN_STATUS_SUCCESS || a.memory > kGemmWorkspace) continue;
     if (deterministic && a.determinism != CUDNN_DETERMINISTIC) continue;
-    if (!tf32 && a.mathType == CUDNN_TENSOR_OP_MATH) continue;
-    d->algo = a.algo;
-    d->workspace = a.memory;
+    // On float32, every math type but FMA may use TF32 tensor cores (DEFAULT_MATH does on
+    // Ampere and later).
+    if (!tf32 && a.mathType != CUDNN_FMA_MATH) continue;
+    choice = AlgoChoice{a.algo, a.mathType};
     chosen = true;
   }
   if (!chosen) {
     return unsupported(ctx.where, ": no cuDNN algorithm fits (deterministic=", deterministic,
                        ", tf32=", tf32, ")");
   }
+  TERN_RETURN_IF_ERROR(apply_choice(h, choice, *d));
+  if (d->workspace > kGemmWorkspace) {
+    return unsupported(ctx.where, ": cuDNN's algorithm needs ", d->workspace,
+                       " bytes of workspace");
+  }
   {
     std::lock_guard<std::mutex> lock(g_algo_mu);
-    g_algos[key] = {d->algo, d->workspace};
+    g_algos[key] = choice;
   }
   p.cudnn = std::move(d);
   return Status::ok();

@@ -54,10 +54,10 @@ struct LtDescs {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, y = nullptr;  // of B, A, Y in cuBLAS's terms
   ~LtDescs() {
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (y) cublasLtMatrixLayoutDestroy(y);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (y) (void)cublasLtMatrixLayoutDestroy(y);
   }
 };
 
@@ -117,7 +117,7 @@ Status choose_lt_algo(GemmDesc& g) {
   cublasLtMatmulPreference_t pref = nullptr;
   TERN_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   std::unique_ptr<void, void (*)(void*)> guard(pref, [](void* p) {
-    cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
+    (void)cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
   });
   const uint64_t ws = kGemmWorkspace;
   TERN_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -166,8 +166,8 @@ Status run_lt(const GemmDesc& g, const void* a, const void* b, const void* bias,
   return Status::ok();
 }
 
-Status run_cublas(const GemmDesc& g, const void* a, const void* b, void* y) {
-  TERN_ASSIGN_OR_RETURN(cublasHandle_t h, cublas_handle());
+Status run_cublas(const GemmDesc& g, const void* a, const void* b, void* y, void* ws) {
+  TERN_ASSIGN_OR_RETURN(cublasHandle_t h, cublas_handle(ws));
   const cublasMath_t mode =
       g.allow_reduced ? CUBLAS_DEFAULT_MATH
                       : static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
@@ -235,7 +235,9 @@ class GemmKernel final : public Kernel {
  public:
   explicit GemmKernel(GemmKernelParams p) : p_(std::move(p)) {}
   const char* name() const override { return p_.g.use_lt ? "cublasLt" : "cublas"; }
-  size_t workspace_bytes() const override { return p_.g.use_lt ? p_.g.workspace : 0; }
+  size_t workspace_bytes() const override {
+    return p_.g.use_lt ? p_.g.workspace : kCublasWorkspace;
+  }
   Status run(const KernelArgs& a, const ExecContext&) const override {
     const GemmDesc& g = p_.g;
     const size_t es = dtype_size(g.dtype);
@@ -258,11 +260,11 @@ class GemmKernel final : public Kernel {
         TERN_RETURN_IF_ERROR(
             run_lt(g, ar, br, g.epi == Epi::kNone ? nullptr : bias, yr, a.workspace));
       } else {
-        TERN_RETURN_IF_ERROR(run_cublas(g, ar, br, yr));
+        TERN_RETURN_IF_ERROR(run_cublas(g, ar, br, yr, a.workspace));
       }
     }
     if (g.post.n == 0 && !g.post_bias) return Status::ok();
-    if (g.dtype != DType::kFloat32) return unsupported("epilogue kernel on non-float32 GEMM");
+    // (check_epilogue refused other types at prepare time.)
     const int64_t n = a.outputs[0]->numel();
     return launched(bias_act(static_cast<float*>(a.outputs[0]->raw()),
                              g.post_bias ? static_cast<const float*>(bias) : nullptr, nullptr, n,
@@ -273,6 +275,16 @@ class GemmKernel final : public Kernel {
  private:
   GemmKernelParams p_;
 };
+
+// The epilogue kernel (bias_act) takes float32: a half-precision GEMM whose bias or activation
+// could not go into a cuBLASLt epilogue is refused now, at planning, so it runs elsewhere.
+Status check_epilogue(const OpContext& ctx, const GemmKernelParams& p) {
+  if ((p.g.post.n > 0 || p.g.post_bias) && p.g.dtype != DType::kFloat32) {
+    return unsupported(ctx.where, ": a ", dtype_name(p.g.dtype),
+                       " GEMM epilogue that cuBLASLt cannot fuse");
+  }
+  return Status::ok();
+}
 
 // MatMul's batch: one strided call when the offsets are regular, A folded into M rows when B is
 // shared, else one call per matrix.
@@ -338,6 +350,7 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
   }
   const bool fusable = p.g.epi != Epi::kNone && p.repeats.size() == 1;
   TERN_RETURN_IF_ERROR(apply_flags(ctx, fusable, p.g));
+  TERN_RETURN_IF_ERROR(check_epilogue(ctx, p));
   return std::unique_ptr<Kernel>(std::make_unique<GemmKernel>(std::move(p)));
 }
 
@@ -376,6 +389,15 @@ Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
     }
   }
   TERN_RETURN_IF_ERROR(apply_flags(ctx, g.epi != Epi::kNone, g));
+  if (g.post_bias && g.post.n == 0 && g.dtype != DType::kFloat32) {
+    // cuBLAS has no epilogue and the epilogue kernel takes float32: the bias row is broadcast
+    // into Y first and the product accumulates onto it (beta = 1), decided here, not at run time.
+    TERN_ASSIGN_OR_RETURN(p.c_copy, make_strided({gp.M, gp.N}, {0, 1}, 0));
+    p.c_input = p.bias_input;
+    g.beta = 1.0f;
+    g.post_bias = false;
+  }
+  TERN_RETURN_IF_ERROR(check_epilogue(ctx, p));
   return std::unique_ptr<Kernel>(std::make_unique<GemmKernel>(std::move(p)));
 }
 
