@@ -65,18 +65,18 @@ bool try_open(const std::string& what, const std::string& symbol, uint32_t table
     return true;
   }
   m->found = true;
-  if (what.find('/') != std::string::npos) {
-    m->path = what;
-  } else {
-    // Where the dynamic linker found it.
-    char origin[PATH_MAX] = {};
-    m->path = dlinfo(h, RTLD_DI_ORIGIN, origin) == 0 ? str_cat(origin, "/", what) : what;
-  }
+  m->path = what;
   using Entry = const ModuleHeader* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(h, symbol.c_str()));
   if (!entry) {
     m->error = str_cat(m->path, " has no ", symbol, " (not a Tern backend module)");
     return true;
+  }
+  // Where the dynamic linker found it, when it searched.
+  Dl_info info{};
+  if (what.find('/') == std::string::npos && dladdr(reinterpret_cast<void*>(entry), &info) &&
+      info.dli_fname) {
+    m->path = info.dli_fname;
   }
   const ModuleHeader* t = entry();
   if (!t || !t->build_id || std::strcmp(t->build_id, TERN_BUILD_ID) != 0) {
