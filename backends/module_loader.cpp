@@ -86,8 +86,8 @@ bool try_open(const std::string& what, const std::string& symbol, uint32_t table
     return true;
   }
   if (t->size != table_size) {
-    m->error = str_cat(m->path, " has an interface table of ", t->size, " bytes, expected ",
-                       table_size);
+    m->error =
+        str_cat(m->path, " has an interface table of ", t->size, " bytes, expected ", table_size);
     return true;
   }
   m->table = t;

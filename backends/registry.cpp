@@ -121,9 +121,9 @@ Expected<Backend*> get(const std::string& name) {
     }
     const int count = m->device_count();
     if (count == 0) {
-      return Status(Code::kBackendUnavailable,
-                    str_cat("backend '", name, "': no CUDA device usable here (",
-                            m->device_report(), ")"));
+      return Status(
+          Code::kBackendUnavailable,
+          str_cat("backend '", name, "': no CUDA device usable here (", m->device_report(), ")"));
     }
     if (cuda >= count) {
       return Status(Code::kBackendUnavailable,

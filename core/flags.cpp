@@ -110,7 +110,8 @@ std::vector<FlagDef> make_defs() {
        S::kSession,
        0,
        "TERN_LINALG_PREFER_CUSOLVER",
-       "linear-algebra library for CUDA",
+       "linear-algebra library for CUDA (kept and reported; no effect: Tern runs no CUDA "
+       "linear-algebra op)",
        {"DEFAULT", "CUSOLVER", "MAGMA"}},
       {FlagId::kCudnnEnabled, "cudnn.enabled", T::kBool, S::kSession, 1, "",
        "CUDA convolutions may use cuDNN"},
@@ -147,8 +148,8 @@ std::vector<FlagDef> make_defs() {
       {FlagId::kVulkanAllowFp16, "vulkan.allow_fp16", T::kBool, S::kSession, 1, "",
        "float16 tensors may run on Vulkan's float16 shaders (devices with 16-bit storage); "
        "off: float16 nodes run on the next backend"},
-      {FlagId::kVulkanFp16Arithmetic, "vulkan.allow_fp16_reduced_precision", T::kBool,
-       S::kSession, 0, "",
+      {FlagId::kVulkanFp16Arithmetic, "vulkan.allow_fp16_reduced_precision", T::kBool, S::kSession,
+       0, "",
        "Vulkan float16 shaders may compute and accumulate in float16 (devices with "
        "shaderFloat16); off: float16 storage, float32 arithmetic"},
       {FlagId::kVulkanConvAlgorithm,

@@ -19,9 +19,8 @@ KernelArgs step_args(const Plan& plan, const PlanStep& step, std::vector<Tensor>
   for (int id : step.outputs) args.outputs.push_back(id < 0 ? nullptr : &tensors[id]);
   if (step.kernel->workspace_bytes()) {
     const size_t s = static_cast<size_t>(&step - plan.steps.data());
-    args.workspace = step.backend->is_host()
-                         ? base + plan.layouts[layout].workspace_offset[s]
-                         : device_base + plan.device_layout.workspace_offset[s];
+    args.workspace = step.backend->is_host() ? base + plan.layouts[layout].workspace_offset[s]
+                                             : device_base + plan.device_layout.workspace_offset[s];
   }
   return args;
 }
@@ -45,8 +44,12 @@ Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Ten
 void Session::record_step(const PlanStep& step, const KernelArgs& args,
                           Profiler::Clock::time_point t0, const ExecContext& exec) const {
   const Node& node = *step.op_node;
-  ProfileEvent e{node.name.empty() ? step.label : node.name, "node", profiler_->since_start_us(t0),
-                 0, Profiler::thread_number(), {}};
+  ProfileEvent e{node.name.empty() ? step.label : node.name,
+                 "node",
+                 profiler_->since_start_us(t0),
+                 0,
+                 Profiler::thread_number(),
+                 {}};
   e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
   auto shapes = [](const auto& tensors) {
     std::string s;
@@ -115,7 +118,8 @@ Status Session::execute_sequential(const Plan& plan, std::vector<Tensor>& tensor
         plan.mark_capture_failed(s);
         Status eager = run_range(s, e);
         if (!eager.is_ok()) {
-          return eager.with_prefix(str_cat("steps ", s, "..", e - 1, " (run eagerly after their "
+          return eager.with_prefix(str_cat("steps ", s, "..", e - 1,
+                                           " (run eagerly after their "
                                            "cuda.graphs capture failed: ",
                                            captured.status().message(), ")"));
         }
@@ -200,8 +204,7 @@ bool runs_concurrently(const Plan& plan, int threads, int interop) {
   // costs a few microseconds each, so the branches must save more than that.
   if (interop <= 1 || plan.width <= 1 || threads > 1 || plan.device_backend) return false;
   const double workers = std::min(interop, plan.width);
-  const double saved_ns =
-      plan.total_cost - std::max(plan.critical_cost, plan.total_cost / workers);
+  const double saved_ns = plan.total_cost - std::max(plan.critical_cost, plan.total_cost / workers);
   constexpr double kHandoffNs = 5000;
   return saved_ns > kHandoffNs * static_cast<double>(plan.steps.size());
 }

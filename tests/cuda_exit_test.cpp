@@ -1,7 +1,8 @@
 // A CUDA session that is still alive when the process exits, destroyed by a static object's
 // destructor after the CUDA runtime has shut itself down: its device buffers go back to the CUDA
 // module's allocators, which must still exist then (they are never destroyed). Exits 0 on success,
-// 77 (ctest's skip) where there is no CUDA device, 1 on a failure. Usage: cuda_exit_test MODEL DIM...
+// 77 (ctest's skip) where there is no CUDA device, 1 on a failure. Usage: cuda_exit_test MODEL
+// DIM...
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

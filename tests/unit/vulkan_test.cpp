@@ -7,10 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend_compare.h"
 #include "c_api.h"
-#include "core/half.h"
-#include "graph_builder.h"
-#include "test_util.h"
 
 #if defined(TERN_HAVE_VULKAN)
 #include "backends/vulkan/shader_table.h"
@@ -28,14 +26,7 @@ std::string vulkan_missing() {
   return "";
 }
 
-#define SKIP_WITHOUT_VULKAN()                     \
-  do {                                            \
-    const std::string why_ = vulkan_missing();    \
-    if (!why_.empty()) {                          \
-      MESSAGE((std::string("skipped: ") + why_)); \
-      return;                                     \
-    }                                             \
-  } while (0)
+#define SKIP_WITHOUT_VULKAN() TERN_SKIP_UNLESS_USABLE("skipped: ", vulkan_missing())
 
 // Deterministic values in [lo, hi).
 Tensor random_f32(Shape shape, uint32_t seed, float lo = -1, float hi = 1) {
@@ -48,93 +39,13 @@ Tensor random_f32(Shape shape, uint32_t seed, float lo = -1, float hi = 1) {
   return t;
 }
 
-Tensor to_f16(const Tensor& f) {
-  Tensor t = Tensor::allocate(DType::kFloat16, f.shape()).value();
-  for (int64_t i = 0; i < f.numel(); ++i) t.data<uint16_t>()[i] = float_to_half(f.data<float>()[i]);
-  return t;
-}
-
-std::vector<float> as_floats(const Tensor& t) {
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v[static_cast<size_t>(i)] = static_cast<float>(t.float_at(i));
-  return v;
-}
-
-// Both results of one op: every output's dtype, shape and values within tolerance.
-void compare_outputs(const std::vector<Tensor>& vk, const std::vector<Tensor>& cpu,
-                     const std::string& what, double rtol, double atol) {
-  REQUIRE(vk.size() == cpu.size());
-  for (size_t o = 0; o < vk.size(); ++o) {
-    CHECK_MESSAGE(vk[o].dtype() == cpu[o].dtype(), what);
-    CHECK_MESSAGE(vk[o].shape() == cpu[o].shape(), what);
-    if (vk[o].shape() != cpu[o].shape()) continue;
-    const std::vector<float> a = as_floats(vk[o]), b = as_floats(cpu[o]);
-    Comparison c = compare(a.data(), b.data(), a.size(), rtol, atol);
-    CHECK_MESSAGE(c.mismatches == 0, what, ": ", c.mismatches, " of ", a.size(),
-                  " differ, max abs err ", c.max_abs, ", max rel err ", c.max_rel);
-  }
-}
-
 void check_op(SingleOp op, const std::string& what, double rtol = 1e-4, double atol = 1e-5) {
-  auto cpu = op.run();
-  REQUIRE_MESSAGE(cpu.has_value(), what, ": cpu: ", cpu.status().message());
-  op.backends = {"vulkan"};
-  auto vk = op.run();
-  REQUIRE_MESSAGE(vk.has_value(), what, ": vulkan: ", vk.status().message());
-  compare_outputs(*vk, *cpu, what, rtol, atol);
-}
-
-// A graph with runtime inputs "x0".. run on `backends`.
-std::vector<Tensor> run_graph(Graph g, const std::vector<Tensor>& inputs,
-                              const std::vector<std::string>& backends,
-                              const std::vector<std::pair<FlagId, int64_t>>& flags = {}) {
-  g.opset = 13;
-  std::vector<std::string> names;
-  std::vector<const Tensor*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    names.push_back("x" + std::to_string(i));
-    ins.push_back(&inputs[i]);
-  }
-  std::vector<std::string> outs;
-  for (int id : g.outputs) outs.push_back(g.values[static_cast<size_t>(id)].name);
-  auto model = Model::create(std::move(g), nullptr, "vulkan_test").value();
-  SessionConfig cfg;
-  for (const std::string& b : backends) cfg.backends.push_back(backends::get(b).value());
-  for (const auto& [id, v] : flags) cfg.overrides.set(id, v);
-  auto session = Session::create(model, cfg);
-  REQUIRE_MESSAGE(session.has_value(), session.status().message());
-  std::vector<Tensor> result;
-  const Status st = (*session)->run(names, ins, outs, &result);
-  REQUIRE_MESSAGE(st.is_ok(), st.message());
-  return result;
-}
-
-// Graph inputs x0.. of the given tensors' types.
-std::vector<int> add_inputs(GraphMaker& m, const std::vector<Tensor>& inputs) {
-  std::vector<int> ids;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ValueType type{inputs[i].dtype(), true, {}};
-    for (int64_t d : inputs[i].shape()) type.dims.push_back(Dim{d, ""});
-    const int id = m.g.add_value("x" + std::to_string(i), type);
-    m.g.inputs.push_back(id);
-    ids.push_back(id);
-  }
-  return ids;
+  check_op_on("vulkan", std::move(op), what, rtol, atol);
 }
 
 void check_graph(const GraphMaker& m, const std::vector<Tensor>& inputs, const std::string& what,
-                 const std::vector<std::pair<FlagId, int64_t>>& flags = {}, double rtol = 1e-4,
-                 double atol = 1e-4) {
-  const auto cpu = run_graph(m.g, inputs, {"cpu"});
-  const auto vk = run_graph(m.g, inputs, {"vulkan"}, flags);
-  compare_outputs(vk, cpu, what, rtol, atol);
-}
-
-Attributes attrs(std::initializer_list<std::pair<const char*, Attribute>> list) {
-  Attributes a;
-  for (const auto& [k, v] : list) a.set(k, v);
-  return a;
+                 const FlagList& flags = {}, double rtol = 1e-4, double atol = 1e-4) {
+  check_graph_on("vulkan", m, inputs, what, flags, rtol, atol);
 }
 
 }  // namespace
@@ -142,12 +53,8 @@ Attributes attrs(std::initializer_list<std::pair<const char*, Attribute>> list) 
 TEST_SUITE("vulkan") {
   TEST_CASE("binary ops with broadcasting match the CPU") {
     SKIP_WITHOUT_VULKAN();
-    const std::vector<std::pair<Shape, Shape>> shapes = {{{2, 3, 4, 5}, {2, 3, 4, 5}},
-                                                         {{2, 3, 4, 5}, {5}},
-                                                         {{2, 3, 4, 5}, {3, 1, 5}},
-                                                         {{4, 1}, {1, 6}},
-                                                         {{7}, {1}},
-                                                         {{1, 3, 1, 2, 1, 3}, {1, 1, 2, 2, 3}}};
+    std::vector<std::pair<Shape, Shape>> shapes = broadcast_cases();
+    shapes.push_back({{1, 3, 1, 2, 1, 3}, {1, 1, 2, 2, 3}});  // rank 6
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "PRelu"}) {
       uint32_t seed = 1;
       for (const auto& [a, b] : shapes) {
@@ -168,31 +75,15 @@ TEST_SUITE("vulkan") {
         check_op(SingleOp{op, {}, {random_f32(s, 3, -4, 4)}, {}}, std::string(op) + shape_str(s));
       }
     }
-    const Tensor pos = random_f32({4, 33}, 4, 0.1f, 4);
-    for (const char* op : {"Sqrt", "Log", "Reciprocal"}) check_op(SingleOp{op, {}, {pos}, {}}, op);
     const Tensor x = random_f32({4, 32}, 5, -5, 5);
-    check_op(SingleOp{"LeakyRelu", attrs({{"alpha", attr_float(0.3f)}}), {x}, {}}, "LeakyRelu");
-    check_op(SingleOp{"Elu", attrs({{"alpha", attr_float(0.7f)}}), {x}, {}}, "Elu");
-    check_op(SingleOp{"Selu", {}, {x}, {}}, "Selu");
-    check_op(SingleOp{"HardSigmoid", attrs({{"alpha", attr_float(0.25f)}}), {x}, {}},
-             "HardSigmoid");
-    SingleOp gelu{"Gelu", {}, {x}, {}};
-    gelu.opset = 20;
-    check_op(gelu, "Gelu");
-    check_op(SingleOp{"Clip", {}, {x}, {make_f32({}, {-1.5f}), make_f32({}, {2.5f})}}, "Clip");
+    for (const auto& [what, op] : activation_cases(x, random_f32({4, 33}, 4, 0.1f, 4))) {
+      check_op(op, what);
+    }
   }
 
   TEST_CASE("Cast between float32, int32 and int64 matches the CPU") {
     SKIP_WITHOUT_VULKAN();
-    const Tensor i64 =
-        make_i64({8}, {0, 1, -1, 123456, -7000000000LL, 5000000000LL, 1LL << 40, -(1LL << 31)});
-    check_op(SingleOp{"Cast", attrs({{"to", attr_int(1)}}), {i64}, {}}, "int64->float32");
-    check_op(SingleOp{"Cast", attrs({{"to", attr_int(6)}}), {make_i64({3}, {5, -5, 70000})}, {}},
-             "int64->int32");
-    const Tensor f = make_f32({6}, {0.5f, -0.5f, -2.7f, 3.9f, 1e6f, -3e9f});
-    check_op(SingleOp{"Cast", attrs({{"to", attr_int(7)}}), {f}, {}}, "float32->int64");
-    check_op(SingleOp{"Cast", attrs({{"to", attr_int(6)}}), {make_f32({3}, {1.5f, -9.9f, 7})}, {}},
-             "float32->int32");
+    for (const auto& [what, op] : integer_cast_cases()) check_op(op, what);
   }
 
   TEST_CASE("convolutions match the CPU: direct, im2col + GEMM, 1x1 GEMM, grouped, fused") {
