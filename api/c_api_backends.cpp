@@ -6,19 +6,8 @@
 #include <thread>
 
 #include "api/api_internal.h"
-#include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/cpu_capability.h"
-#include "backends/cpu/cpu_libraries.h"
-#include "backends/cpu/kernels/attention.h"
-#include "backends/cuda/cuda_module.h"
 #include "backends/registry.h"
-#include "core/thread_pool.h"
-#include "core/threading.h"
 #include "serialization/model_io.h"
-
-#if defined(TERN_HAVE_OPENMP)
-#include <omp.h>
-#endif
 
 #ifndef TERN_BUILD_CONFIG
 #define TERN_BUILD_CONFIG "unknown"
@@ -46,11 +35,6 @@ Status copy_out(const std::string& text, char* buf, size_t len) {
   }
   std::memcpy(buf, text.c_str(), text.size() + 1);
   return Status::ok();
-}
-
-std::string env_text(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? tern::str_cat("'", v, "'") : "[not set]";
 }
 
 std::string source_text(FlagId id) {
@@ -92,51 +76,11 @@ int tern_get_num_interop_threads(void) {
 
 const char* tern_parallel_info(void) {
   thread_local std::string text;
-  const tern::CpuThreadReport r = tern::cpu_thread_report();
   text = tern::str_cat("Tern ", TERN_VERSION_STRING, " parallel info\n");
-  text += tern::str_cat("  intra-op threads (tern_get_num_threads): ", tern_get_num_threads(),
-                        "  [source: ", source_text(FlagId::kNumThreads), "]\n");
-  text += tern::str_cat(
-      "  inter-op threads (tern_get_num_interop_threads): ", tern_get_num_interop_threads(),
-      "  [source: ", source_text(FlagId::kNumInteropThreads), "]\n");
-  text += "  precedence: API > MKL_NUM_THREADS > OMP_NUM_THREADS > default (physical cores)\n";
-  text +=
-      tern::str_cat("  latest run's intra-op threads: ",
-                    r.last_run_threads ? std::to_string(r.last_run_threads) : "no run yet", "\n");
-#if defined(TERN_HAVE_OPENMP)
-  text += tern::str_cat("  OpenMP ", _OPENMP, " (the intra-op pool)\n");
-  text += tern::str_cat("    omp_get_max_threads() on this thread: ", omp_get_max_threads(), "\n");
-  text += tern::str_cat("    idle policy: OMP_WAIT_POLICY=", env_text("OMP_WAIT_POLICY"),
-                        ", GOMP_SPINCOUNT=", env_text("GOMP_SPINCOUNT"),
-                        " (unset: spin a bounded time, then sleep)\n");
-#else
-  text += "  OpenMP: not built (kernels run on the calling thread)\n";
-#endif
-  if (tern::onednn_available()) {
-    text += tern::str_cat(
-        "  oneDNN: runs on the OpenMP pool with the run's intra-op threads; max ISA "
-        "given: ",
-        r.onednn_max_isa.empty() ? "none yet (set at first session)" : r.onednn_max_isa,
-        "; effective ISA: ", r.onednn_effective, "\n");
-  } else {
-    text += "  oneDNN: not built\n";
-  }
-  if (tern::openblas_available()) {
-    text += tern::str_cat("  OpenBLAS: openblas_get_num_threads() = ", r.openblas_threads,
-                          " per call; Tern splits each GEMM over the intra-op threads "
-                          "(its own pthread pool stays asleep)\n");
-  } else {
-    text += "  OpenBLAS: not built\n";
-  }
-  text += tern::str_cat("  inter-op pool threads started: ", tern::InterOpPool::global().size(),
-                        " (idle ones block on a condition variable)\n");
-  text +=
-      tern::str_cat("  std::thread::hardware_concurrency(): ", std::thread::hardware_concurrency(),
-                    "; physical cores: ", tern::physical_core_count(), "\n");
-  text += "  Environment variables:\n";
-  for (const char* v : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "TERN_NUM_INTEROP_THREADS",
-                        "OPENBLAS_NUM_THREADS", "TERN_CPU_CAPABILITY"}) {
-    text += tern::str_cat("    ", v, ": ", env_text(v), "\n");
+  for (const tern::backends::Record* r : tern::backends::records()) {
+    text +=
+        r->threads_report(tern_get_num_threads(), source_text(FlagId::kNumThreads),
+                          tern_get_num_interop_threads(), source_text(FlagId::kNumInteropThreads));
   }
   return text.c_str();
 }
@@ -146,21 +90,21 @@ const char* tern_config_show(void) {
   s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(), ", .tern format ",
                     tern_format_version(), ")\n");
   s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
-  s += tern::str_cat("  CPU capability: ", tern::cpu_capability(), " (detected ",
-                     tern::detected_cpu_capability(),
-                     "; cap cpu.max_capability=", Flags::global().text(FlagId::kCpuMaxCapability),
+  const tern::backends::Record* cpu = tern::backends::record("cpu");
+  s += tern::str_cat("  CPU capability: ", cpu->capability(),
+                     " (cap cpu.max_capability=", Flags::global().text(FlagId::kCpuMaxCapability),
                      " [", source_text(FlagId::kCpuMaxCapability), "])\n");
   s += tern::str_cat("  threads: intra-op ", tern_get_num_threads(), " [",
                      source_text(FlagId::kNumThreads), "], inter-op ",
                      tern_get_num_interop_threads(), " [", source_text(FlagId::kNumInteropThreads),
                      "]\n");
-  s += tern::cpu_library_report();
-  s += tern::str_cat("  CUDA: ", tern::backends::cuda_report(), "\n");
-  s += tern::str_cat("  Vulkan: ", tern::backends::vulkan_report(), "\n");
+  for (const tern::backends::Record* r : tern::backends::records()) {
+    s += tern::str_cat("  ", r->name(), ": ", r->report(), "\n");
+  }
   s += "  backends:";
-  for (const auto& name : tern::backends::known_names()) {
-    s += tern::str_cat(" ", name, "(built=", tern::backends::is_built(name) ? 1 : 0,
-                       ", available=", tern::backends::is_available(name) ? 1 : 0, ")");
+  for (const tern::backends::Record* r : tern::backends::records()) {
+    s += tern::str_cat(" ", r->name(), "(built=", r->is_built() ? 1 : 0,
+                       ", available=", r->is_available() ? 1 : 0, ")");
   }
   return (s += "\n").c_str();
 }
@@ -168,7 +112,11 @@ const char* tern_config_show(void) {
 /* ---- cpu ---- */
 
 const char* tern_cpu_get_capability(void) {
-  return tern::cpu_capability();
+  try {
+    return tern::backends::record("cpu")->capability();
+  } catch (...) {
+    return "DEFAULT";
+  }
 }
 
 /* ---- cuda ---- */
@@ -240,12 +188,10 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
       reason = tern::str_cat("params.struct_size is ", p->struct_size, ", expected at least ",
                              sizeof(tern_sdp_params));
     } else {
-      static const char* names[] = {"MATH", "FLASH", "MEM_EFFICIENT", "CUDNN"};
       if (!tern_sdp_enabled(b)) {
-        reason = tern::str_cat(names[i], " is disabled (", tern::Flags::def(kSdpIds[i]).name,
-                               " = false)");
+        reason = tern::str_cat(tern::backends::sdp_name(i), " is disabled (",
+                               tern::Flags::def(kSdpIds[i]).name, " = false)");
       }
-      std::string refusal;
       tern::ops::SdpCase c;
       c.batch = p->batch;
       c.heads = p->num_heads;
@@ -256,16 +202,23 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
       c.causal = p->is_causal != 0;
       c.mask = p->has_mask != 0;
       c.dropout = p->dropout_p;
-      // Where a CUDA device is, the answer is the CUDA kernels'; MATH and FLASH otherwise answer
-      // for the CPU's, and MEM_EFFICIENT and CUDNN exist on CUDA only.
-      if (tern::backends::is_available("cuda")) {
-        refusal = tern::backends::cuda_module()->sdp_refusal(i, c);
-      } else if (i >= 2) {
-        refusal = tern::backends::is_built("cuda")
-                      ? tern::str_cat(names[i], " runs on CUDA only and there is no CUDA device")
-                      : tern::str_cat(names[i], " needs the CUDA backend, which is not built");
-      } else {
-        refusal = tern::cpu_sdp_refusal(i == 0 ? tern::CpuSdp::kMath : tern::CpuSdp::kFlash, c);
+      // The answer is the kernels' of the first available device backend that has attention
+      // kernels (where a session listing it would run attention), else the CPU's.
+      const tern::backends::Record* r = tern::backends::record("cpu");
+      for (const tern::backends::Record* d : tern::backends::records()) {
+        if (d != r && d->has_attention() && d->is_available()) {
+          r = d;
+          break;
+        }
+      }
+      std::string refusal = r->sdp_refusal(i, c);
+      if (!refusal.empty() && i >= 2 && r == tern::backends::record("cpu")) {
+        // MEM_EFFICIENT and CUDNN are CUDA kernels: say why there is none.
+        const tern::backends::Record* cuda = tern::backends::record("cuda");
+        refusal = cuda->is_built() ? tern::str_cat(tern::backends::sdp_name(i),
+                                                   " runs on CUDA only and there is no CUDA device")
+                                   : tern::str_cat(tern::backends::sdp_name(i),
+                                                   " needs the CUDA backend, which is not built");
       }
       if (!refusal.empty()) reason += (reason.empty() ? "" : "; ") + refusal;
     }
@@ -283,12 +236,17 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
 /* ---- cudnn ---- */
 
 int tern_cudnn_is_available(void) {
-  // cuDNN is linked into CUDA builds; it is usable where a CUDA device is.
-  return tern::backends::cudnn_version() > 0 && tern::backends::is_available("cuda") ? 1 : 0;
+  // cuDNN is linked into the CUDA module; it is usable where a CUDA device is.
+  try {
+    const tern::backends::Record* cuda = tern::backends::record("cuda");
+    return cuda->library_version("cudnn") > 0 && cuda->is_available() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
 }
 int64_t tern_cudnn_version(void) {
   try {
-    return tern::backends::cudnn_version();
+    return tern::backends::record("cuda")->library_version("cudnn");
   } catch (...) {
     return -1;
   }
@@ -339,7 +297,7 @@ tern_status tern_onednn_set_verbose(tern_verbose_level level) {
     int v = static_cast<int>(level);
     TERN_API_REQUIRE(v >= 0 && v <= 2, "verbose level ", v,
                      " is not OFF (0), ON (1) or ON_CREATION (2)");
-    if (!tern::onednn_available()) {
+    if (tern::backends::record("cpu")->library_version("onednn") < 0) {
       return Status(tern::Code::kBackendUnavailable, "oneDNN is not built into this library");
     }
     return Flags::global().set(FlagId::kOnednnVerbose, v);

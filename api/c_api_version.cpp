@@ -2,8 +2,6 @@
 #include <string>
 
 #include "api/api_internal.h"
-#include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/cpu_libraries.h"
 #include "backends/registry.h"
 #include "core/threading.h"
 #include "serialization/model_io.h"
@@ -22,6 +20,27 @@ tern_status fail(const Status& s) {
 }
 
 }  // namespace tern::api
+
+namespace {
+
+// A backend record's answer; 0 when anything fails (no exception crosses the C boundary).
+template <class Fn>
+int ask(const char* kind, Fn fn) {
+  try {
+    const tern::backends::Record* r = tern::backends::record(kind);
+    return r ? fn(*r) : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Whether the CPU backend was built with a library ("onednn", "openblas", "openmp").
+int library_built(const char* lib) {
+  return ask("cpu",
+             [&](const tern::backends::Record& r) { return r.library_version(lib) >= 0 ? 1 : 0; });
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -47,38 +66,34 @@ const char* tern_last_error(void) {
 }
 
 int tern_onednn_is_available(void) {
-  return tern::onednn_available();
+  return library_built("onednn");
 }
 int tern_openblas_is_available(void) {
-  return tern::openblas_available();
+  return library_built("openblas");
 }
 int tern_openmp_is_available(void) {
-  return tern::openmp_available();
+  return library_built("openmp");
 }
 int tern_cuda_is_built(void) {
-  return tern::backends::is_built("cuda");
+  return ask("cuda", [](const tern::backends::Record& r) { return r.is_built() ? 1 : 0; });
 }
 int tern_cuda_is_available(void) {
-  return tern::backends::is_available("cuda");
+  return ask("cuda", [](const tern::backends::Record& r) { return r.is_available() ? 1 : 0; });
 }
 int tern_cuda_device_count(void) {
-  try {
-    return tern::backends::cuda_devices();
-  } catch (...) {
-    return 0;
-  }
+  return ask("cuda", [](const tern::backends::Record& r) { return r.device_count(); });
 }
 int tern_vulkan_is_built(void) {
-  return tern::backends::is_built("vulkan");
+  return ask("vulkan", [](const tern::backends::Record& r) { return r.is_built() ? 1 : 0; });
 }
 int tern_vulkan_is_available(void) {
-  return tern::backends::is_available("vulkan");
+  return ask("vulkan", [](const tern::backends::Record& r) { return r.is_available() ? 1 : 0; });
 }
 int tern_mps_is_built(void) {
-  return tern::backends::is_built("mps");
+  return ask("mps", [](const tern::backends::Record& r) { return r.is_built() ? 1 : 0; });
 }
 int tern_mps_is_available(void) {
-  return tern::backends::is_available("mps");
+  return ask("mps", [](const tern::backends::Record& r) { return r.is_available() ? 1 : 0; });
 }
 
 }  // extern "C"

@@ -1,157 +1,119 @@
+// The one place that knows which backends this build has (DESIGN pattern 9): each built kind's
+// record comes from its own directory; a kind compiled out gets a record that says so.
 #include "backends/registry.h"
 
-#include <array>
 #include <memory>
-#include <mutex>
-
-#include "backends/cpu/cpu_backend.h"
-#include "backends/cuda/cuda_module.h"
-#include "backends/module_loader.h"
-#if defined(TERN_HAVE_VULKAN)
-#include "backends/vulkan/vulkan_backend.h"
-#endif
 
 namespace tern::backends {
 
+const Record& cpu_record();  // backends/cpu/cpu_record.cpp
+#if defined(TERN_HAVE_CUDA)
+const Record& cuda_record();  // backends/cuda/cuda_record.cpp
+#endif
+#if defined(TERN_HAVE_VULKAN)
+const Record& vulkan_record();  // backends/vulkan/vulkan_record.cpp
+#endif
+
 namespace {
 
-// "cuda" -> 0, "cuda:3" -> 3; -1 for anything else.
-int cuda_index(const std::string& name) {
-  if (name == "cuda") return 0;
-  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8) return -1;
-  int d = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    d = d * 10 + (name[i] - '0');
+class NotBuilt final : public Record {
+ public:
+  NotBuilt(const char* name, const char* how) : name_(name), how_(how) {}
+  const char* name() const override { return name_; }
+  bool is_built() const override { return false; }
+  int device_count() const override { return 0; }
+  std::string report() const override { return str_cat("not built (", how_, ")"); }
+  Expected<Backend*> device(int) const override {
+    return Status(Code::kBackendUnavailable,
+                  str_cat("backend '", name_, "' is not built into this library (", how_, ")"));
   }
-  return d;
-}
 
-// The CUDA module's load, opened the first time anything asks (null when CUDA is not built).
-const ModuleLoad* cuda_load() {
-#if defined(TERN_HAVE_CUDA)
-  return &load_module("cuda", sizeof(CudaModule));
-#else
-  return nullptr;
-#endif
-}
+ private:
+  const char* name_;
+  const char* how_;
+};
 
 }  // namespace
 
-const std::vector<std::string>& known_names() {
-  static const std::vector<std::string> names = {"cpu", "cuda", "vulkan", "mps"};
-  return names;
+std::string Record::sdp_refusal(int sdp, const ops::SdpCase&) const {
+  return str_cat(sdp_name(sdp), ": the ", name(), " backend has no attention kernel",
+                 is_built() ? "" : " (not built)");
+}
+
+const char* sdp_name(int sdp) {
+  static const char* names[] = {"MATH", "FLASH", "MEM_EFFICIENT", "CUDNN"};
+  return sdp >= 0 && sdp < 4 ? names[sdp] : "unknown sdp backend";
+}
+
+const std::vector<const Record*>& records() {
+  static const std::vector<const Record*> all = {
+    &cpu_record(),
+#if defined(TERN_HAVE_CUDA)
+    &cuda_record(),
+#else
+    new NotBuilt("cuda", "configure with the CUDA toolkit, cuBLAS and cuDNN: TERN_WITH_CUDA"),
+#endif
+#if defined(TERN_HAVE_VULKAN)
+    &vulkan_record(),
+#else
+    new NotBuilt("vulkan", "configure with the Vulkan headers, loader and glslc: TERN_WITH_VULKAN"),
+#endif
+    new NotBuilt("mps", "Metal/MPS is built on Apple platforms only"),
+  };
+  return all;
+}
+
+const Record* record(std::string_view kind) {
+  for (const Record* r : records()) {
+    if (kind == r->name()) return r;
+  }
+  return nullptr;
+}
+
+bool parse_name(const std::string& text, Name* out) {
+  const size_t colon = text.find(':');
+  Name n;
+  n.kind = text.substr(0, colon);
+  if (n.kind.empty()) return false;
+  if (colon != std::string::npos) {
+    const std::string digits = text.substr(colon + 1);
+    if (digits.empty() || digits.size() > 3) return false;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      n.index = n.index * 10 + (c - '0');
+    }
+  }
+  if (out) *out = std::move(n);
+  return true;
 }
 
 bool is_known(const std::string& name) {
-  if (cuda_index(name) >= 0) return true;
-  for (const auto& n : known_names()) {
-    if (n == name) return true;
-  }
-  return false;
-}
-
-const CudaModule* cuda_module() {
-  const ModuleLoad* m = cuda_load();
-  return m && m->loaded ? reinterpret_cast<const CudaModule*>(m->table) : nullptr;
-}
-
-bool is_built(const std::string& name) {
-  if (cuda_index(name) >= 0) {
-    const ModuleLoad* m = cuda_load();
-    return m && m->found;
-  }
-#if defined(TERN_HAVE_VULKAN)
-  if (name == "vulkan") return true;
-#endif
-  return name == "cpu";
-}
-
-bool is_available(const std::string& name) {
-  const int d = cuda_index(name);
-  if (d >= 0) return d < cuda_devices();
-#if defined(TERN_HAVE_VULKAN)
-  if (name == "vulkan") return vulkan_available();
-#endif
-  return name == "cpu";
-}
-
-int cuda_devices() {
-  const CudaModule* m = cuda_module();
-  return m ? m->device_count() : 0;
-}
-
-int64_t cudnn_version() {
-  const CudaModule* m = cuda_module();
-  return m ? m->cudnn_version() : -1;
-}
-
-std::string cuda_report() {
-  const ModuleLoad* load = cuda_load();
-  if (!load) return "not built (configure with the CUDA toolkit: TERN_WITH_CUDA)";
-  const CudaModule* m = cuda_module();
-  if (!m) return module_report(*load);
-  return str_cat(m->device_report(), "; cuDNN ", m->cudnn_version(), "; ", module_report(*load));
-}
-
-std::string vulkan_report() {
-#if defined(TERN_HAVE_VULKAN)
-  return tern::vulkan_report();
-#else
-  return "not built (configure with the Vulkan headers, loader and glslc: TERN_WITH_VULKAN)";
-#endif
+  Name n;
+  return parse_name(name, &n) && record(n.kind);
 }
 
 Expected<Backend*> get(const std::string& name) {
-  if (name == "cpu") {
-    static CpuBackend cpu;
-    return static_cast<Backend*>(&cpu);
+  Name n;
+  const Record* r = parse_name(name, &n) ? record(n.kind) : nullptr;
+  if (!r) {
+    std::string known;
+    for (const Record* k : records()) known += str_cat(known.empty() ? "" : ", ", k->name());
+    return invalid_argument("unknown backend '", name, "' (known: ", known,
+                            "; a device as kind:N, e.g. cuda:1)");
   }
-  const int cuda = cuda_index(name);
-  if (cuda >= 0) {
-    const ModuleLoad* load = cuda_load();
-    if (!load) {
-      return Status(Code::kBackendUnavailable,
-                    str_cat("backend '", name, "' is not built into this library"));
-    }
-    const CudaModule* m = cuda_module();
-    if (!m) {
-      return Status(Code::kBackendUnavailable,
-                    str_cat("backend '", name, "' needs its module, and ", module_report(*load)));
-    }
-    const int count = m->device_count();
-    if (count == 0) {
-      return Status(
-          Code::kBackendUnavailable,
-          str_cat("backend '", name, "': no CUDA device usable here (", m->device_report(), ")"));
-    }
-    if (cuda >= count) {
-      return Status(Code::kBackendUnavailable,
-                    str_cat("backend '", name, "': there is no CUDA device ", cuda, " (",
-                            m->device_report(), ")"));
-    }
-    return m->backend(cuda);
-  }
-#if defined(TERN_HAVE_VULKAN)
-  if (name == "vulkan") {
-    if (!vulkan_available()) {
-      return Status(Code::kBackendUnavailable, str_cat("backend 'vulkan': ", tern::vulkan_report()));
-    }
-    static VulkanBackend vulkan;
-    return static_cast<Backend*>(&vulkan);
-  }
-#endif
-  if (name.rfind("vulkan:", 0) == 0) {
-    return invalid_argument("backend '", name, "': Tern uses one Vulkan device, named 'vulkan'; ",
-                            "pick it with TERN_VULKAN_DEVICE=<index or part of its name>");
-  }
-  for (const auto& n : known_names()) {
-    if (n == name) {
-      return Status(Code::kBackendUnavailable,
-                    str_cat("backend '", name, "' is not built into this library"));
-    }
-  }
-  return invalid_argument("unknown backend '", name, "' (known: cpu, cuda, cuda:N, vulkan, mps)");
+  return r->device(n.index);
+}
+
+bool is_built(const std::string& name) {
+  Name n;
+  const Record* r = parse_name(name, &n) ? record(n.kind) : nullptr;
+  return r && r->is_built();
+}
+
+bool is_available(const std::string& name) {
+  Name n;
+  const Record* r = parse_name(name, &n) ? record(n.kind) : nullptr;
+  return r && n.index < r->device_count();
 }
 
 }  // namespace tern::backends

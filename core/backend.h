@@ -6,12 +6,24 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/kernel.h"
 
 namespace tern {
 
 class KernelRegistry;
+
+// How a node's kernel on a backend treats channel-blocked activations (TensorInfo::block); the
+// planner (core/plan/layout.cpp) chooses layouts from these answers alone.
+enum class LayoutRole {
+  kPlain,            // reads and writes plain tensors only (the planner inserts reorders)
+  kConvolution,      // reads blocked inputs and writes its output in the planned layout
+  kKeepsBlock,       // pooling: reads a blocked input and may write the same block
+  kElementwise,      // computes alike on any layout its inputs and output share
+  kElementwiseRows,  // kElementwise, and takes an operand of one value per channel (binary ops)
+  kReadsBlocked,     // reads blocked inputs, writes plain output (global pooling)
+};
 
 class Backend {
  public:
@@ -32,9 +44,15 @@ class Backend {
   virtual bool supports_op(const std::string& op_type) const;
   // The kernel for one node with concrete input types and shapes, or UNSUPPORTED.
   virtual Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const;
-  // The channel block (8, 16) this backend's convolutions run fastest with under these flags, or
-  // 0 when blocked layouts would not help (the planner then keeps every tensor plain).
-  virtual int channel_block(const FlagValues& flags) const { return 0; }
+  // The activation layout this backend's convolutions run fastest with, for a graph whose
+  // convolutions are `convs`, under these flags: a channel block (8, 16), kChannelsLast, or 0
+  // when blocked layouts would not help (the planner then keeps every tensor plain).
+  static constexpr int kChannelsLast = -1;
+  virtual int conv_layout(const FlagValues& flags, const std::vector<const Node*>& convs) const {
+    return 0;
+  }
+  // How this backend's kernel for `node` treats blocked layouts.
+  virtual LayoutRole layout_role(const Node& node) const { return LayoutRole::kPlain; }
   // Intra-op threads for the next kernels run on the calling thread.
   virtual void set_num_threads(int n) {}
   // Called on the calling thread at the start and end of every run with the run's flags (for

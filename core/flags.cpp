@@ -23,12 +23,15 @@ bool iequals(std::string_view a, std::string_view b) {
 std::vector<FlagDef> make_defs() {
   using T = FlagType;
   using S = FlagScope;
+  using P = PlanEffect;
   const int64_t cores = physical_core_count();
   std::vector<FlagDef> d = {
       {FlagId::kNumThreads,
        "num_threads",
        T::kInt,
        S::kSession,
+       P::kKernels,
+       "",
        cores,
        "MKL_NUM_THREADS, OMP_NUM_THREADS",
        "intra-op threads: the threads one node may use (oneDNN and OpenBLAS included); default "
@@ -40,6 +43,8 @@ std::vector<FlagDef> make_defs() {
        "num_interop_threads",
        T::kInt,
        S::kSession,
+       P::kNone,
+       "",
        cores,
        "TERN_NUM_INTEROP_THREADS",
        "inter-op threads: how many independent nodes of a graph may run at the same time "
@@ -52,54 +57,66 @@ std::vector<FlagDef> make_defs() {
        "cpu.max_capability",
        T::kEnum,
        S::kGlobal,
+       P::kKernels,
+       "cpu",
        0,
        "TERN_CPU_CAPABILITY",
        "caps the vector ISA Tern's kernels dispatch to and oneDNN may use (oneDNN takes it once, "
        "at its first use in the process); auto = what the CPU has",
        {"auto", "AVX512", "AVX2", "NO AVX", "DEFAULT", "VSX", "Z VECTOR", "SVE256"}},
-      {FlagId::kDeterministicAlgorithms, "deterministic_algorithms", T::kBool, S::kSession, 0,
-       "TERN_DETERMINISTIC_ALGORITHMS",
+      {FlagId::kDeterministicAlgorithms, "deterministic_algorithms", T::kBool, S::kSession,
+       P::kKernels, "", 0, "TERN_DETERMINISTIC_ALGORITHMS",
        "choose kernels whose results are bitwise identical across runs and thread counts "
        "(fixed work partitions; Conv by im2col + GEMM instead of oneDNN)"},
       {FlagId::kOnednnVerbose,
        "onednn.verbose",
        T::kEnum,
        S::kRun,
+       P::kNone,
+       "cpu",
        0,
        "TERN_ONEDNN_VERBOSE",
        "oneDNN verbose output on stdout: OFF, ON (each primitive execution), ON_CREATION (also "
        "creation)",
        {"OFF", "ON", "ON_CREATION"}},
-      {FlagId::kOptEinsumEnabled, "opt_einsum.enabled", T::kBool, S::kSession, 1, "",
-       "Einsum contracts operands in an optimised order (otherwise left to right)"},
+      {FlagId::kOptEinsumEnabled, "opt_einsum.enabled", T::kBool, S::kSession, P::kKernels, "", 1,
+       "", "Einsum contracts operands in an optimised order (otherwise left to right)"},
       {FlagId::kOptEinsumStrategy,
        "opt_einsum.strategy",
        T::kEnum,
        S::kSession,
+       P::kKernels,
+       "",
        0,
        "TERN_OPT_EINSUM_STRATEGY",
        "Einsum path search: auto (optimal up to 4 operands, else greedy), greedy, optimal",
        {"auto", "greedy", "optimal"}},
-      {FlagId::kSdpMath, "sdp.math_enabled", T::kBool, S::kRun, 1, "",
+      {FlagId::kSdpMath, "sdp.math_enabled", T::kBool, S::kRun, P::kKernels, "", 1, "",
        "scaled-dot-product attention may use the MATH kernel (materialises the score matrix)"},
-      {FlagId::kSdpFlash, "sdp.flash_enabled", T::kBool, S::kRun, 1, "",
+      {FlagId::kSdpFlash, "sdp.flash_enabled", T::kBool, S::kRun, P::kKernels, "", 1, "",
        "scaled-dot-product attention may use the FLASH kernel (tiled online softmax)"},
-      {FlagId::kSdpMemEfficient, "sdp.mem_efficient_enabled", T::kBool, S::kRun, 1, "",
+      {FlagId::kSdpMemEfficient, "sdp.mem_efficient_enabled", T::kBool, S::kRun, P::kKernels,
+       "cuda", 1, "",
        "scaled-dot-product attention may use the memory-efficient kernel (CUDA only)"},
-      {FlagId::kSdpCudnn, "sdp.cudnn_enabled", T::kBool, S::kRun, 1, "",
-       "scaled-dot-product attention may use the cuDNN kernel (CUDA only)"},
-      {FlagId::kMhaFastpath, "mha.fastpath_enabled", T::kBool, S::kSession, 1, "",
+      {FlagId::kSdpCudnn, "sdp.cudnn_enabled", T::kBool, S::kRun, P::kNone, "cuda", 1, "",
+       "scaled-dot-product attention may use a cuDNN kernel (kept and reported; no effect: Tern's "
+       "CUDA backend has no cuDNN attention kernel, so CUDNN is never chosen)"},
+      {FlagId::kMhaFastpath, "mha.fastpath_enabled", T::kBool, S::kSession, P::kKernels, "", 1, "",
        "fuse MatMul-Softmax-MatMul attention subgraphs into one Attention kernel"},
-      {FlagId::kCudaAllowTf32, "cuda.matmul.allow_tf32", T::kBool, S::kSession, 0, "",
-       "CUDA float32 matmuls may use TF32 tensor cores"},
+      {FlagId::kCudaAllowTf32, "cuda.matmul.allow_tf32", T::kBool, S::kSession, P::kKernels, "cuda",
+       0, "", "CUDA float32 matmuls may use TF32 tensor cores"},
       {FlagId::kCudaAllowFp16Reduced, "cuda.matmul.allow_fp16_reduced_precision_reduction",
-       T::kBool, S::kSession, 1, "", "CUDA float16 matmuls may reduce in float16"},
+       T::kBool, S::kSession, P::kKernels, "cuda", 1, "",
+       "CUDA float16 matmuls may reduce in float16"},
       {FlagId::kCudaAllowBf16Reduced, "cuda.matmul.allow_bf16_reduced_precision_reduction",
-       T::kBool, S::kSession, 1, "", "CUDA bfloat16 matmuls may reduce in bfloat16"},
+       T::kBool, S::kSession, P::kKernels, "cuda", 1, "",
+       "CUDA bfloat16 matmuls may reduce in bfloat16"},
       {FlagId::kCudaBlasLibrary,
        "cuda.preferred_blas_library",
        T::kEnum,
        S::kSession,
+       P::kKernels,
+       "cuda",
        0,
        "TERN_BLAS_PREFER_CUBLASLT",
        "BLAS library for CUDA matmuls",
@@ -108,23 +125,27 @@ std::vector<FlagDef> make_defs() {
        "cuda.preferred_linalg_library",
        T::kEnum,
        S::kSession,
+       P::kNone,
+       "cuda",
        0,
        "TERN_LINALG_PREFER_CUSOLVER",
        "linear-algebra library for CUDA (kept and reported; no effect: Tern runs no CUDA "
        "linear-algebra op)",
        {"DEFAULT", "CUSOLVER", "MAGMA"}},
-      {FlagId::kCudnnEnabled, "cudnn.enabled", T::kBool, S::kSession, 1, "",
+      {FlagId::kCudnnEnabled, "cudnn.enabled", T::kBool, S::kSession, P::kKernels, "cuda", 1, "",
        "CUDA convolutions may use cuDNN"},
-      {FlagId::kCudnnAllowTf32, "cudnn.allow_tf32", T::kBool, S::kSession, 1, "",
-       "cuDNN convolutions may use TF32 tensor cores"},
-      {FlagId::kCudnnDeterministic, "cudnn.deterministic", T::kBool, S::kSession, 0, "",
-       "cuDNN uses deterministic algorithms only"},
-      {FlagId::kCudnnBenchmark, "cudnn.benchmark", T::kBool, S::kSession, 0, "",
-       "cuDNN times candidate algorithms per shape and keeps the fastest"},
+      {FlagId::kCudnnAllowTf32, "cudnn.allow_tf32", T::kBool, S::kSession, P::kKernels, "cuda", 1,
+       "", "cuDNN convolutions may use TF32 tensor cores"},
+      {FlagId::kCudnnDeterministic, "cudnn.deterministic", T::kBool, S::kSession, P::kKernels,
+       "cuda", 0, "", "cuDNN uses deterministic algorithms only"},
+      {FlagId::kCudnnBenchmark, "cudnn.benchmark", T::kBool, S::kSession, P::kKernels, "cuda", 0,
+       "", "cuDNN times candidate algorithms per shape and keeps the fastest"},
       {FlagId::kCudnnBenchmarkLimit,
        "cudnn.benchmark_limit",
        T::kInt,
        S::kSession,
+       P::kKernels,
+       "cuda",
        10,
        "",
        "how many cuDNN algorithms benchmark mode tries (0 = all)",
@@ -135,27 +156,33 @@ std::vector<FlagDef> make_defs() {
        "cpu.conv_memory_format",
        T::kEnum,
        S::kSession,
+       P::kKernels,
+       "cpu",
        0,
        "",
        "activation layout of CPU convolution chains: blocked = channels in blocks of the vector "
        "width (oneDNN nChw16c / nChw8c), channels_last = NHWC (oneDNN's brgemm convolutions), "
        "auto = channels_last on AVX-512 when no convolution is grouped, else blocked",
        {"auto", "blocked", "channels_last"}},
-      {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, 0, "TERN_CUDA_GRAPHS",
+      {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, P::kNone, "cuda", 0,
+       "TERN_CUDA_GRAPHS",
        "CUDA runs capture each stretch of device kernels as a CUDA graph once per arena, from a "
        "plan's second run on, and replay it; a stretch whose capture fails runs eagerly "
        "(profiling turns it off)"},
-      {FlagId::kVulkanAllowFp16, "vulkan.allow_fp16", T::kBool, S::kSession, 1, "",
+      {FlagId::kVulkanAllowFp16, "vulkan.allow_fp16", T::kBool, S::kSession, P::kKernels, "vulkan",
+       1, "",
        "float16 tensors may run on Vulkan's float16 shaders (devices with 16-bit storage); "
        "off: float16 nodes run on the next backend"},
       {FlagId::kVulkanFp16Arithmetic, "vulkan.allow_fp16_reduced_precision", T::kBool, S::kSession,
-       0, "",
+       P::kKernels, "vulkan", 0, "",
        "Vulkan float16 shaders may compute and accumulate in float16 (devices with "
        "shaderFloat16); off: float16 storage, float32 arithmetic"},
       {FlagId::kVulkanConvAlgorithm,
        "vulkan.conv_algorithm",
        T::kEnum,
        S::kSession,
+       P::kKernels,
+       "vulkan",
        0,
        "",
        "Vulkan convolutions: auto = im2col + tiled GEMM for ungrouped ones (1x1 stride-1 ones "
@@ -402,6 +429,20 @@ FlagValues Flags::resolve(const FlagOverrides* session, const FlagOverrides* run
     }
   }
   return out;
+}
+
+std::vector<int64_t> Flags::plan_key(const FlagValues& values,
+                                     const std::vector<std::string>& kernel_backends) {
+  std::vector<int64_t> key;
+  for (const FlagDef& d : defs()) {
+    if (d.plan != PlanEffect::kKernels) continue;
+    if (*d.backend && std::find(kernel_backends.begin(), kernel_backends.end(), d.backend) ==
+                          kernel_backends.end()) {
+      continue;
+    }
+    key.push_back(values[d.id]);
+  }
+  return key;
 }
 
 }  // namespace tern

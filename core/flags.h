@@ -57,6 +57,10 @@ enum class FlagSource : int { kDefault, kEnvironment, kApi, kSession, kRun };
 // The narrowest level at which a flag may be overridden: kGlobal flags are process-wide only,
 // kSession flags may also be set in session options, kRun flags also in run options.
 enum class FlagScope : int { kGlobal, kSession, kRun };
+// Whether a flag's value changes what a plan is made of (kernel choice, fusions, layouts): plans
+// are cached per the values of the flags marked kKernels (Flags::plan_key), so a change of one
+// takes effect at the next run. kNone flags are read while running, or have no effect.
+enum class PlanEffect : int { kNone, kKernels };
 
 const char* flag_type_name(FlagType t);      // "bool" | "int" | "enum"
 const char* flag_source_name(FlagSource s);  // "default" | "environment" | "api" | ...
@@ -67,6 +71,8 @@ struct FlagDef {
   const char* name;  // PyTorch's dotted path without "torch.backends.": "cudnn.benchmark"
   FlagType type;
   FlagScope scope;
+  PlanEffect plan;      // whether plans depend on its value
+  const char* backend;  // the backend whose kernels read it ("cpu", "cuda", "vulkan"), "" for all
   int64_t default_value;
   const char* env;  // variable(s) read once for the initial value, "" when none
   const char* doc;
@@ -125,6 +131,12 @@ class Flags {
 
   // Globals overlaid with session overrides, then run overrides (either may be null).
   FlagValues resolve(const FlagOverrides* session, const FlagOverrides* run) const;
+
+  // The values of the flags plans depend on (PlanEffect::kKernels) for a session on
+  // `kernel_backends` (Backend::kernel_backend names): general flags and those of the listed
+  // backends, in table order. Plans are cached per this key.
+  static std::vector<int64_t> plan_key(const FlagValues& values,
+                                       const std::vector<std::string>& kernel_backends);
 
  private:
   Flags();

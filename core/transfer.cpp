@@ -58,4 +58,35 @@ Expected<std::unique_ptr<Tensor>> upload(const Tensor& host, Backend* device) {
   return up;
 }
 
+Backend* backend_for(const std::vector<Backend*>& backends, const Device& d) {
+  for (Backend* b : backends) {
+    if (b->device() == d) return b;
+  }
+  return nullptr;
+}
+
+Expected<Tensor> moved_to(const Tensor& t, const Device& to,
+                          const std::vector<Backend*>& backends) {
+  if (t.device() == to) return t;
+  if (to.is_host()) {
+    Backend* from = backend_for(backends, t.device());
+    if (!from) {
+      return invalid_argument("a tensor on ", t.device().name(),
+                              " reached a session with no backend there");
+    }
+    TERN_ASSIGN_OR_RETURN(Tensor host, Tensor::allocate(t.dtype(), t.shape()));
+    TERN_RETURN_IF_ERROR(from->copy_to_host(t, host));
+    return host;
+  }
+  TERN_ASSIGN_OR_RETURN(Tensor host, moved_to(t, Device{}, backends));
+  Backend* dev = backend_for(backends, to);
+  if (!dev) return invalid_argument("the session has no backend on ", to.name());
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(host.byte_size()));
+  void* raw = mem.get();
+  Tensor out = Tensor::wrap(host.dtype(), host.shape(), raw, std::move(mem), to);
+  TERN_RETURN_IF_ERROR(dev->copy_to_device(host, out));
+  TERN_RETURN_IF_ERROR(dev->synchronize());  // `host` is a temporary
+  return out;
+}
+
 }  // namespace tern

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -19,5 +20,11 @@ std::unique_ptr<Kernel> make_transfer_kernel(Backend* device, TransferDirection 
 // A copy of host tensor `host` in `device`'s memory, complete when it returns (constants that
 // device kernels read).
 Expected<std::unique_ptr<Tensor>> upload(const Tensor& host, Backend* device);
+
+// The backend among `backends` whose memory is `d` (null: none).
+Backend* backend_for(const std::vector<Backend*>& backends, const Device& d);
+// `t` in `to`'s memory through one of `backends`: itself when already there, else a copy
+// (complete when it returns).
+Expected<Tensor> moved_to(const Tensor& t, const Device& to, const std::vector<Backend*>& backends);
 
 }  // namespace tern

@@ -85,7 +85,7 @@ echo "ok: the C sample runs with the CUDA module absent"
 info=$(LD_LIBRARY_PATH="$tmp/absent" "$build/tern" info)
 if grep -q "module /" <<< "$info"; then
   echo "note: a libtern_cuda.so of this build is installed where libtern also looks:"
-  grep "CUDA:" <<< "$info"
+  grep "cuda:" <<< "$info"
 else
   expect "$info" "libtern_cuda.so was not found \(looked in: $tmp/absent/libtern_cuda.so" \
     "tern info without the module"

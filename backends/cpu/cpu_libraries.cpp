@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_libraries.h"
 
+#include <cstdio>
+
 #include "core/status.h"
 
 #if defined(TERN_HAVE_ONEDNN)
@@ -14,27 +16,33 @@
 
 namespace tern {
 
-bool onednn_available() {
+int64_t onednn_version() {
 #if defined(TERN_HAVE_ONEDNN)
-  return true;
+  const dnnl_version_t* v = dnnl_version();
+  return int64_t{v->major} * 10000 + v->minor * 100 + v->patch;
 #else
-  return false;
+  return -1;
 #endif
 }
 
-bool openblas_available() {
+int64_t openblas_version() {
 #if defined(TERN_HAVE_OPENBLAS)
-  return true;
+  // "OpenBLAS 0.3.21 ...": the version is the second word of the configuration string.
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(openblas_get_config(), "OpenBLAS %d.%d.%d", &major, &minor, &patch) >= 2) {
+    return int64_t{major} * 10000 + minor * 100 + patch;
+  }
+  return 0;
 #else
-  return false;
+  return -1;
 #endif
 }
 
-bool openmp_available() {
+int64_t openmp_version() {
 #if defined(TERN_HAVE_OPENMP)
-  return true;
+  return _OPENMP;
 #else
-  return false;
+  return -1;
 #endif
 }
 
@@ -42,20 +50,20 @@ std::string cpu_library_report() {
   std::string r;
 #if defined(TERN_HAVE_ONEDNN)
   const dnnl_version_t* v = dnnl_version();
-  r += str_cat("  oneDNN ", v->major, ".", v->minor, ".", v->patch, " (cpu runtime ",
-               v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", ")\n");
+  r += str_cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (cpu runtime ",
+               v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", ")");
 #else
-  r += "  oneDNN: not built\n";
+  r += "oneDNN: not built";
 #endif
 #if defined(TERN_HAVE_OPENBLAS)
-  r += str_cat("  OpenBLAS: ", openblas_get_config(), "\n");
+  r += str_cat("; ", openblas_get_config());
 #else
-  r += "  OpenBLAS: not built\n";
+  r += "; OpenBLAS: not built";
 #endif
 #if defined(TERN_HAVE_OPENMP)
-  r += str_cat("  OpenMP ", _OPENMP, "\n");
+  r += str_cat("; OpenMP ", _OPENMP);
 #else
-  r += "  OpenMP: not built\n";
+  r += "; OpenMP: not built";
 #endif
   return r;
 }

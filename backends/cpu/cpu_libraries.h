@@ -1,14 +1,17 @@
 // What the CPU backend was built with, for tern_config_show and the availability queries.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace tern {
 
-bool onednn_available();
-bool openblas_available();
-bool openmp_available();
-// One line per library with its version and configuration.
+// Version numbers of the libraries the CPU backend runs on, -1 when not built: oneDNN's
+// major*10000 + minor*100 + patch (20603), OpenBLAS's likewise, OpenMP's _OPENMP (201511).
+int64_t onednn_version();
+int64_t openblas_version();
+int64_t openmp_version();
+// The libraries with their versions and configurations, "; " between them.
 std::string cpu_library_report();
 
 }  // namespace tern

@@ -43,6 +43,12 @@ struct CudaModule {
 
 constexpr int kMaxCudaDevices = 64;
 
+namespace backends {
+// libtern's side (backends/cuda/cuda_record.cpp): the loaded module's table, opened on the first
+// call; null when the module or a library it needs cannot be loaded.
+const CudaModule* cuda_module();
+}  // namespace backends
+
 }  // namespace tern
 
 // The module's one exported symbol.

@@ -6,7 +6,7 @@
 
 #include "core/half.h"
 #include "core/low_float.h"
-#include "core/memory_plan.h"
+#include "core/plan/memory_plan.h"
 #include "core/weight_memory.h"
 #include "graph_builder.h"
 
@@ -62,7 +62,7 @@ TEST_SUITE("core") {
     CHECK(float_to_low_float(DType::kFloat8E4M3FN, 500.0f, false) == 0x7f);  // overflow: NaN
     CHECK(float_to_low_float(DType::kFloat8E4M3FN, 500.0f, true) == 0x7e);   // saturates
     CHECK(float_to_low_float(DType::kFloat8E5M2, 1e6f, false) == 0x7c);      // to infinity
-    CHECK(float_to_low_float(DType::kFloat8E4M3FN, 1.0625f) == 0x38);  // tie 1 / 1.125 -> 1
+    CHECK(float_to_low_float(DType::kFloat8E4M3FN, 1.0625f) == 0x38);        // tie 1 / 1.125 -> 1
   }
 
   TEST_CASE("int_at / float_at read every dtype (no recursion for the 8/4/2-bit types)") {

@@ -28,8 +28,8 @@ using namespace tern_test;
 namespace {
 
 std::string cuda_missing() {
-  if (!tern_cuda_is_built()) return "no CUDA module: " + backends::cuda_report();
-  if (!tern_cuda_is_available()) return "no CUDA device: " + backends::cuda_report();
+  if (!tern_cuda_is_built()) return "no CUDA module: " + backends::record("cuda")->report();
+  if (!tern_cuda_is_available()) return "no CUDA device: " + backends::record("cuda")->report();
   return "";
 }
 
@@ -678,7 +678,7 @@ TEST_SUITE("cuda") {
     CHECK(mod->device_count() == tern_cuda_device_count());
     CHECK(tern_cudnn_version() > 0);
     CHECK(tern_cudnn_is_available() == 1);
-    CHECK(backends::cuda_report().find("cuda:0 ") != std::string::npos);
+    CHECK(backends::record("cuda")->report().find("cuda:0 ") != std::string::npos);
     tern_sdp_params p{sizeof(tern_sdp_params), 1, 4, 128, 128, 64, TERN_FLOAT32, 0, 0, 0.0f};
     char why[256];
     CHECK(tern_sdp_can_use(TERN_SDP_FLASH, &p, why, sizeof why) == 1);

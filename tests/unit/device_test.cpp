@@ -437,7 +437,8 @@ TEST_SUITE("backends") {
   TEST_CASE(
       "CUDA build: the module's kernels for the models' ops, truthful answers without a device") {
     const CudaModule* m = backends::cuda_module();
-    REQUIRE_MESSAGE(m, "the CUDA module of this build does not load: ", backends::cuda_report());
+    REQUIRE_MESSAGE(
+        m, "the CUDA module of this build does not load: ", backends::record("cuda")->report());
     Backend& cuda = *m->backend(0);  // its kernels are in the module's registry; touches no device
     for (const char* op : {"Conv",
                            "FusedConv",

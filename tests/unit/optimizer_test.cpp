@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "backends_util.h"
-#include "core/graph_optimizer.h"
+#include "core/opt/fused_activation.h"
+#include "core/opt/graph_util.h"
+#include "core/opt/optimizer.h"
 #include "graph_builder.h"
 #include "serialization/model_io.h"
 #include "test_util.h"
@@ -71,7 +73,8 @@ size_t count_ops(const Graph& g, const std::string& op) {
 }  // namespace
 
 TEST_SUITE("optimizer") {
-  TEST_CASE("passes rewrite the graph: BN folded, HardSwish found, activations fused, dead removed") {
+  TEST_CASE(
+      "passes rewrite the graph: BN folded, HardSwish found, activations fused, dead removed") {
     ChainGraph c;
     Graph g = c.g;
     OptimizerReport r;
@@ -143,73 +146,76 @@ TEST_SUITE("optimizer") {
     // The first affine folds into the weights; the others join the epilogue (two affines there:
     // oneDNN declines, the portable kernel runs).
     for (int64_t group : {1, 16}) {  // a dense and a depthwise convolution
-    CAPTURE(group);
-    GraphMaker mk;
-    Graph& g = mk.g;
-    auto constant = [&](const std::string& name, const Tensor& t) { return mk.constant(name, t); };
-    auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
-      return mk.node(op, std::move(inputs), std::move(attrs));
-    };
-    g.opset = 13;
-    const int64_t cin = group == 1 ? 8 : 16;
-    Tensor w = random_f32({16, cin / group, 3, 3}, 21, -0.3f, 0.3f), b = random_f32({16}, 22);
-    Tensor s1 = make_f32({1}, {1.25f}), b1 = make_f32({1}, {-0.5f});
-    Tensor s2 = make_f32({1}, {0.75f}), b2 = make_f32({1}, {0.25f});
-    Attributes conv_attrs;
-    conv_attrs.set("pads", attr_ints({1, 1, 1, 1}));
-    Attribute ga;
-    ga.kind = Attribute::Kind::kInt;
-    ga.i = group;
-    conv_attrs.set("group", ga);
-    int x = g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {cin, ""}, {9, ""}, {7, ""}}});
-    g.inputs.push_back(x);
-    int c = node("Conv", {x, constant("w", w), constant("b", b)}, conv_attrs);
-    int m1 = node("Mul", {constant("s1", s1), c});
-    int a1 = node("Add", {m1, constant("b1", b1)});
-    int hs = node("HardSwish", {a1});
-    int m2 = node("Mul", {hs, constant("s2", s2)});
-    int a2 = node("Add", {constant("b2", b2), m2});
-    int rl = node("Relu", {a2});
-    int m3 = node("Mul", {rl, constant("s1b", s1)});
-    int y = node("Add", {m3, constant("b2b", b2)});
-    g.outputs.push_back(y);
+      CAPTURE(group);
+      GraphMaker mk;
+      Graph& g = mk.g;
+      auto constant = [&](const std::string& name, const Tensor& t) {
+        return mk.constant(name, t);
+      };
+      auto node = [&](const std::string& op, std::vector<int> inputs, Attributes attrs = {}) {
+        return mk.node(op, std::move(inputs), std::move(attrs));
+      };
+      g.opset = 13;
+      const int64_t cin = group == 1 ? 8 : 16;
+      Tensor w = random_f32({16, cin / group, 3, 3}, 21, -0.3f, 0.3f), b = random_f32({16}, 22);
+      Tensor s1 = make_f32({1}, {1.25f}), b1 = make_f32({1}, {-0.5f});
+      Tensor s2 = make_f32({1}, {0.75f}), b2 = make_f32({1}, {0.25f});
+      Attributes conv_attrs;
+      conv_attrs.set("pads", attr_ints({1, 1, 1, 1}));
+      Attribute ga;
+      ga.kind = Attribute::Kind::kInt;
+      ga.i = group;
+      conv_attrs.set("group", ga);
+      int x = g.add_value("x",
+                          ValueType{DType::kFloat32, true, {{1, ""}, {cin, ""}, {9, ""}, {7, ""}}});
+      g.inputs.push_back(x);
+      int c = node("Conv", {x, constant("w", w), constant("b", b)}, conv_attrs);
+      int m1 = node("Mul", {constant("s1", s1), c});
+      int a1 = node("Add", {m1, constant("b1", b1)});
+      int hs = node("HardSwish", {a1});
+      int m2 = node("Mul", {hs, constant("s2", s2)});
+      int a2 = node("Add", {constant("b2", b2), m2});
+      int rl = node("Relu", {a2});
+      int m3 = node("Mul", {rl, constant("s1b", s1)});
+      int y = node("Add", {m3, constant("b2b", b2)});
+      g.outputs.push_back(y);
 
-    Graph opt = g;
-    OptimizerReport r;
-    REQUIRE(optimize_graph(opt, &r).is_ok());
-    CHECK(r.activations_fused == 8);
-    REQUIRE(opt.nodes.size() == 1);
-    CHECK(opt.nodes[0].op_type == "FusedConv");
-    CHECK(opt.nodes[0].inputs[1] != g.nodes[0].inputs[1]);  // scaled weights
-    // A Mul and an Add after an activation merge into one Affine.
-    CHECK(opt.nodes[0].attrs.get_strings("activations").value() ==
-          std::vector<std::string>{"HardSwish", "Affine", "Relu", "Affine"});
+      Graph opt = g;
+      OptimizerReport r;
+      REQUIRE(optimize_graph(opt, &r).is_ok());
+      CHECK(r.activations_fused == 8);
+      REQUIRE(opt.nodes.size() == 1);
+      CHECK(opt.nodes[0].op_type == "FusedConv");
+      CHECK(opt.nodes[0].inputs[1] != g.nodes[0].inputs[1]);  // scaled weights
+      // A Mul and an Add after an activation merge into one Affine.
+      CHECK(opt.nodes[0].attrs.get_strings("activations").value() ==
+            std::vector<std::string>{"HardSwish", "Affine", "Relu", "Affine"});
 
-    Tensor in = random_f32({1, cin, 9, 7}, 23);
-    Tensor t = one("Conv", {in}, {w, b}, conv_attrs);
-    t = one("Mul", {t}, {s1});
-    t = one("Add", {t}, {b1});
-    t = one("HardSwish", {t}, {});
-    t = one("Mul", {t}, {s2});
-    t = one("Add", {t}, {b2});
-    t = one("Relu", {t}, {});
-    t = one("Mul", {t}, {s1});
-    Tensor want = one("Add", {t}, {b2});
-    for (const char* backend : {"reference", "cpu"}) {
-      SessionConfig cfg;
-      cfg.backends.push_back(backends::get("cpu").value());
-      auto model = Model::create(g, nullptr, "affine").value();
-      FlagOverrides f;
-      if (std::string(backend) == "reference") f.set(FlagId::kDeterministicAlgorithms, 1);
-      cfg.overrides = f;
-      auto session = Session::create(model, cfg).value();
-      std::vector<Tensor> out;
-      REQUIRE(session->run({"x"}, {&in}, {g.value_name(y)}, &out).is_ok());
-      REQUIRE(out[0].shape() == want.shape());
-      Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
-                               static_cast<size_t>(want.numel()), 1e-4, 1e-5);
-      CHECK_MESSAGE(cmp.mismatches == 0, backend, ": max abs diff ", cmp.max_abs);
-    }
+      Tensor in = random_f32({1, cin, 9, 7}, 23);
+      Tensor t = one("Conv", {in}, {w, b}, conv_attrs);
+      t = one("Mul", {t}, {s1});
+      t = one("Add", {t}, {b1});
+      t = one("HardSwish", {t}, {});
+      t = one("Mul", {t}, {s2});
+      t = one("Add", {t}, {b2});
+      t = one("Relu", {t}, {});
+      t = one("Mul", {t}, {s1});
+      Tensor want = one("Add", {t}, {b2});
+      for (const char* backend : {"reference", "cpu"}) {
+        SessionConfig cfg;
+        cfg.backends.push_back(backends::get("cpu").value());
+        auto model = Model::create(g, nullptr, "affine").value();
+        FlagOverrides f;
+        if (std::string(backend) == "reference") f.set(FlagId::kDeterministicAlgorithms, 1);
+        cfg.overrides = f;
+        auto session = Session::create(model, cfg).value();
+        std::vector<Tensor> out;
+        REQUIRE(session->run({"x"}, {&in}, {g.value_name(y)}, &out).is_ok());
+        REQUIRE(out[0].shape() == want.shape());
+        Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
+                                 static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+        CHECK_MESSAGE(cmp.mismatches == 0, backend, ": max abs diff ", cmp.max_abs);
+      }
     }
   }
 
@@ -226,7 +232,8 @@ TEST_SUITE("optimizer") {
     Tensor w3 = random_f32({32, 32, 3, 3}, 33, -0.2f, 0.2f);
     Attributes pads;
     pads.set("pads", attr_ints({1, 1, 1, 1}));
-    int x = g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {8, ""}, {12, ""}, {10, ""}}});
+    int x =
+        g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {8, ""}, {12, ""}, {10, ""}}});
     g.inputs.push_back(x);
     int c1 = node("Conv", {x, constant("w1", w1)}, pads);
     int se = node("Sigmoid", {node("Conv", {node("GlobalAveragePool", {c1}), constant("w2", w2)})});
@@ -390,8 +397,8 @@ TEST_SUITE("optimizer") {
     CHECK(l.value_offset[static_cast<size_t>(b)] != l.value_offset[static_cast<size_t>(a)]);
     for (int run = 0; run < 2; ++run) {  // the arena is reused: the second run must agree too
       std::vector<Tensor> out;
-      REQUIRE(session->run({"x"}, {&in}, {session->graph().value_name(m.g.outputs[0])}, &out)
-                  .is_ok());
+      REQUIRE(
+          session->run({"x"}, {&in}, {session->graph().value_name(m.g.outputs[0])}, &out).is_ok());
       Comparison cmp = compare(out[0].data<float>(), want.data(), want.size(), 1e-5, 1e-6);
       CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
     }
@@ -407,14 +414,16 @@ TEST_SUITE("optimizer") {
     Attributes pool;
     pool.set("kernel_shape", attr_ints({2, 2}));
     pool.set("strides", attr_ints({2, 2}));
-    int x = m.g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {24, ""}, {10, ""},
-                                                                  {10, ""}}});
+    int x = m.g.add_value(
+        "x", ValueType{DType::kFloat32, true, {{1, ""}, {24, ""}, {10, ""}, {10, ""}}});
     m.g.inputs.push_back(x);
-    int c1 = m.node("Conv", {x, m.constant("w1", random_f32({32, 24, 3, 3}, 21, -0.2f, 0.2f)),
-                             m.constant("b1", random_f32({32}, 22))}, pad1);
-    int r1 = m.node("Relu", {c1});
-    int c2 = m.node("Conv", {r1, m.constant("w2", random_f32({48, 32, 3, 3}, 23, -0.2f, 0.2f))},
+    int c1 = m.node("Conv",
+                    {x, m.constant("w1", random_f32({32, 24, 3, 3}, 21, -0.2f, 0.2f)),
+                     m.constant("b1", random_f32({32}, 22))},
                     pad1);
+    int r1 = m.node("Relu", {c1});
+    int c2 =
+        m.node("Conv", {r1, m.constant("w2", random_f32({48, 32, 3, 3}, 23, -0.2f, 0.2f))}, pad1);
     int p1 = m.node("MaxPool", {c2}, pool);
     int c3 = m.node("Conv", {p1, m.constant("w3", random_f32({40, 48, 1, 1}, 24, -0.2f, 0.2f))});
     m.g.outputs.push_back(m.node("GlobalAveragePool", {c3}));

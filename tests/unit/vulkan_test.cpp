@@ -405,7 +405,7 @@ TEST_SUITE("vulkan") {
     CHECK(vk::find_shader("gemm_f32") != nullptr);
     CHECK(vk::find_shader("gemm_f32")->bindings == 5);
     CHECK(vk::find_shader("no_such_shader") == nullptr);
-    CHECK(std::string(tern_config_show()).find("Vulkan: ") != std::string::npos);
+    CHECK(std::string(tern_config_show()).find("vulkan: ") != std::string::npos);
     auto named = backends::get("vulkan:1");
     REQUIRE_FALSE(named.has_value());
     CHECK(named.status().message().find("TERN_VULKAN_DEVICE") != std::string::npos);

@@ -1,14 +1,190 @@
-// The executor: runs a plan's steps in order (with CUDA-graph style capture and replay of device
-// stretches) or, for plans with independent branches, on inter-op threads as their inputs become
-// ready.
+#include "core/exec/executor.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <set>
 
-#include "core/session.h"
 #include "core/thread_pool.h"
+#include "core/transfer.h"
 
 namespace tern {
+
+Status Executor::run(const Plan& plan, std::vector<const Tensor*> inputs,
+                     const std::vector<int>& wanted, const FlagValues& flags,
+                     const Device& output_device, std::vector<Tensor>* outputs) const {
+  // Device inputs that host kernels read (or that the plan's device cannot use) are staged to
+  // host memory; the others are passed to the device kernels as they are.
+  std::vector<Tensor> staged;
+  staged.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = *inputs[i];
+    if (t.on_host()) continue;
+    const bool device_only = !plan.dynamic && plan.device_backend &&
+                             plan.device_backend->device() == t.device() &&
+                             !plan.input_read_on_host[i];
+    if (device_only) continue;
+    auto host = moved_to(t, Device{}, backends_);
+    if (!host) return host.status().with_prefix(str_cat("input '", inputs_[i].name, "'"));
+    staged.push_back(std::move(*host));
+    inputs[i] = &staged.back();
+  }
+  // The backends this run uses: the host ones and the plan's device (dynamic runs compute on the
+  // host). Only they get begin_run/end_run, so a listed device the plan does not use cannot change
+  // the calling thread's state (a CUDA backend makes its device current until end_run).
+  std::vector<Backend*> used;
+  for (Backend* b : backends_) {
+    if (b->is_host() || (!plan.dynamic && b == plan.device_backend)) used.push_back(b);
+  }
+  for (Backend* b : used) b->begin_run(flags);
+  Status st = plan.dynamic ? run_dynamic(inputs, wanted, flags, outputs)
+                           : run_static(plan, inputs, wanted, flags, output_device, outputs);
+  for (Backend* b : used) b->end_run(flags);
+  TERN_RETURN_IF_ERROR(st);
+  for (Tensor& t : *outputs) {
+    if (t.device() != output_device) {
+      TERN_ASSIGN_OR_RETURN(t, moved_to(t, output_device, backends_));
+    }
+  }
+  if (!plan.dynamic && plan.device_backend) {
+    TERN_RETURN_IF_ERROR(plan.device_backend->synchronize());
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// The run arena goes back to the plan's pool on every exit path; the same for the device arena.
+struct ArenaLease {
+  const Plan& plan;
+  int layout;
+  std::shared_ptr<void> arena;
+  ~ArenaLease() {
+    if (arena) plan.release_arena(layout, std::move(arena));
+  }
+};
+struct DeviceArenaLease {
+  const Plan& plan;
+  std::shared_ptr<void> arena;
+  ~DeviceArenaLease() {
+    if (arena) plan.release_device_arena(std::move(arena));
+  }
+};
+
+// The tensor of every value of the plan for one run: constants and inputs as they are, arena
+// values at their offsets, graph outputs in fresh storage.
+Status bind_values(const Plan& plan, const Graph& g, const std::vector<const Tensor*>& inputs,
+                   uint8_t* base, uint8_t* device_base, int layout, std::vector<Tensor>* tensors) {
+  tensors->assign(plan.values.size(), Tensor());
+  for (size_t v = 0; v < plan.values.size(); ++v) {
+    const PlannedValue& pv = plan.values[v];
+    Tensor& t = (*tensors)[v];
+    switch (pv.where) {
+      case PlannedValue::Where::kNone:
+        break;
+      case PlannedValue::Where::kConstant:
+        t = *pv.constant;
+        break;
+      case PlannedValue::Where::kInput:
+        t = *inputs[pv.input_index];
+        break;
+      case PlannedValue::Where::kArena:
+        t = pv.device.is_host()
+                ? Tensor::wrap(pv.dtype, pv.shape, base + plan.layouts[layout].value_offset[v],
+                               nullptr)
+                : Tensor::wrap(pv.dtype, pv.shape, device_base + plan.device_layout.value_offset[v],
+                               nullptr, pv.device);
+        break;
+      case PlannedValue::Where::kOutput: {
+        auto out = Tensor::allocate(pv.dtype, pv.shape);
+        if (!out) {
+          return out.status().with_prefix(str_cat("output '", g.value_name(static_cast<int>(v)), "'"));
+        }
+        t = std::move(*out);
+        break;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
+                            const std::vector<int>& wanted, const FlagValues& f,
+                            const Device& output_device, std::vector<Tensor>* outputs) const {
+  const int threads = static_cast<int>(f[FlagId::kNumThreads]);
+  const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
+  const bool concurrent = runs_concurrently(plan, threads, interop);
+  const int layout = concurrent ? 1 : 0;
+  ArenaLease lease{plan, layout, plan.acquire_arena(layout)};
+  if (!lease.arena) {
+    return out_of_memory("cannot allocate the ", plan.layouts[layout].bytes, "-byte run arena");
+  }
+  auto* base = static_cast<uint8_t*>(lease.arena.get());
+  DeviceArenaLease device_lease{plan, nullptr};
+  uint8_t* device_base = nullptr;
+  if (plan.device_backend) {
+    auto a = plan.acquire_device_arena();
+    if (!a) {
+      return a.status().with_prefix(str_cat("the ", plan.device_layout.bytes, "-byte device arena"));
+    }
+    device_lease.arena = std::move(*a);
+    device_base = static_cast<uint8_t*>(device_lease.arena.get());
+  }
+  std::vector<Tensor> tensors;
+  TERN_RETURN_IF_ERROR(bind_values(plan, graph_, inputs, base, device_base, layout, &tensors));
+  const bool det = f.on(FlagId::kDeterministicAlgorithms);
+  const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
+  Status st = concurrent ? execute_concurrent(plan, tensors, base, threads, interop, det)
+                         : execute_sequential(plan, tensors, base, device_base, threads, det,
+                                              f.on(FlagId::kCudaGraphs));
+  if (plan.device_backend) {
+    // The device arena goes back to the pool (and host buffers read by queued copies may go
+    // away) only once the device is done with them.
+    Status sync = plan.device_backend->synchronize();
+    if (st.is_ok()) st = sync;
+  }
+  if (st.is_ok()) plan.set_ran_eagerly();
+  if (profiler_) {
+    ProfileEvent e{"run", "run", profiler_->since_start_us(t0), 0, Profiler::thread_number(), {}};
+    e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
+    e.args = {{"steps", std::to_string(plan.steps.size())},
+              {"threads", std::to_string(threads)},
+              {"interop", std::to_string(concurrent ? interop : 1)},
+              {"arena_bytes", std::to_string(plan.layouts[layout].bytes)}};
+    profiler_->record(std::move(e));
+  }
+  TERN_RETURN_IF_ERROR(st);
+  std::vector<Tensor> result;
+  std::set<int> moved;
+  for (int id : wanted) {
+    const PlannedValue& pv = plan.values[static_cast<size_t>(id)];
+    if (pv.where == PlannedValue::Where::kOutput && moved.insert(id).second) {
+      result.push_back(tensors[static_cast<size_t>(id)]);
+      continue;
+    }
+    const Tensor& t = tensors[static_cast<size_t>(id)];
+    if (t.on_host()) {
+      TERN_ASSIGN_OR_RETURN(Tensor copy, t.clone());
+      result.push_back(std::move(copy));
+    } else if (t.device() != output_device) {
+      // In the device arena (or a bound input): copied out before the arena is reused.
+      TERN_ASSIGN_OR_RETURN(Tensor copy, moved_to(t, Device{}, backends_));
+      result.push_back(std::move(copy));
+    } else {
+      Backend* dev = plan.device_backend;
+      TERN_ASSIGN_OR_RETURN(std::shared_ptr<void> mem, dev->allocate(t.byte_size()));
+      void* raw = mem.get();
+      Tensor copy = Tensor::wrap(t.dtype(), t.shape(), raw, std::move(mem), t.device());
+      TERN_RETURN_IF_ERROR(dev->copy_on_device(t, copy));
+      result.push_back(std::move(copy));
+    }
+  }
+  *outputs = std::move(result);
+  return Status::ok();
+}
+
 
 namespace {
 
@@ -27,7 +203,7 @@ KernelArgs step_args(const Plan& plan, const PlanStep& step, std::vector<Tensor>
 
 }  // namespace
 
-Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
+Status Executor::run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
                          uint8_t* base, uint8_t* device_base, int layout,
                          const ExecContext& exec) const {
   KernelArgs args = step_args(plan, step, tensors, base, device_base, layout);
@@ -41,7 +217,7 @@ Status Session::run_step(const Plan& plan, const PlanStep& step, std::vector<Ten
   return Status::ok();
 }
 
-void Session::record_step(const PlanStep& step, const KernelArgs& args,
+void Executor::record_step(const PlanStep& step, const KernelArgs& args,
                           Profiler::Clock::time_point t0, const ExecContext& exec) const {
   const Node& node = *step.op_node;
   ProfileEvent e{node.name.empty() ? step.label : node.name,
@@ -69,10 +245,10 @@ void Session::record_step(const PlanStep& step, const KernelArgs& args,
   profiler_->record(std::move(e));
 }
 
-Status Session::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                                    uint8_t* device_base, int threads, bool deterministic,
                                    bool capture) const {
-  for (Backend* b : config_.backends) b->set_num_threads(threads);
+  for (Backend* b : backends_) b->set_num_threads(threads);
   const ExecContext exec{threads, deterministic};
   Backend* dev = plan.device_backend;
   // Capture starts with the plan's second run: the first runs every kernel eagerly, so whatever a
@@ -135,7 +311,7 @@ Status Session::execute_sequential(const Plan& plan, std::vector<Tensor>& tensor
   return Status::ok();
 }
 
-Status Session::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                                    int threads, int interop, bool deterministic) const {
   // Dependency-driven: a step starts when the steps it reads from are done. Workers are this
   // thread plus (workers - 1) inter-op pool threads; each node gets an equal share of the
@@ -158,7 +334,7 @@ Status Session::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensor
   }
   const ExecContext exec{per_node, deterministic};
   auto work = [&] {
-    for (Backend* b : config_.backends) b->set_num_threads(per_node);
+    for (Backend* b : backends_) b->set_num_threads(per_node);
     std::unique_lock<std::mutex> lock(st.mu);
     for (;;) {
       st.cv.wait(lock, [&] {
@@ -193,7 +369,7 @@ Status Session::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensor
   // Helpers reference this frame: wait until each has left (after an error, until the steps
   // already started have finished).
   st.cv.wait(lock, [&] { return st.helpers_left == 0 && st.running == 0; });
-  for (Backend* b : config_.backends) b->set_num_threads(threads);
+  for (Backend* b : backends_) b->set_num_threads(threads);
   return st.error;
 }
 

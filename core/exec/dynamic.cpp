@@ -2,29 +2,26 @@
 // values, for graphs whose shapes depend on computed values or that compute strings.
 #include <algorithm>
 
-#include "core/session.h"
+#include "core/exec/executor.h"
 
 namespace tern {
 
-Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
-                            const std::vector<int>& wanted, const FlagValues& flags,
-                            std::vector<Tensor>* outputs) const {
+Status Executor::run_dynamic(const std::vector<const Tensor*>& ordered,
+                             const std::vector<int>& wanted, const FlagValues& flags,
+                             std::vector<Tensor>* outputs) const {
   const Graph& g = graph_;
   std::vector<PlannedValue> values(g.values.size());
   std::vector<std::unique_ptr<Tensor>> held(g.values.size());  // computed during this run
   auto hold = [&](size_t id, Tensor t) {
     held[id] = std::make_unique<Tensor>(std::move(t));
     const Tensor* p = held[id].get();
-    values[id] = PlannedValue{PlannedValue::Where::kConstant, p->dtype(), p->shape(), p, 0};
+    values[id] = PlannedValue::of_constant(p);
   };
   for (size_t v = 0; v < g.values.size(); ++v) {
-    const Tensor* c = g.values[v].constant ? &*g.values[v].constant : nullptr;
-    if (c) values[v] = PlannedValue{PlannedValue::Where::kConstant, c->dtype(), c->shape(), c, 0};
+    if (g.values[v].constant) values[v] = PlannedValue::of_constant(&*g.values[v].constant);
   }
-  for (size_t i = 0; i < model_->inputs().size(); ++i) {
-    const Tensor* t = ordered[i];
-    values[static_cast<size_t>(model_->inputs()[i].value)] =
-        PlannedValue{PlannedValue::Where::kConstant, t->dtype(), t->shape(), t, 0};
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    values[static_cast<size_t>(inputs_[i].value)] = PlannedValue::of_constant(ordered[i]);
   }
   // Readers left per value, so intermediate tensors are freed after their last use.
   std::vector<int> readers(g.values.size(), 0);
@@ -37,7 +34,7 @@ Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
   for (size_t n : order_) {
     OpContext ctx;
     ctx.flags = &flags;
-    TERN_RETURN_IF_ERROR(make_context(n, values, &ctx));
+    TERN_RETURN_IF_ERROR(make_node_context(g, g.nodes[n], g.describe_node(n), values, &ctx));
     const Node& node = g.nodes[n];
     std::vector<Tensor> outs;
     const bool from_shapes = std::all_of(ctx.output_values.begin(), ctx.output_values.end(),
@@ -45,7 +42,7 @@ Status Session::run_dynamic(const std::vector<const Tensor*>& ordered,
     if (from_shapes && !ctx.output_values.empty()) {
       for (auto& v : ctx.output_values) outs.push_back(std::move(*v));
     } else {
-      TERN_RETURN_IF_ERROR(evaluate_now(ctx, &outs, &flags));
+      TERN_RETURN_IF_ERROR(evaluate_node(ctx, backends_, flags, &outs));
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] >= 0) hold(static_cast<size_t>(node.outputs[i]), std::move(outs[i]));

@@ -1,4 +1,6 @@
-#include "core/attention_fusion.h"
+#include "core/opt/attention_fusion.h"
+
+#include <algorithm>
 
 namespace tern {
 
@@ -116,6 +118,107 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
     out.push_back(std::move(m));
   }
   return out;
+}
+
+namespace {
+
+// The Attention node for match m when shapes and dtypes fit, with its context; null otherwise.
+std::unique_ptr<Node> attention_node(const PlanGraph& pg, const AttentionMatch& m, OpContext* ctx) {
+  const Graph& g = *pg.graph;
+  // Every replaced node must be a run-time step (not folded or shape math).
+  for (size_t n : m.removed) {
+    for (int id : g.nodes[n].outputs) {
+      const auto where = id < 0 ? PlannedValue::Where::kArena : pg.value(id).where;
+      if (where != PlannedValue::Where::kArena && where != PlannedValue::Where::kOutput) {
+        return nullptr;
+      }
+    }
+  }
+  const PlannedValue &q = pg.value(m.q), &k = pg.value(m.k), &v = pg.value(m.v);
+  if (q.dtype != DType::kFloat32 || k.dtype != DType::kFloat32 || v.dtype != DType::kFloat32) {
+    return nullptr;
+  }
+  const size_t r = q.shape.size();
+  if ((r != 3 && r != 4) || k.shape.size() != r || v.shape.size() != r) return nullptr;
+  // MatMul broadcasts batch dims; Attention needs them equal.
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (q.shape[d] != k.shape[d] || q.shape[d] != v.shape[d]) return nullptr;
+  }
+  float scale = 1.0f;
+  if (m.scale_value >= 0) {
+    const PlannedValue& sv = pg.value(m.scale_value);
+    if (sv.where != PlannedValue::Where::kConstant || sv.dtype != DType::kFloat32 ||
+        sv.constant->numel() != 1) {
+      return nullptr;
+    }
+    const float c = sv.constant->data<float>()[0];
+    if (m.scale_divides && c == 0.0f) return nullptr;
+    scale = m.scale_divides ? 1.0f / c : c;
+  }
+  const Shape& scores = pg.value(g.nodes[m.matmul_qk].outputs[0]).shape;
+  if (m.add_node >= 0) {
+    if (pg.value(m.mask).dtype != DType::kFloat32) return nullptr;
+    if (pg.value(g.nodes[static_cast<size_t>(m.add_node)].outputs[0]).shape != scores) {
+      return nullptr;
+    }
+  }
+  auto node = std::make_unique<Node>();
+  node->name = g.nodes[m.matmul_v].name;
+  node->op_type = "Attention";
+  node->inputs = {m.q, m.k, m.v};
+  if (m.mask >= 0) node->inputs.push_back(m.mask);
+  node->outputs = g.nodes[m.matmul_v].outputs;
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = scale;
+  node->attrs.set("scale", a);
+  if (r == 3) {  // [N, S, D] reads as one head per batch entry
+    Attribute h;
+    h.kind = Attribute::Kind::kInt;
+    h.i = 1;
+    node->attrs.set("q_num_heads", h);
+    node->attrs.set("kv_num_heads", h);
+  }
+  ctx->flags = pg.flags;
+  const std::string where =
+      str_cat("fused Attention (mha fastpath) of ", g.describe_node(m.matmul_qk), " .. ",
+              g.describe_node(m.matmul_v));
+  if (!make_node_context(g, *node, where, pg.values, ctx).is_ok()) return nullptr;
+  if (ctx->outputs[0].shape != pg.value(node->outputs[0]).shape) return nullptr;
+  return node;
+}
+
+}  // namespace
+
+size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
+                      const std::function<bool(const OpContext&)>& runnable) {
+  const Graph& g = *pg.graph;
+  size_t fused = 0;
+  std::vector<bool> taken(g.nodes.size(), false);
+  for (const AttentionMatch& m : matches) {
+    if (std::any_of(m.removed.begin(), m.removed.end(), [&](size_t n) { return taken[n]; })) {
+      continue;
+    }
+    auto ctx = std::make_unique<OpContext>();
+    std::unique_ptr<Node> node = attention_node(pg, m, ctx.get());
+    if (!node || !runnable(*ctx)) continue;
+    for (size_t n : m.removed) {
+      taken[n] = true;
+      if (n != m.matmul_v) pg.removed[n] = true;
+    }
+    pg.ctxs[m.matmul_v] = std::move(ctx);
+    pg.nodes.push_back(std::move(node));
+    ++fused;
+  }
+  // Values only the removed nodes wrote are never materialised.
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!pg.removed[n]) continue;
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0) pg.value(id).where = PlannedValue::Where::kNone;
+    }
+  }
+  pg.fused_attention += fused;
+  return fused;
 }
 
 }  // namespace tern

@@ -1,4 +1,4 @@
-#include "core/memory_plan.h"
+#include "core/plan/memory_plan.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,14 +1,16 @@
-// The mha fastpath pass: finds scaled-dot-product attention written out as ops,
+// The mha fastpath pass (shape-aware): scaled-dot-product attention written out as ops,
 //   MatMul(Q, Transpose(K)) -> [Div|Mul by a scalar] -> [Add mask] -> Softmax(last axis)
 //     -> MatMul(., V)
-// so the session can run it as one Attention kernel (which never materialises the scores with the
-// FLASH kernel). Matching is structural here; the session checks shapes and dtypes per plan and
-// runs the original nodes when they do not fit.
+// runs as one Attention kernel (which never materialises the scores with the FLASH kernel).
+// Matching is structural and done once per session (find_attention_patterns); each plan checks
+// shapes and dtypes (fuse_attention) and keeps the original nodes where they do not fit.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/graph.h"
+#include "core/plan_graph.h"
 
 namespace tern {
 
@@ -27,5 +29,11 @@ struct AttentionMatch {
 // `constant[v]` tells whether value v is known before any run (an initializer or folded).
 std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
                                                     const std::vector<bool>& constant);
+
+// Per plan: each match whose shapes and dtypes fit, and whose Attention node `runnable` accepts
+// (some backend has a kernel for that context), becomes one Attention node at matmul_v's place in
+// `pg`; the nodes it replaces are marked removed. Returns how many were fused.
+size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
+                      const std::function<bool(const OpContext&)>& runnable);
 
 }  // namespace tern

@@ -1,0 +1,60 @@
+// The executor (DESIGN §1, the last stage): runs a finished Plan. Steps run in order on the
+// calling thread (device stretches captured once and replayed under cuda.graphs), or, for plans
+// with independent branches, on inter-op threads as their inputs become ready. A dynamic plan
+// (shapes that depend on computed values) is computed node by node with shape inference on the
+// actual values. It never plans: whatever runs a plan (a session, or a subgraph's caller) gives it
+// one.
+#pragma once
+
+#include <vector>
+
+#include "core/model.h"
+#include "core/plan/plan.h"
+#include "core/profiler.h"
+
+namespace tern {
+
+// Whether a run with these thread counts executes independent steps of the plan at the same
+// time (inter-op) rather than one after another.
+bool runs_concurrently(const Plan& plan, int threads, int interop);
+
+class Executor {
+ public:
+  // `graph`, `order` and `inputs` describe what dynamic plans compute; `backends` are the
+  // session's (the plan's steps use some of them); `profiler` may be null.
+  Executor(const Graph& graph, const std::vector<size_t>& order,
+           const std::vector<IOInfo>& inputs, const std::vector<Backend*>& backends,
+           Profiler* profiler)
+      : graph_(graph), order_(order), inputs_(inputs), backends_(backends), profiler_(profiler) {}
+
+  // Runs `plan` on `inputs` (by model input; host tensors, or tensors on the plan's device) and
+  // returns the values `wanted` (graph value ids) as tensors on `output_device` (host or the
+  // plan's device). The device's work is finished when it returns.
+  Status run(const Plan& plan, std::vector<const Tensor*> inputs, const std::vector<int>& wanted,
+             const FlagValues& flags, const Device& output_device,
+             std::vector<Tensor>* outputs) const;
+
+ private:
+  Status run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
+                    const std::vector<int>& wanted, const FlagValues& flags,
+                    const Device& output_device, std::vector<Tensor>* outputs) const;
+  Status run_dynamic(const std::vector<const Tensor*>& inputs, const std::vector<int>& wanted,
+                     const FlagValues& flags, std::vector<Tensor>* outputs) const;
+  Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+                            uint8_t* device_base, int threads, bool deterministic,
+                            bool capture) const;
+  Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
+                            int threads, int interop, bool deterministic) const;
+  Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
+                  uint8_t* base, uint8_t* device_base, int layout, const ExecContext& exec) const;
+  void record_step(const PlanStep& step, const KernelArgs& args, Profiler::Clock::time_point t0,
+                   const ExecContext& exec) const;
+
+  const Graph& graph_;
+  const std::vector<size_t>& order_;
+  const std::vector<IOInfo>& inputs_;
+  const std::vector<Backend*>& backends_;
+  Profiler* profiler_;
+};
+
+}  // namespace tern

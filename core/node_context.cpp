@@ -1,0 +1,91 @@
+#include "core/node_context.h"
+
+#include "core/op_registry.h"
+
+namespace tern {
+
+Status make_node_context(const Graph& g, const Node& node, std::string where,
+                         const std::vector<PlannedValue>& values, OpContext* ctx) {
+  const OpSchema* schema = OpRegistry::global().find(node.op_type);
+  if (!schema) return internal_error(where, ": no schema for ", node.op_type);
+  ctx->node = &node;
+  ctx->where = std::move(where);
+  ctx->opset = g.opset;
+  ctx->needs_values = false;
+  ctx->output_values.clear();
+  ctx->inputs.assign(node.inputs.size(), TensorInfo{});
+  ctx->input_names.assign(node.inputs.size(), std::string());
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const int id = node.inputs[i];
+    if (id < 0) continue;
+    const PlannedValue& pv = values[static_cast<size_t>(id)];
+    TensorInfo& ti = ctx->inputs[i];
+    ti.present = true;
+    ti.dtype = pv.dtype;
+    ti.shape = pv.shape;
+    ti.block = pv.block;
+    ti.value = pv.where == PlannedValue::Where::kConstant ? pv.constant : nullptr;
+    if (ti.value && static_cast<size_t>(id) < g.values.size()) {
+      const Value& gv = g.values[static_cast<size_t>(id)];
+      if (!gv.packed.empty() && gv.constant && &*gv.constant == ti.value) ti.packed = &gv.packed;
+    }
+    ctx->input_names[i] = g.value_name(id);
+  }
+  ctx->outputs.assign(node.outputs.size(), TensorInfo{});
+  for (size_t i = 0; i < node.outputs.size(); ++i) ctx->outputs[i].present = node.outputs[i] >= 0;
+  for (int vi : schema->value_inputs) {
+    const size_t i = static_cast<size_t>(vi);
+    if (ctx->has_input(i) && !ctx->inputs[i].value) {
+      ctx->needs_values = true;
+      return unsupported(ctx->where, ": input ", i, " '", ctx->input_names[i],
+                         "' decides the output shape but is computed from data at run time "
+                         "(data-dependent shapes are not supported yet)");
+    }
+  }
+  TERN_RETURN_IF_ERROR(infer_node(*schema, *ctx));
+  for (size_t i = 0; i < ctx->outputs.size(); ++i) {
+    if (ctx->outputs[i].present && ctx->outputs[i].dtype == DType::kUndefined) {
+      return internal_error(ctx->where, ": shape inference left output ", i, " untyped");
+    }
+  }
+  return Status::ok();
+}
+
+Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
+                     const FlagValues& flags, std::vector<Tensor>* outputs) {
+  Status last = unsupported(ctx.where, ": no backend can evaluate it");
+  const int threads = static_cast<int>(flags[FlagId::kNumThreads]);
+  for (Backend* b : backends) {
+    if (!b->is_host()) continue;
+    auto kernel = b->prepare(ctx);
+    if (!kernel) {
+      last = kernel.status().with_prefix(ctx.where);
+      if (last.code() != Code::kUnsupported) return last;
+      continue;
+    }
+    KernelArgs args;
+    for (const TensorInfo& in : ctx.inputs) args.inputs.push_back(in.present ? in.value : nullptr);
+    outputs->assign(ctx.outputs.size(), Tensor());
+    for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+      if (!ctx.outputs[i].present) {  // an omitted optional output: nothing to compute
+        args.outputs.push_back(nullptr);
+        continue;
+      }
+      TERN_ASSIGN_OR_RETURN((*outputs)[i],
+                            Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
+      args.outputs.push_back(&(*outputs)[i]);
+    }
+    std::shared_ptr<void> workspace;
+    if (size_t ws = (*kernel)->workspace_bytes()) {
+      workspace = aligned_buffer(ws);
+      if (!workspace) return out_of_memory(ctx.where, ": workspace of ", ws, " bytes");
+      args.workspace = workspace.get();
+    }
+    b->set_num_threads(threads);
+    ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms)};
+    return (*kernel)->run(args, exec).with_prefix(ctx.where);
+  }
+  return last;
+}
+
+}  // namespace tern

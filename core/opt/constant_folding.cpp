@@ -1,0 +1,58 @@
+// Nodes whose inputs are all constant are computed once, at session creation, and their outputs
+// become constants (random ops excepted: they give new values every run).
+#include <algorithm>
+#include <set>
+
+#include "core/node_context.h"
+#include "core/opt/graph_util.h"
+#include "core/opt/optimizer.h"
+
+namespace tern {
+
+Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
+                      OptimizerReport* report) {
+  TERN_ASSIGN_OR_RETURN(std::vector<size_t> order, g.topological_order());
+  std::vector<PlannedValue> values(g.values.size());
+  auto mark_constant = [&](size_t v) {
+    values[v] = PlannedValue::of_constant(&*g.values[v].constant);
+  };
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (g.values[v].constant) mark_constant(v);
+  }
+  static const std::set<std::string> kRandom = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+      "Bernoulli",    "Multinomial",   "Dropout"};
+  std::vector<bool> is_input(g.values.size(), false);
+  for (int id : g.inputs) is_input[static_cast<size_t>(id)] = true;
+  std::vector<bool> folded(g.nodes.size(), false);
+  for (size_t n : order) {
+    const Node& node = g.nodes[n];
+    bool foldable =
+        (!node.inputs.empty() || node.op_type == "Constant") && !kRandom.count(node.op_type) &&
+        std::none_of(node.outputs.begin(), node.outputs.end(),
+                     [&](int id) { return id >= 0 && is_input[static_cast<size_t>(id)]; });
+    for (int id : node.inputs) {
+      if (id >= 0 && values[static_cast<size_t>(id)].where != PlannedValue::Where::kConstant) {
+        foldable = false;
+      }
+    }
+    if (!foldable) continue;
+    OpContext ctx;
+    ctx.flags = &flags;
+    TERN_RETURN_IF_ERROR(make_node_context(g, node, g.describe_node(n), values, &ctx));
+    std::vector<Tensor> outs;
+    TERN_RETURN_IF_ERROR(evaluate_node(ctx, backends, flags, &outs));
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const int id = node.outputs[i];
+      if (id < 0) continue;
+      g.values[static_cast<size_t>(id)].constant = std::move(outs[i]);
+      mark_constant(static_cast<size_t>(id));
+    }
+    folded[n] = true;
+    ++report->constants_folded;
+  }
+  erase_nodes(g, folded);
+  return Status::ok();
+}
+
+}  // namespace tern

@@ -1,0 +1,70 @@
+#include "core/opt/graph_util.h"
+
+namespace tern {
+
+const Tensor* constant_of(const Graph& g, int v) {
+  if (v < 0) return nullptr;
+  const Value& val = g.values[static_cast<size_t>(v)];
+  return val.constant ? &*val.constant : nullptr;
+}
+
+std::optional<float> scalar_of(const Graph& g, int v) {
+  const Tensor* t = constant_of(g, v);
+  if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32) return std::nullopt;
+  return t->data<float>()[0];
+}
+
+std::vector<bool> graph_output_mask(const Graph& g) {
+  std::vector<bool> out(g.values.size(), false);
+  for (int id : g.outputs) out[static_cast<size_t>(id)] = true;
+  return out;
+}
+
+// True when value v is read by exactly one node, `reader`, and is not a graph output.
+bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
+                  const std::vector<bool>& is_output, int v, size_t reader) {
+  const auto& c = consumers[static_cast<size_t>(v)];
+  return !is_output[static_cast<size_t>(v)] && c.size() == 1 && c[0] == reader;
+}
+
+int add_constant(Graph& g, std::string name, Tensor t) {
+  ValueType type;
+  type.dtype = t.dtype();
+  type.has_shape = true;
+  for (int64_t d : t.shape()) type.dims.push_back(Dim{d, {}});
+  int id = g.add_value(g.unused_name(name), std::move(type));
+  g.values[static_cast<size_t>(id)].constant = std::move(t);
+  return id;
+}
+
+std::vector<int> value_producers(const Graph& g) {
+  std::vector<int> p(g.values.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0) p[static_cast<size_t>(id)] = static_cast<int>(n);
+    }
+  }
+  return p;
+}
+
+void erase_nodes(Graph& g, const std::vector<bool>& removed) {
+  size_t w = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (removed[n]) continue;
+    if (w != n) g.nodes[w] = std::move(g.nodes[n]);
+    ++w;
+  }
+  g.nodes.resize(w);
+}
+
+std::vector<std::vector<size_t>> value_consumers(const Graph& g) {
+  std::vector<std::vector<size_t>> c(g.values.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].inputs) {
+      if (id >= 0) c[static_cast<size_t>(id)].push_back(n);
+    }
+  }
+  return c;
+}
+
+}  // namespace tern

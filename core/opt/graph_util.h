@@ -1,0 +1,56 @@
+// What the optimizer's passes share: who produces and who reads each value, constants by value
+// id, adding a constant, erasing nodes, and PatternView, the view a pattern-matching pass walks.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace tern {
+
+// For every value, the indices of the nodes reading it (a node reading a value twice appears
+// twice).
+std::vector<std::vector<size_t>> value_consumers(const Graph& g);
+// For every value, the node that produces it (-1: graph input, constant or unproduced).
+std::vector<int> value_producers(const Graph& g);
+// Removes the nodes marked in `removed` (one flag per node), keeping the others' order.
+void erase_nodes(Graph& g, const std::vector<bool>& removed);
+
+// Value v's constant data, or null.
+const Tensor* constant_of(const Graph& g, int v);
+// Value v as a float32 scalar constant, when it is one.
+std::optional<float> scalar_of(const Graph& g, int v);
+// One flag per value: a graph output.
+std::vector<bool> graph_output_mask(const Graph& g);
+// True when value v is read by exactly one node, `reader`, and is not a graph output.
+bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
+                  const std::vector<bool>& is_output, int v, size_t reader);
+// A new constant value named after `name` (made unique); returns its id.
+int add_constant(Graph& g, std::string name, Tensor t);
+
+// What pattern-matching passes look at: who produces and reads each value, and the nodes a pass
+// has already taken (removed at its end).
+struct PatternView {
+  Graph& g;
+  std::vector<std::vector<size_t>> consumers = value_consumers(g);
+  std::vector<int> producers = value_producers(g);
+  std::vector<bool> is_output = graph_output_mask(g);
+  std::vector<bool> removed = std::vector<bool>(g.nodes.size(), false);
+
+  // The node of type `op` that produces v, unless taken already.
+  Node* node_at(int v, const char* op) {
+    int p = v < 0 ? -1 : producers[static_cast<size_t>(v)];
+    if (p < 0 || removed[static_cast<size_t>(p)]) return nullptr;
+    Node& n = g.nodes[static_cast<size_t>(p)];
+    return n.op_type == op && n.domain.empty() ? &n : nullptr;
+  }
+  size_t index_of(const Node* n) const { return static_cast<size_t>(n - g.nodes.data()); }
+  // Read only by `reader` and not a graph output.
+  bool only(int v, const Node* reader) const {
+    return only_read_by(consumers, is_output, v, index_of(reader));
+  }
+};
+
+}  // namespace tern

@@ -1,0 +1,29 @@
+#include "core/opt/optimizer.h"
+
+#include "core/opt/residual_fusion.h"
+
+namespace tern {
+
+Status optimize_graph(Graph& g, OptimizerReport* report) {
+  TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
+  TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
+  TERN_RETURN_IF_ERROR(fuse_layer_norm(g, report));
+  TERN_RETURN_IF_ERROR(fuse_gelu(g, report));
+  TERN_RETURN_IF_ERROR(fuse_matmul_epilogue(g, report));
+  TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));
+  return remove_dead_nodes(g, report);
+}
+
+Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
+                      OptimizerReport* report) {
+  TERN_RETURN_IF_ERROR(fold_constants(g, backends, flags, report));
+  return optimize_graph(g, report);
+}
+
+void optimize_plan_graph(PlanGraph& pg, const std::vector<AttentionMatch>& attention,
+                         const std::function<bool(const OpContext&)>& runnable) {
+  if (pg.flags->on(FlagId::kMhaFastpath)) fuse_attention(pg, attention, runnable);
+  fuse_residual_adds(pg);
+}
+
+}  // namespace tern

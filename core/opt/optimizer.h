@@ -1,0 +1,69 @@
+// The optimizer: every graph rewrite, one pass per file, run in one place.
+//
+// Shape-free passes run once at session creation on the session's copy of the graph, in this
+// order (optimize_graph):
+//   constant_folding        nodes whose inputs are all constant are computed and become constants
+//   batch_norm_folding      Conv -> BatchNormalization becomes one Conv
+//   hardswish_fusion        x * clip(x + 3, 0, 6) / 6 becomes HardSwish
+//   layer_norm_fusion       LayerNormalization's decomposition becomes one node
+//   gelu_fusion             GELU's erf decomposition becomes one Gelu node
+//   matmul_epilogue_fusion  MatMul by constant weights + bias (+ Relu/Gelu) becomes FusedMatMul
+//   conv_activation_fusion  a convolution's element-wise tail joins FusedConv's epilogue
+//   dead_node_removal       nodes nothing reads go
+// Shape-aware passes run per plan, once shapes are known, on the plan's PlanGraph
+// (optimize_plan_graph): attention_fusion (the mha fastpath), then residual_fusion.
+// Each pass keeps the graph's outputs the function they were (up to float rounding of folded
+// weights).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/graph.h"
+#include "core/opt/attention_fusion.h"
+#include "core/plan_graph.h"
+
+namespace tern {
+
+struct OptimizerReport {
+  size_t constants_folded = 0;
+  size_t batch_norms_folded = 0;
+  size_t hardswish_fused = 0;
+  size_t layer_norms_fused = 0;
+  size_t gelus_fused = 0;
+  size_t matmuls_fused = 0;
+  size_t activations_fused = 0;
+  size_t dead_nodes_removed = 0;
+};
+
+// Computes every node whose inputs are all constant (random ops excepted) with the host backends
+// in `backends` under `flags`, and stores its outputs as constants.
+Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
+                      OptimizerReport* report);
+Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
+Status fuse_hardswish(Graph& g, OptimizerReport* report);
+// The opset-13 decomposition of LayerNormalization over the last axis (ReduceMean, Sub, Pow 2,
+// ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias) becomes one LayerNormalization node.
+Status fuse_layer_norm(Graph& g, OptimizerReport* report);
+// GELU's erf decomposition, x * (erf(x / sqrt 2) + 1) * 0.5, becomes one Gelu node.
+Status fuse_gelu(Graph& g, OptimizerReport* report);
+// MatMul by constant 2-D float32 weights, + a constant bias of one value per column, then
+// optionally Relu or Gelu, becomes one FusedMatMul node.
+Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report);
+Status fuse_conv_activation(Graph& g, OptimizerReport* report);
+Status remove_dead_nodes(Graph& g, OptimizerReport* report);
+
+// The shape-free passes after constant folding, in the order above.
+Status optimize_graph(Graph& g, OptimizerReport* report);
+// Constant folding, then optimize_graph.
+Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
+                      OptimizerReport* report);
+
+// The shape-aware passes on one plan's graph: the attention matches found at session creation
+// (fused where `runnable` accepts the Attention node, and the mha fastpath flag is on), then
+// residual Adds into convolutions.
+void optimize_plan_graph(PlanGraph& pg, const std::vector<AttentionMatch>& attention,
+                         const std::function<bool(const OpContext&)>& runnable);
+
+}  // namespace tern

@@ -1,0 +1,80 @@
+#include "core/plan/layout.h"
+
+namespace tern {
+
+bool reads_blocked(const Backend& backend, const Node& node, int output_block) {
+  const LayoutRole role = backend.layout_role(node);
+  return output_block > 0 || role == LayoutRole::kConvolution || role == LayoutRole::kReadsBlocked;
+}
+
+void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
+  // The layout the first host backend's convolutions want; none with a device in the session.
+  const Backend* host = nullptr;
+  for (Backend* b : backends) {
+    if (!b->is_host()) return;
+    if (!host) host = b;
+  }
+  if (!host) return;
+  std::vector<const Node*> convs;
+  for (size_t n : *pg.order) {
+    if (!pg.ctxs[n] || pg.removed[n]) continue;
+    if (host->layout_role(*pg.ctxs[n]->node) == LayoutRole::kConvolution) {
+      convs.push_back(pg.ctxs[n]->node);
+    }
+  }
+  if (convs.empty()) return;
+  const int layout = host->conv_layout(*pg.flags, convs);
+  if (layout == 0) return;
+  const bool channels_last = layout == Backend::kChannelsLast;
+  auto block_for = [&](const PlannedValue& v) {
+    if (v.where != PlannedValue::Where::kArena || v.dtype != DType::kFloat32 ||
+        v.shape.size() != 4) {
+      return 0;
+    }
+    if (channels_last) return static_cast<int>(v.shape[1]);
+    // Only whole blocks: the buffer then has the plain size and element-wise kernels need no
+    // knowledge of the padding.
+    for (int b = layout; b >= 8; b /= 2) {
+      if (v.shape[1] % b == 0) return b;
+    }
+    return 0;
+  };
+  for (size_t n : *pg.order) {
+    if (!pg.ctxs[n] || pg.removed[n]) continue;
+    const Node& node = *pg.ctxs[n]->node;
+    if (node.outputs.empty() || node.outputs[0] < 0) continue;
+    PlannedValue& out = pg.value(node.outputs[0]);
+    const LayoutRole role = host->layout_role(node);
+    if (role == LayoutRole::kConvolution) {
+      out.block = block_for(out);
+      continue;
+    }
+    if (role == LayoutRole::kKeepsBlock) {
+      const PlannedValue& in = pg.value(node.inputs[0]);
+      if (in.block > 0 && block_for(out) > 0 && out.shape[1] % in.block == 0) out.block = in.block;
+      continue;
+    }
+    if ((role != LayoutRole::kElementwise && role != LayoutRole::kElementwiseRows) ||
+        node.outputs.size() != 1) {
+      continue;
+    }
+    // Every data input has the output's shape and one block, or is a one-element constant, or
+    // (kElementwiseRows) holds one value per channel.
+    int b = -1, per_channel = 0;
+    for (size_t i = 0; i < node.inputs.size() && b != 0; ++i) {
+      const int id = node.inputs[i];
+      if (id < 0) continue;
+      const PlannedValue& in = pg.value(id);
+      if (in.where == PlannedValue::Where::kConstant && in.constant->numel() == 1) continue;
+      if (role == LayoutRole::kElementwiseRows && per_channel == 0 && in.dtype == DType::kFloat32 &&
+          in.shape != out.shape && is_channel_vector(in.shape, out.shape)) {
+        ++per_channel;
+        continue;
+      }
+      b = in.shape != out.shape || (b >= 0 && in.block != b) ? 0 : in.block;
+    }
+    if (b > 0 && block_for(out) != 0) out.block = b;
+  }
+}
+
+}  // namespace tern
