@@ -4,6 +4,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "c_api.h"
@@ -28,12 +29,13 @@ struct tern_session {
 };
 struct tern_session_options {
   std::vector<std::string> backends{"cpu"};
-  tern::FlagOverrides flags;  // num_threads, num_interop_threads and any session-scoped flag
-  std::string profile_path;   // empty: no profiling
+  tern::FlagOverrides flags;      // num_threads, num_interop_threads and any session-scoped flag
+  std::string profile_path;       // empty: no profiling
   uint64_t max_memory_bytes = 0;  // 0: no limit
+  uint64_t plan_cache_bytes = tern::SessionConfig::kDefaultPlanCacheBytes;
 };
 struct tern_run_options {
-  tern::FlagOverrides flags;  // run-scoped flags (sdp.*, onednn.verbose)
+  tern::FlagOverrides flags;   // run-scoped flags (sdp.*, onednn.verbose)
   tern::Device output_device;  // where outputs are returned (host by default)
 };
 
@@ -55,6 +57,13 @@ tern_status guard(Fn&& fn) noexcept {
   } catch (...) {
     return fail(internal_error("unexpected exception"));
   }
+}
+
+// A caller's text as an error message quotes it: at most 200 bytes, then how long it was.
+inline std::string shorten(std::string_view text) {
+  constexpr size_t kMax = 200;
+  if (text.size() <= kMax) return std::string(text);
+  return str_cat(text.substr(0, kMax), "... (", text.size(), " bytes)");
 }
 
 #define TERN_API_REQUIRE(cond, ...)                            \

@@ -67,6 +67,14 @@ tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o, u
   });
 }
 
+tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o, uint64_t bytes) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(o, "options is NULL");
+    o->plan_cache_bytes = bytes;
+    return Status::ok();
+  });
+}
+
 tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n) {
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(o, "options is NULL");
@@ -163,6 +171,7 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
     cfg.overrides = opts.flags;
     cfg.profile_path = opts.profile_path;
     cfg.max_memory_bytes = opts.max_memory_bytes;
+    cfg.plan_cache_bytes = opts.plan_cache_bytes;
     TERN_ASSIGN_OR_RETURN(auto s, tern::Session::create(m->m, std::move(cfg)));
     *out = new tern_session{std::move(s)};
     return Status::ok();
@@ -256,8 +265,35 @@ tern_status tern_session_memory_info(const tern_session* s, size_t* activation_b
                      "the session has no plan yet: its input shapes are dynamic, so the plan is "
                      "built by the first run");
     if (activation_bytes) *activation_bytes = plan->arena_bytes;
-    if (packed_weight_bytes) *packed_weight_bytes = plan->packed_weight_bytes;
+    if (packed_weight_bytes) {
+      *packed_weight_bytes = plan->packed_weight_bytes + s->s->memory().packed_weight_bytes;
+    }
     return Status::ok();
+  });
+}
+
+tern_status tern_session_memory_stat(const tern_session* s, const char* name, uint64_t* value) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(s, "session is NULL");
+    TERN_API_REQUIRE(name, "name is NULL");
+    TERN_API_REQUIRE(value, "value is NULL");
+    const tern::SessionMemory m = s->s->memory();
+    const std::pair<const char*, size_t> stats[] = {{"plans", m.plans},
+                                                    {"plan_bytes", m.plan_bytes},
+                                                    {"packed_weight_bytes", m.packed_weight_bytes},
+                                                    {"arena_bytes", m.arena_bytes},
+                                                    {"full_plans", m.full_plans},
+                                                    {"template_plans", m.template_plans}};
+    std::string known;
+    for (const auto& [n, v] : stats) {
+      if (std::string(n) == name) {
+        *value = v;
+        return Status::ok();
+      }
+      known += tern::str_cat(known.empty() ? "" : ", ", n);
+    }
+    return tern::invalid_argument("unknown memory stat '", tern::api::shorten(name),
+                                  "' (known: ", known, ")");
   });
 }
 

@@ -3,6 +3,7 @@
 // and build primitives); Kernel::run only computes and must be safe to call from several threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,19 @@ inline bool is_channel_vector(const Shape& s, const Shape& out) {
   return true;
 }
 
+// Packed layouts of model constants shared by every kernel of a session (WeightStore implements
+// it): a kernel whose weights need a layout of their own asks for (constant, key), and the layout
+// is made once per session whatever the activation shapes of the plans that ask. Thread-safe.
+class WeightCache {
+ public:
+  virtual ~WeightCache() = default;
+  using Packer = std::function<Expected<PackedData>()>;
+  // The packed layout `key` of constant `w`: `pack`'s result on the first call for (w, key),
+  // shared after. `w` must live as long as the cache (a constant of the session's graph).
+  virtual Expected<PackedData> packed(const Tensor& w, const std::string& key,
+                                      const Packer& pack) = 0;
+};
+
 // One node with concrete input types and shapes. Shape inference fills `outputs` (dtype, shape)
 // and, when an output is computable from shapes alone (Shape, Size), `output_values`.
 struct OpContext {
@@ -54,6 +68,8 @@ struct OpContext {
   // The flag values the plan is built under (kernel choice may depend on them); null means the
   // global values.
   const FlagValues* flags = nullptr;
+  // The session's packed weights (null outside a session: a kernel then packs for itself).
+  WeightCache* weights = nullptr;
   // Set when inference stopped because an input in the schema's value_inputs has no known value:
   // the session then computes this graph node by node at run time (dynamic execution).
   bool needs_values = false;

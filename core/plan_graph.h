@@ -11,22 +11,44 @@
 
 namespace tern {
 
+// A rewrite a shape-aware pass made, kept so that a plan for other shapes can check it still
+// holds instead of searching again (core/plan/plan_template.h).
+struct FusionRecord {
+  enum class Kind { kAttention, kResidual } kind = Kind::kAttention;
+  size_t anchor = 0;           // the node whose place the fused node takes
+  const Node* node = nullptr;  // the fused node (owned by PlanGraph::nodes, later the template)
+  size_t match = 0;            // kAttention: index into the session's attention matches
+  // kResidual: the convolution, the Add, which of its inputs the convolution's output is, and the
+  // element-wise nodes folded after the sum (the last one is the anchor).
+  size_t conv = 0, add = 0;
+  int side = 0;
+  std::vector<size_t> chain;
+};
+
 struct PlanGraph {
   const Graph* graph = nullptr;
   const std::vector<size_t>* order = nullptr;  // the graph's nodes in dependency order
   const FlagValues* flags = nullptr;           // what the plan is built under
+  WeightCache* weights = nullptr;              // the session's packed weights, for every context
   // By value id; the planner appends values of its own (plain twins, device copies).
   std::vector<PlannedValue> values;
   // By node: its context when it runs as a step; null for a node computed while planning (shape
-  // math, whose outputs are in `known`). A fused node's context replaces its anchor's (the node
-  // whose place in the order it takes).
+  // math, whose outputs are in `known`), and for a step whose inputs are what the previous plan
+  // of the same template saw (its kernel is cached; the context is made only if needed). A fused
+  // node's context replaces its anchor's (the node whose place in the order it takes).
   std::vector<std::unique_ptr<OpContext>> ctxs;
+  // By node: computed while planning (its outputs are constants of the plan).
+  std::vector<bool> computed;
   // By node: replaced by a fused node (not its anchor) and not run.
   std::vector<bool> removed;
-  std::vector<std::unique_ptr<Node>> nodes;    // nodes the passes made (fused ones)
-  std::vector<std::unique_ptr<Tensor>> known;  // values computed while planning
-  size_t fused_attention = 0;                  // attention subgraphs made one Attention node
-  size_t fused_residuals = 0;                  // Add (+ activation) folded into a convolution
+  std::vector<std::unique_ptr<Node>> nodes;          // nodes the passes made (fused ones)
+  std::vector<std::shared_ptr<const Tensor>> known;  // values computed while planning
+  std::vector<FusionRecord> fusions;
+  // By value the planner appended (index - graph values): the value it is a copy of (a plain
+  // twin of a blocked value, or a value's twin in the other memory).
+  std::vector<int> twin_of;
+  size_t fused_attention = 0;  // attention subgraphs made one Attention node
+  size_t fused_residuals = 0;  // Add (+ activation) folded into a convolution
 
   const PlannedValue& value(int id) const { return values[static_cast<size_t>(id)]; }
   PlannedValue& value(int id) { return values[static_cast<size_t>(id)]; }

@@ -10,9 +10,6 @@ namespace tern {
 
 namespace {
 
-// Plans for this many distinct input-shape signatures are kept; older ones are dropped.
-constexpr size_t kMaxCachedPlans = 32;
-
 std::string dims_str(const IOInfo& info) {
   std::string s = "[";
   for (size_t i = 0; i < info.dims.size(); ++i) {
@@ -74,12 +71,15 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   std::vector<bool> constant(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) constant[v] = g.values[v].constant.has_value();
   s->patterns_ = find_attention_patterns(g, constant);
-  s->planner_.graph = &s->graph_;
-  s->planner_.order = &s->order_;
-  s->planner_.inputs = &s->model_->inputs();
-  s->planner_.backends = s->config_.backends;
-  s->planner_.attention = &s->patterns_;
-  s->planner_.weights = s->weights_.get();
+  PlannerContext pc;
+  pc.graph = &s->graph_;
+  pc.order = &s->order_;
+  pc.inputs = &s->model_->inputs();
+  pc.backends = s->config_.backends;
+  pc.attention = &s->patterns_;
+  pc.weights = s->weights_.get();
+  for (size_t n = 0; n < g.nodes.size(); ++n) pc.labels.push_back(g.describe_node(n));
+  s->planner_ = std::make_unique<Planner>(std::move(pc));
   s->executor_ = std::make_unique<Executor>(s->graph_, s->order_, s->model_->inputs(),
                                             s->config_.backends, s->profiler_.get());
   // With static input shapes the plan is built now: shape errors show at creation, not first run.
@@ -113,8 +113,8 @@ size_t Session::optimized_graph(Graph* out) const {
   Graph& g = *out;
   size_t attached = 0;
   std::lock_guard<std::mutex> lock(plans_mu_);
-  for (const auto& entry : plans_) {
-    for (const PlanStep& step : entry.second->steps) {
+  for (const CachedPlan& entry : lru_) {
+    for (const PlanStep& step : entry.plan->steps) {
       for (Kernel::PackedWeight& w : step.kernel->packed_weights()) {
         const int id = w.input < step.inputs.size() ? step.inputs[w.input] : -1;
         // Only the graph's own constants: a weight computed while planning is not in the file.
@@ -168,16 +168,18 @@ FlagValues Session::flags(const FlagOverrides* run_flags) const {
 
 Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>& shapes,
                                                         const FlagValues& flags) {
-  std::vector<Shape> key = shapes;
   std::vector<std::string> kernel_backends;
   for (Backend* b : config_.backends) kernel_backends.push_back(b->kernel_backend());
-  key.push_back(Flags::plan_key(flags, kernel_backends));
+  const std::vector<int64_t> flag_key = Flags::plan_key(flags, kernel_backends);
+  std::vector<Shape> key = shapes;
+  key.push_back(flag_key);
   {
     std::lock_guard<std::mutex> lock(plans_mu_);
     auto it = plans_.find(key);
     if (it != plans_.end()) {
-      last_plan_ = it->second;
-      return it->second;
+      lru_.splice(lru_.begin(), lru_, it->second);
+      last_plan_ = it->second->plan;
+      return last_plan_;
     }
   }
   std::vector<DType> dtypes;
@@ -187,12 +189,34 @@ Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>
   for (Backend* b : config_.backends) {
     b->set_num_threads(static_cast<int>(flags[FlagId::kNumThreads]));
   }
-  TERN_ASSIGN_OR_RETURN(auto plan, build_plan(planner_, shapes, dtypes, flags));
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan,
+                        planner_->plan(shapes, dtypes, flags, flag_key));
   std::lock_guard<std::mutex> lock(plans_mu_);
-  if (plans_.size() >= kMaxCachedPlans) plans_.erase(plans_.begin());
-  plans_[key] = plan;
   last_plan_ = plan;
+  if (plans_.count(key)) return plan;  // another thread planned the same shapes meanwhile
+  lru_.push_front(CachedPlan{key, plan, plan->footprint()});
+  plans_[key] = lru_.begin();
+  plan_bytes_ += lru_.front().bytes;
+  while (plan_bytes_ > config_.plan_cache_bytes && lru_.size() > 1) {
+    plan_bytes_ -= lru_.back().bytes;
+    plans_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
   return plan;
+}
+
+SessionMemory Session::memory() const {
+  SessionMemory m;
+  {
+    std::lock_guard<std::mutex> lock(plans_mu_);
+    m.plans = lru_.size();
+    m.plan_bytes = plan_bytes_;
+  }
+  m.packed_weight_bytes = weights_->packed_bytes();
+  m.arena_bytes = executor_->arena_bytes();
+  m.full_plans = planner_->full_plans();
+  m.template_plans = planner_->template_plans();
+  return m;
 }
 
 Status Session::check_inputs(const std::vector<std::string>& names,

@@ -7,6 +7,7 @@
 // then the run's. So tern_set_num_threads, tern_flag_set and friends take effect at the next run.
 #pragma once
 
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,20 @@ struct SessionConfig {
   FlagOverrides overrides;         // this session's flag values (num_threads, ...)
   std::string profile_path;        // non-empty: record a trace of every run (see Profiler)
   uint64_t max_memory_bytes = 0;   // the session's memory limit (MemoryBudget); 0: none
+  // The plans kept for reuse, least recently used first out, by Plan::footprint (the most recent
+  // one is always kept).
+  uint64_t plan_cache_bytes = kDefaultPlanCacheBytes;
+  static constexpr uint64_t kDefaultPlanCacheBytes = uint64_t{4} << 20;
+};
+
+// What a session holds, for tern_session_memory_stat.
+struct SessionMemory {
+  size_t plans = 0;                // plans in the cache
+  size_t plan_bytes = 0;           // their Plan::footprint
+  size_t packed_weight_bytes = 0;  // packed layouts of the weights, once per session
+  size_t arena_bytes = 0;          // run arenas held (in use and pooled)
+  size_t full_plans = 0;           // plans built from scratch so far
+  size_t template_plans = 0;       // plans made from a template (only shapes changed) so far
 };
 
 class Session {
@@ -77,6 +92,7 @@ class Session {
   size_t attention_pattern_count() const { return patterns_.size(); }
   // Model constants uploaded to a device so far (each once per session, shared by every plan).
   size_t device_constant_count() const { return weights_->device_constant_count(); }
+  SessionMemory memory() const;
 
  private:
   Session() = default;
@@ -98,15 +114,24 @@ class Session {
   OptimizerReport optimizer_report_;
   std::vector<AttentionMatch> patterns_;
   std::unique_ptr<WeightStore> weights_ = std::make_unique<WeightStore>();
-  PlannerContext planner_;
+  std::unique_ptr<Planner> planner_;
   std::unique_ptr<Executor> executor_;
 
   std::unique_ptr<Profiler> profiler_;
   std::shared_ptr<MemoryBudget> budget_;  // charged while create and run are on the stack
 
+  // The plan cache: most recently used first; the map finds an entry by its key (input shapes,
+  // then the plan-affecting flags).
+  struct CachedPlan {
+    std::vector<Shape> key;
+    std::shared_ptr<const Plan> plan;
+    size_t bytes = 0;
+  };
   mutable std::mutex plans_mu_;
   std::shared_ptr<const Plan> last_plan_;
-  std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans_;
+  std::list<CachedPlan> lru_;
+  std::map<std::vector<Shape>, std::list<CachedPlan>::iterator> plans_;
+  size_t plan_bytes_ = 0;
 };
 
 }  // namespace tern

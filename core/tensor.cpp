@@ -6,13 +6,81 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
+
+#include <sys/mman.h>
 
 #include "core/half.h"
-#include "core/memory_budget.h"
 #include "core/low_float.h"
+#include "core/memory_budget.h"
 
 namespace tern {
+
+namespace {
+
+constexpr size_t kMappedBytes = size_t{256} << 10;
+
+// Large buffers (run arenas, big tensors and outputs) have pages of their own, and when freed are
+// kept, a few at a time, for the next request they fit (at most twice its size). Through malloc
+// they would teach it to keep freed blocks of their size (glibc raises its mmap threshold to the
+// largest block freed), and a process whose shapes vary would grow with freed memory its heap
+// cannot return; unmapped at once, every run would fault their pages in again (a few us each in a
+// VM). Kept blocks are already resident: reusing them keeps the resident set flat.
+class LargeBlocks {
+ public:
+  static LargeBlocks& get() {
+    static LargeBlocks* blocks = new LargeBlocks();  // never destroyed: buffers die at exit too
+    return *blocks;
+  }
+  std::shared_ptr<void> allocate(size_t bytes) {
+    void* p = nullptr;
+    size_t size = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->second >= bytes && it->second <= 2 * bytes &&
+            (best == free_.end() || it->second < best->second)) {
+          best = it;
+        }
+      }
+      if (best != free_.end()) {
+        p = best->first;
+        size = best->second;
+        free_.erase(best);
+      }
+    }
+    if (!p) {
+      size = (bytes + kPage - 1) / kPage * kPage;
+      p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return nullptr;
+    }
+    return std::shared_ptr<void>(p, [this, size](void* q) { give_back(q, size); });
+  }
+
+ private:
+  static constexpr size_t kPage = 4096;
+  static constexpr size_t kKept = 8;
+  void give_back(void* p, size_t size) {
+    std::pair<void*, size_t> evicted{nullptr, 0};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.emplace_back(p, size);
+      if (free_.size() > kKept) {  // the least recently freed goes back to the system
+        evicted = free_.front();
+        free_.erase(free_.begin());
+      }
+    }
+    if (evicted.first) munmap(evicted.first, evicted.second);
+  }
+  std::mutex mu_;
+  std::vector<std::pair<void*, size_t>> free_;  // least recently freed first
+};
+
+}  // namespace
 
 Expected<int64_t> checked_numel(const Shape& shape) {
   int64_t n = 1;
@@ -47,6 +115,7 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   size_t rounded = (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
   if (rounded == 0) rounded = Tensor::kAlignment;
   return allocate_charged(rounded, [rounded]() -> std::shared_ptr<void> {
+    if (rounded >= kMappedBytes) return LargeBlocks::get().allocate(rounded);
     void* p = std::aligned_alloc(Tensor::kAlignment, rounded);
     if (!p) return nullptr;
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });

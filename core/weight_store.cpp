@@ -14,6 +14,27 @@ Expected<const Tensor*> WeightStore::device_constant(const Tensor& host, Backend
   return device_.emplace(key, std::move(up)).first->second.get();
 }
 
+Expected<PackedData> WeightStore::packed(const Tensor& w, const std::string& key,
+                                         const Packer& pack) {
+  // Packing runs under the lock: two plans asking at once pack once.
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = packed_.find({&w, key});
+  if (it != packed_.end()) return it->second;
+  TERN_ASSIGN_OR_RETURN(PackedData d, pack());
+  packed_bytes_ += d.data.byte_size();
+  return packed_.emplace(std::make_pair(&w, key), std::move(d)).first->second;
+}
+
+size_t WeightStore::packed_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return packed_bytes_;
+}
+
+size_t WeightStore::packed_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return packed_.size();
+}
+
 size_t WeightStore::device_constant_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return device_.size();

@@ -1,19 +1,28 @@
-// A session's weights beyond the model's own bytes, shared by every plan it builds: model
-// constants uploaded to a device (one copy per device per session, made the first time a plan
-// needs it there).
+// A session's weights beyond the model's own bytes, shared by every plan it builds: the packed
+// layouts kernels ask for (WeightCache: one per constant and layout, however many shapes run) and
+// model constants uploaded to a device (one copy per device, made the first time a plan needs
+// it there).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/backend.h"
 
 namespace tern {
 
-class WeightStore {
+class WeightStore final : public WeightCache {
  public:
+  Expected<PackedData> packed(const Tensor& w, const std::string& key, const Packer& pack) override;
+  // Bytes of the packed layouts made (kernels use a layout found packed in the model in place,
+  // without asking the store).
+  size_t packed_bytes() const;
+  size_t packed_count() const;
+
   // The model constant `host` in `dev`'s memory: uploaded on the first call, then shared.
   Expected<const Tensor*> device_constant(const Tensor& host, Backend* dev);
   size_t device_constant_count() const;
@@ -21,6 +30,8 @@ class WeightStore {
  private:
   mutable std::mutex mu_;
   std::map<std::tuple<const Tensor*, int, int>, std::unique_ptr<Tensor>> device_;
+  std::map<std::pair<const Tensor*, std::string>, PackedData> packed_;
+  size_t packed_bytes_ = 0;
 };
 
 }  // namespace tern

@@ -41,8 +41,8 @@ typedef enum {
   TERN_ERR_UNSUPPORTED,         /* valid, but an op/attribute/dtype Tern does not implement */
   TERN_ERR_BACKEND_UNAVAILABLE, /* the backend is not built or has no device */
   TERN_ERR_OUT_OF_MEMORY,
-  TERN_ERR_IO,      /* a file could not be opened, read, mapped or written */
-  TERN_ERR_INTERNAL, /* a bug in Tern: please report it with tern_last_error() */
+  TERN_ERR_IO,                      /* a file could not be opened, read, mapped or written */
+  TERN_ERR_INTERNAL,                /* a bug in Tern: please report it with tern_last_error() */
   TERN_STATUS_MAX_ENUM = 0x7FFFFFFF /* not a status: see TERN_DTYPE_MAX_ENUM */
 } tern_status;
 
@@ -203,7 +203,15 @@ TERN_API tern_status tern_session_options_set_num_interop_threads(tern_session_o
  * allocating nothing more, and the session stays usable. 0 (the default) means no limit.
  * Memory oneDNN or OpenBLAS allocate inside themselves is not counted. */
 TERN_API tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o,
-                                                              uint64_t bytes);
+                                                               uint64_t bytes);
+/* How much memory the session's plans may keep: a plan is made for each set of input shapes a
+ * run brings (cheaply when only dims changed: shape inference, the kernels whose inputs changed
+ * and the memory plan, with the weights packed once per session), and kept for runs with the same
+ * shapes until the plans together pass this many bytes; then the least recently used go (the most
+ * recent one is always kept). Run arenas are pooled by the session apart from this. Default
+ * 4 MiB; 0 keeps the latest plan only. TERN_ERR_INVALID_ARGUMENT: o is NULL. */
+TERN_API tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o,
+                                                               uint64_t bytes);
 /* Overrides any flag of scope "session" or "run" for this session alone (names and values as in
  * tern_flag_set; "num_threads" and "num_interop_threads" included). The session reads the global
  * value of every flag it does not override at the start of each run. TERN_ERR_INVALID_ARGUMENT:
@@ -290,6 +298,20 @@ TERN_API tern_status tern_session_end_profiling(tern_session* s);
  * plan exists yet (dynamic input shapes before the first run). */
 TERN_API tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes,
                                               size_t* packed_weight_bytes);
+/* One figure of the session's memory and planning, by name:
+ *   "plans"                plans kept in the plan cache (tern_session_options_set_plan_cache_bytes)
+ *   "plan_bytes"           the memory they hold (steps, value layouts, values computed while
+ *                          planning)
+ *   "packed_weight_bytes"  weights packed into kernels' layouts, once per session whatever the
+ *                          shapes run (layouts found in an optimized .tern file are used in place
+ *                          and not counted)
+ *   "arena_bytes"          run arenas held, in use or pooled for the next runs (host and device)
+ *   "full_plans"           plans built from scratch so far
+ *   "template_plans"       plans made from an earlier plan's decisions so far (only shapes changed)
+ * TERN_ERR_INVALID_ARGUMENT: s, name or value is NULL, or an unknown name (the message lists the
+ * known ones). */
+TERN_API tern_status tern_session_memory_stat(const tern_session* s, const char* name,
+                                              uint64_t* value);
 
 /* ---- Backends API: threads, flags and torch.backends-style queries (DESIGN §3) ----------------
  */

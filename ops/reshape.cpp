@@ -115,11 +115,15 @@ Status infer_identity(OpContext& ctx) {
   return Status::ok();
 }
 
+// The output has the input's bytes: the planner gives it the input's buffer where it can
+// (Kernel::inplace_input), and the copy is then skipped.
 Expected<std::unique_ptr<Kernel>> make_copy(const OpContext& ctx) {
   if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
-  return make_kernel("reference", 0, [](int, const KernelArgs& a, const ExecContext&) {
-    size_t n = a.inputs[0]->byte_size();
-    if (n) std::memcpy(a.outputs[0]->raw(), a.inputs[0]->raw(), n);
+  return make_elementwise_kernel("reference", 0, [](int, const KernelArgs& a, const ExecContext&) {
+    const size_t n = a.inputs[0]->byte_size();
+    if (n && a.outputs[0]->raw() != a.inputs[0]->raw()) {
+      std::memcpy(a.outputs[0]->raw(), a.inputs[0]->raw(), n);
+    }
     return Status::ok();
   });
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@
 namespace tern_test {
 
 // A file's bytes (empty when it cannot be read).
+// Float32 values uniform in [-1, 1).
+inline tern::Tensor random_f32(tern::Shape shape, std::mt19937& rng) {
+  tern::Tensor t = tern::Tensor::allocate(tern::DType::kFloat32, std::move(shape)).value();
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});

@@ -54,23 +54,6 @@ Status Executor::run(const Plan& plan, std::vector<const Tensor*> inputs,
 
 namespace {
 
-// The run arena goes back to the plan's pool on every exit path; the same for the device arena.
-struct ArenaLease {
-  const Plan& plan;
-  int layout;
-  std::shared_ptr<void> arena;
-  ~ArenaLease() {
-    if (arena) plan.release_arena(layout, std::move(arena));
-  }
-};
-struct DeviceArenaLease {
-  const Plan& plan;
-  std::shared_ptr<void> arena;
-  ~DeviceArenaLease() {
-    if (arena) plan.release_device_arena(std::move(arena));
-  }
-};
-
 // The tensor of every value of the plan for one run: constants and inputs as they are, arena
 // values at their offsets, graph outputs in fresh storage.
 Status bind_values(const Plan& plan, const Graph& g, const std::vector<const Tensor*>& inputs,
@@ -98,7 +81,8 @@ Status bind_values(const Plan& plan, const Graph& g, const std::vector<const Ten
       case PlannedValue::Where::kOutput: {
         auto out = Tensor::allocate(pv.dtype, pv.shape);
         if (!out) {
-          return out.status().with_prefix(str_cat("output '", g.value_name(static_cast<int>(v)), "'"));
+          return out.status().with_prefix(
+              str_cat("output '", g.value_name(static_cast<int>(v)), "'"));
         }
         t = std::move(*out);
         break;
@@ -117,20 +101,20 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
   const bool concurrent = runs_concurrently(plan, threads, interop);
   const int layout = concurrent ? 1 : 0;
-  ArenaLease lease{plan, layout, plan.acquire_arena(layout)};
-  if (!lease.arena) {
-    return out_of_memory("cannot allocate the ", plan.layouts[layout].bytes, "-byte run arena");
-  }
-  auto* base = static_cast<uint8_t*>(lease.arena.get());
-  DeviceArenaLease device_lease{plan, nullptr};
+  // The arenas go back to the session's pools on every exit path (the device's only after the
+  // device is done with it: the synchronize below comes first).
+  TERN_ASSIGN_OR_RETURN(ArenaPool::Lease lease, host_arenas_.acquire(plan.layouts[layout].bytes));
+  uint8_t* base = lease.data();
+  ArenaPool::Lease device_lease;
   uint8_t* device_base = nullptr;
   if (plan.device_backend) {
-    auto a = plan.acquire_device_arena();
+    auto a = device_arenas(plan.device_backend).acquire(plan.device_layout.bytes);
     if (!a) {
-      return a.status().with_prefix(str_cat("the ", plan.device_layout.bytes, "-byte device arena"));
+      return a.status().with_prefix(
+          str_cat("the ", plan.device_layout.bytes, "-byte device arena"));
     }
-    device_lease.arena = std::move(*a);
-    device_base = static_cast<uint8_t*>(device_lease.arena.get());
+    device_lease = std::move(*a);
+    device_base = device_lease.data();
   }
   std::vector<Tensor> tensors;
   TERN_RETURN_IF_ERROR(bind_values(plan, graph_, inputs, base, device_base, layout, &tensors));
@@ -185,7 +169,6 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   return Status::ok();
 }
 
-
 namespace {
 
 KernelArgs step_args(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
@@ -204,8 +187,8 @@ KernelArgs step_args(const Plan& plan, const PlanStep& step, std::vector<Tensor>
 }  // namespace
 
 Status Executor::run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
-                         uint8_t* base, uint8_t* device_base, int layout,
-                         const ExecContext& exec) const {
+                          uint8_t* base, uint8_t* device_base, int layout,
+                          const ExecContext& exec) const {
   KernelArgs args = step_args(plan, step, tensors, base, device_base, layout);
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   Status st = step.kernel->run(args, exec);
@@ -218,7 +201,7 @@ Status Executor::run_step(const Plan& plan, const PlanStep& step, std::vector<Te
 }
 
 void Executor::record_step(const PlanStep& step, const KernelArgs& args,
-                          Profiler::Clock::time_point t0, const ExecContext& exec) const {
+                           Profiler::Clock::time_point t0, const ExecContext& exec) const {
   const Node& node = *step.op_node;
   ProfileEvent e{node.name.empty() ? step.label : node.name,
                  "node",
@@ -246,8 +229,8 @@ void Executor::record_step(const PlanStep& step, const KernelArgs& args,
 }
 
 Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                   uint8_t* device_base, int threads, bool deterministic,
-                                   bool capture) const {
+                                    uint8_t* device_base, int threads, bool deterministic,
+                                    bool capture) const {
   for (Backend* b : backends_) b->set_num_threads(threads);
   const ExecContext exec{threads, deterministic};
   Backend* dev = plan.device_backend;
@@ -312,7 +295,7 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
 }
 
 Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                   int threads, int interop, bool deterministic) const {
+                                    int threads, int interop, bool deterministic) const {
   // Dependency-driven: a step starts when the steps it reads from are done. Workers are this
   // thread plus (workers - 1) inter-op pool threads; each node gets an equal share of the
   // intra-op threads, so the run keeps max(intra, inter) cores busy at most.
@@ -371,6 +354,20 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
   st.cv.wait(lock, [&] { return st.helpers_left == 0 && st.running == 0; });
   for (Backend* b : backends_) b->set_num_threads(threads);
   return st.error;
+}
+
+ArenaPool& Executor::device_arenas(Backend* device) const {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  auto& p = device_arenas_[device];
+  if (!p) p = std::make_unique<ArenaPool>(device);
+  return *p;
+}
+
+size_t Executor::arena_bytes() const {
+  size_t bytes = host_arenas_.bytes();
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  for (const auto& [d, p] : device_arenas_) bytes += p->bytes();
+  return bytes;
 }
 
 bool runs_concurrently(const Plan& plan, int threads, int interop) {

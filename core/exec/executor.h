@@ -6,8 +6,12 @@
 // one.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
+#include "core/exec/arena_pool.h"
 #include "core/model.h"
 #include "core/plan/plan.h"
 #include "core/profiler.h"
@@ -22,9 +26,8 @@ class Executor {
  public:
   // `graph`, `order` and `inputs` describe what dynamic plans compute; `backends` are the
   // session's (the plan's steps use some of them); `profiler` may be null.
-  Executor(const Graph& graph, const std::vector<size_t>& order,
-           const std::vector<IOInfo>& inputs, const std::vector<Backend*>& backends,
-           Profiler* profiler)
+  Executor(const Graph& graph, const std::vector<size_t>& order, const std::vector<IOInfo>& inputs,
+           const std::vector<Backend*>& backends, Profiler* profiler)
       : graph_(graph), order_(order), inputs_(inputs), backends_(backends), profiler_(profiler) {}
 
   // Runs `plan` on `inputs` (by model input; host tensors, or tensors on the plan's device) and
@@ -33,6 +36,9 @@ class Executor {
   Status run(const Plan& plan, std::vector<const Tensor*> inputs, const std::vector<int>& wanted,
              const FlagValues& flags, const Device& output_device,
              std::vector<Tensor>* outputs) const;
+
+  // Bytes of run arenas held (in use and kept for the next runs), host and devices together.
+  size_t arena_bytes() const;
 
  private:
   Status run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
@@ -53,8 +59,14 @@ class Executor {
   const Graph& graph_;
   const std::vector<size_t>& order_;
   const std::vector<IOInfo>& inputs_;
+  ArenaPool& device_arenas(Backend* device) const;
+
   const std::vector<Backend*>& backends_;
   Profiler* profiler_;
+  // Every plan's runs take their arenas from these.
+  mutable ArenaPool host_arenas_;
+  mutable std::mutex pools_mu_;
+  mutable std::map<Backend*, std::unique_ptr<ArenaPool>> device_arenas_;
 };
 
 }  // namespace tern

@@ -1,6 +1,7 @@
 #include "core/opt/attention_fusion.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace tern {
 
@@ -122,46 +123,51 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
 
 namespace {
 
-// The Attention node for match m when shapes and dtypes fit, with its context; null otherwise.
-std::unique_ptr<Node> attention_node(const PlanGraph& pg, const AttentionMatch& m, OpContext* ctx) {
+// The scale of match m's fused node when its shapes and dtypes fit the Attention kernel.
+std::optional<float> attention_scale(const PlanGraph& pg, const AttentionMatch& m) {
   const Graph& g = *pg.graph;
   // Every replaced node must be a run-time step (not folded or shape math).
   for (size_t n : m.removed) {
     for (int id : g.nodes[n].outputs) {
       const auto where = id < 0 ? PlannedValue::Where::kArena : pg.value(id).where;
       if (where != PlannedValue::Where::kArena && where != PlannedValue::Where::kOutput) {
-        return nullptr;
+        return std::nullopt;
       }
     }
   }
   const PlannedValue &q = pg.value(m.q), &k = pg.value(m.k), &v = pg.value(m.v);
   if (q.dtype != DType::kFloat32 || k.dtype != DType::kFloat32 || v.dtype != DType::kFloat32) {
-    return nullptr;
+    return std::nullopt;
   }
   const size_t r = q.shape.size();
-  if ((r != 3 && r != 4) || k.shape.size() != r || v.shape.size() != r) return nullptr;
+  if ((r != 3 && r != 4) || k.shape.size() != r || v.shape.size() != r) return std::nullopt;
   // MatMul broadcasts batch dims; Attention needs them equal.
   for (size_t d = 0; d + 2 < r; ++d) {
-    if (q.shape[d] != k.shape[d] || q.shape[d] != v.shape[d]) return nullptr;
+    if (q.shape[d] != k.shape[d] || q.shape[d] != v.shape[d]) return std::nullopt;
   }
   float scale = 1.0f;
   if (m.scale_value >= 0) {
     const PlannedValue& sv = pg.value(m.scale_value);
     if (sv.where != PlannedValue::Where::kConstant || sv.dtype != DType::kFloat32 ||
         sv.constant->numel() != 1) {
-      return nullptr;
+      return std::nullopt;
     }
     const float c = sv.constant->data<float>()[0];
-    if (m.scale_divides && c == 0.0f) return nullptr;
+    if (m.scale_divides && c == 0.0f) return std::nullopt;
     scale = m.scale_divides ? 1.0f / c : c;
   }
   const Shape& scores = pg.value(g.nodes[m.matmul_qk].outputs[0]).shape;
   if (m.add_node >= 0) {
-    if (pg.value(m.mask).dtype != DType::kFloat32) return nullptr;
+    if (pg.value(m.mask).dtype != DType::kFloat32) return std::nullopt;
     if (pg.value(g.nodes[static_cast<size_t>(m.add_node)].outputs[0]).shape != scores) {
-      return nullptr;
+      return std::nullopt;
     }
   }
+  return scale;
+}
+
+std::unique_ptr<Node> attention_node(const Graph& g, const AttentionMatch& m, float scale,
+                                     size_t rank) {
   auto node = std::make_unique<Node>();
   node->name = g.nodes[m.matmul_v].name;
   node->op_type = "Attention";
@@ -172,20 +178,28 @@ std::unique_ptr<Node> attention_node(const PlanGraph& pg, const AttentionMatch& 
   a.kind = Attribute::Kind::kFloat;
   a.f = scale;
   node->attrs.set("scale", a);
-  if (r == 3) {  // [N, S, D] reads as one head per batch entry
+  if (rank == 3) {  // [N, S, D] reads as one head per batch entry
     Attribute h;
     h.kind = Attribute::Kind::kInt;
     h.i = 1;
     node->attrs.set("q_num_heads", h);
     node->attrs.set("kv_num_heads", h);
   }
+  return node;
+}
+
+// The context of the fused node for match m; false when its inference does not give the
+// replaced MatMul's output.
+bool attention_context(const PlanGraph& pg, const AttentionMatch& m, const Node& node,
+                       OpContext* ctx) {
+  const Graph& g = *pg.graph;
   ctx->flags = pg.flags;
+  ctx->weights = pg.weights;
   const std::string where =
       str_cat("fused Attention (mha fastpath) of ", g.describe_node(m.matmul_qk), " .. ",
               g.describe_node(m.matmul_v));
-  if (!make_node_context(g, *node, where, pg.values, ctx).is_ok()) return nullptr;
-  if (ctx->outputs[0].shape != pg.value(node->outputs[0]).shape) return nullptr;
-  return node;
+  if (!make_node_context(g, node, where, pg.values, ctx).is_ok()) return false;
+  return ctx->outputs[0].shape == pg.value(node.outputs[0]).shape;
 }
 
 }  // namespace
@@ -195,17 +209,26 @@ size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
   const Graph& g = *pg.graph;
   size_t fused = 0;
   std::vector<bool> taken(g.nodes.size(), false);
-  for (const AttentionMatch& m : matches) {
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const AttentionMatch& m = matches[i];
     if (std::any_of(m.removed.begin(), m.removed.end(), [&](size_t n) { return taken[n]; })) {
       continue;
     }
+    const std::optional<float> scale = attention_scale(pg, m);
+    if (!scale) continue;
+    std::unique_ptr<Node> node = attention_node(g, m, *scale, pg.value(m.q).shape.size());
     auto ctx = std::make_unique<OpContext>();
-    std::unique_ptr<Node> node = attention_node(pg, m, ctx.get());
-    if (!node || !runnable(*ctx)) continue;
+    if (!attention_context(pg, m, *node, ctx.get()) || !runnable(*ctx)) continue;
     for (size_t n : m.removed) {
       taken[n] = true;
       if (n != m.matmul_v) pg.removed[n] = true;
     }
+    FusionRecord rec;
+    rec.kind = FusionRecord::Kind::kAttention;
+    rec.anchor = m.matmul_v;
+    rec.node = node.get();
+    rec.match = i;
+    pg.fusions.push_back(std::move(rec));
     pg.ctxs[m.matmul_v] = std::move(ctx);
     pg.nodes.push_back(std::move(node));
     ++fused;
@@ -219,6 +242,14 @@ size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
   }
   pg.fused_attention += fused;
   return fused;
+}
+
+bool refit_attention(const PlanGraph& pg, const AttentionMatch& m, const Node& fused,
+                     OpContext* ctx) {
+  const std::optional<float> scale = attention_scale(pg, m);
+  const Attribute* a = fused.attrs.find("scale");
+  if (!scale || !a || a->f != *scale) return false;
+  return attention_context(pg, m, fused, ctx);
 }
 
 }  // namespace tern

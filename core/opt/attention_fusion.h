@@ -36,4 +36,10 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
 size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
                       const std::function<bool(const OpContext&)>& runnable);
 
+// For a plan of other shapes that keeps an earlier plan's fusion of match m into `fused`: whether
+// its conditions still hold (the same scale, shapes and dtypes the kernel takes); fills ctx,
+// fused's context, when they do. The caller marks the replaced nodes.
+bool refit_attention(const PlanGraph& pg, const AttentionMatch& m, const Node& fused,
+                     OpContext* ctx);
+
 }  // namespace tern

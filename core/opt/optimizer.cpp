@@ -11,6 +11,7 @@ Status optimize_graph(Graph& g, OptimizerReport* report) {
   TERN_RETURN_IF_ERROR(fuse_gelu(g, report));
   TERN_RETURN_IF_ERROR(fuse_matmul_epilogue(g, report));
   TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));
+  TERN_RETURN_IF_ERROR(split_key_transposes(g, report));
   return remove_dead_nodes(g, report);
 }
 

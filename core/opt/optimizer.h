@@ -9,6 +9,8 @@
 //   gelu_fusion             GELU's erf decomposition becomes one Gelu node
 //   matmul_epilogue_fusion  MatMul by constant weights + bias (+ Relu/Gelu) becomes FusedMatMul
 //   conv_activation_fusion  a convolution's element-wise tail joins FusedConv's epilogue
+//   key_transpose_split     attention's K^T from [B, S, H, D] in two Transposes, the last the
+//                           form the mha fastpath matches
 //   dead_node_removal       nodes nothing reads go
 // Shape-aware passes run per plan, once shapes are known, on the plan's PlanGraph
 // (optimize_plan_graph): attention_fusion (the mha fastpath), then residual_fusion.
@@ -34,6 +36,7 @@ struct OptimizerReport {
   size_t gelus_fused = 0;
   size_t matmuls_fused = 0;
   size_t activations_fused = 0;
+  size_t key_transposes_split = 0;
   size_t dead_nodes_removed = 0;
 };
 
@@ -52,6 +55,7 @@ Status fuse_gelu(Graph& g, OptimizerReport* report);
 // optionally Relu or Gelu, becomes one FusedMatMul node.
 Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report);
 Status fuse_conv_activation(Graph& g, OptimizerReport* report);
+Status split_key_transposes(Graph& g, OptimizerReport* report);
 Status remove_dead_nodes(Graph& g, OptimizerReport* report);
 
 // The shape-free passes after constant folding, in the order above.

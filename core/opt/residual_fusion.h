@@ -12,4 +12,9 @@ namespace tern {
 // the Add and the folded steps before the last are marked removed). Returns how many it fused.
 size_t fuse_residual_adds(PlanGraph& pg);
 
+// For a plan of other shapes that keeps an earlier plan's residual fusion `f`: whether its shape
+// conditions still hold; when they do, fills ctx (f.node's context) and marks the replaced nodes
+// and values in pg as fuse_residual_adds does.
+bool refit_residual(PlanGraph& pg, const FusionRecord& f, OpContext* ctx);
+
 }  // namespace tern

@@ -41,8 +41,9 @@ class Partitioner {
   Status run();
 
  private:
-  int new_value(PlannedValue v) {
+  int new_value(PlannedValue v, int source) {
     pg_.values.push_back(std::move(v));
+    pg_.twin_of.push_back(source);
     producer_step_.push_back(-1);
     plain_twin_.push_back(-1);
     return static_cast<int>(pg_.values.size() - 1);
@@ -82,7 +83,7 @@ Expected<int> Partitioner::to_plain(int id, size_t consumer) {
   if (plain_twin_[static_cast<size_t>(id)] >= 0) return plain_twin_[static_cast<size_t>(id)];
   PlannedValue twin = pg_.value(id);
   twin.block = 0;
-  const int t = new_value(twin);
+  const int t = new_value(twin, id);
   auto node = std::make_unique<Node>();
   node->name = g_.value_name(id) + "/to_plain";
   node->op_type = "ReorderToPlain";
@@ -90,6 +91,7 @@ Expected<int> Partitioner::to_plain(int id, size_t consumer) {
   node->outputs = {t};
   OpContext ctx;
   ctx.flags = pg_.flags;
+  ctx.weights = pg_.weights;
   TERN_RETURN_IF_ERROR(make_node_context(
       g_, *node, str_cat("reorder of '", g_.value_name(id), "' to plain"), pg_.values, &ctx));
   PlanStep step;
@@ -99,7 +101,7 @@ Expected<int> Partitioner::to_plain(int id, size_t consumer) {
   step.inputs = node->inputs;
   step.outputs = node->outputs;
   TERN_RETURN_IF_ERROR(choose_kernel(ctx, backends_, &step));
-  plan_->fused_nodes.push_back(std::move(node));
+  pg_.nodes.push_back(std::move(node));
   add_step(std::move(step));
   plain_twin_[static_cast<size_t>(id)] = t;
   ++plan_->reorders;
@@ -127,12 +129,12 @@ Expected<int> Partitioner::place(int id, Backend* dev, bool to_device, size_t co
       twin.constant = up.get();
       plan_->device_constants.push_back(std::move(up));
     }
-    const int t = new_value(twin);
+    const int t = new_value(twin, id);
     twins_[{id, to_device}] = t;
     return t;
   }
   twin.where = PlannedValue::Where::kArena;
-  const int t = new_value(twin);
+  const int t = new_value(twin, id);
   auto node = std::make_unique<Node>();
   node->name = str_cat(g_.value_name(id), "/to_", twin.device.name());
   node->op_type = to_device ? "MemcpyToDevice" : "MemcpyToHost";
@@ -148,7 +150,7 @@ Expected<int> Partitioner::place(int id, Backend* dev, bool to_device, size_t co
   step.inputs = node->inputs;
   step.outputs = node->outputs;
   step.transfer = true;
-  plan_->fused_nodes.push_back(std::move(node));
+  pg_.nodes.push_back(std::move(node));
   add_step(std::move(step));
   ++plan_->transfers;
   twins_[{id, to_device}] = t;
@@ -251,9 +253,8 @@ Status partition(PlanGraph& pg, const std::vector<Backend*>& backends, size_t mo
                  WeightStore* weights, Plan* plan) {
   Partitioner p(pg, backends, weights, plan);
   TERN_RETURN_IF_ERROR(p.run());
-  plan->values = std::move(pg.values);
-  for (auto& n : pg.nodes) plan->fused_nodes.push_back(std::move(n));
-  for (auto& k : pg.known) plan->known.push_back(std::move(k));
+  plan->values = pg.values;
+  plan->known = pg.known;
   plan->fused_attention = pg.fused_attention;
   plan->fused_residuals = pg.fused_residuals;
   plan->input_read_on_host.assign(model_inputs, false);

@@ -16,8 +16,9 @@ namespace tern {
 // Picks the kernel for ctx from `backends` in order; UNSUPPORTED lists every backend's reason.
 Status choose_kernel(const OpContext& ctx, const std::vector<Backend*>& backends, PlanStep* step);
 
-// Turns `pg` into plan->steps and plan->values (pg's values, nodes and known tensors move into
-// the plan). `weights` holds the session's device copies of model constants.
+// Turns `pg` into plan->steps and plan->values (pg keeps its values, with the planner's own
+// appended, and gains the reorder and copy nodes the steps compute: the plan's nodes_owner must
+// keep pg.nodes alive). `weights` holds the session's device copies of model constants.
 Status partition(PlanGraph& pg, const std::vector<Backend*>& backends, size_t model_inputs,
                  WeightStore* weights, Plan* plan);
 

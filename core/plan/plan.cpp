@@ -2,39 +2,21 @@
 
 namespace tern {
 
-std::shared_ptr<void> Plan::acquire_arena(int layout) const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& pool = free_arenas_[layout];
-    if (!pool.empty()) {
-      auto a = std::move(pool.back());
-      pool.pop_back();
-      return a;
-    }
+size_t Plan::footprint() const {
+  size_t bytes =
+      sizeof(Plan) + values.capacity() * sizeof(PlannedValue) + steps.capacity() * sizeof(PlanStep);
+  for (const PlannedValue& v : values) bytes += v.shape.capacity() * sizeof(int64_t);
+  for (const PlanStep& s : steps) {
+    bytes += s.label.capacity() + (s.inputs.capacity() + s.outputs.capacity() + s.preds.capacity() +
+                                   s.succs.capacity()) *
+                                      sizeof(int);
   }
-  return aligned_buffer(layouts[layout].bytes);
-}
-
-void Plan::release_arena(int layout, std::shared_ptr<void> arena) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  free_arenas_[layout].push_back(std::move(arena));
-}
-
-Expected<std::shared_ptr<void>> Plan::acquire_device_arena() const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_device_arenas_.empty()) {
-      auto a = std::move(free_device_arenas_.back());
-      free_device_arenas_.pop_back();
-      return a;
-    }
+  for (const ArenaLayout& l : layouts) {
+    bytes += (l.value_offset.capacity() + l.workspace_offset.capacity()) * sizeof(size_t);
   }
-  return device_backend->allocate(device_layout.bytes);
-}
-
-void Plan::release_device_arena(std::shared_ptr<void> arena) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  free_device_arenas_.push_back(std::move(arena));
+  for (const auto& t : known) bytes += sizeof(Tensor) + t->byte_size();
+  for (const auto& t : device_constants) bytes += t->byte_size();
+  return bytes;
 }
 
 std::shared_ptr<void> Plan::find_capture(size_t first_step, const std::vector<void*>& key) const {

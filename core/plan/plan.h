@@ -43,9 +43,11 @@ class Plan {
  public:
   std::vector<PlannedValue> values;
   std::vector<PlanStep> steps;
-  std::vector<std::unique_ptr<Tensor>> known;      // values computed while planning (shape math)
-  std::vector<std::unique_ptr<Node>> fused_nodes;  // nodes the steps compute that the graph lacks
-  size_t fused_attention = 0;                      // attention subgraphs run as one kernel
+  std::vector<std::shared_ptr<const Tensor>> known;  // values computed while planning (shape math)
+  // What owns the nodes the steps compute that the graph lacks (fused ones, reorders, copies):
+  // the plan template every plan made with its decisions shares (core/plan/plan_template.h).
+  std::shared_ptr<const void> nodes_owner;
+  size_t fused_attention = 0;  // attention subgraphs run as one kernel
   size_t fused_residuals = 0;  // Add (+ activation) folded into the convolution before it
   size_t reorders = 0;         // layout conversions to plain inserted at blocked-layout edges
   size_t in_place = 0;       // steps whose output shares its input's memory (Kernel::inplace_input)
@@ -73,12 +75,9 @@ class Plan {
   bool dynamic = false;
   std::string dynamic_reason;
 
-  // Arenas are pooled so concurrent runs each get their own and a steady run allocates none.
-  std::shared_ptr<void> acquire_arena(int layout) const;
-  void release_arena(int layout, std::shared_ptr<void> arena) const;
-  // The same for the device arena (allocated through device_backend).
-  Expected<std::shared_ptr<void>> acquire_device_arena() const;
-  void release_device_arena(std::shared_ptr<void> arena) const;
+  // Memory the plan holds beyond the model and the session (values, steps, values computed while
+  // planning, device copies of them): what the session's plan cache counts.
+  size_t footprint() const;
   // Captured device segments (cuda.graphs): by first step of the segment and the addresses its
   // kernels read and write, the backend's replayable capture.
   std::shared_ptr<void> find_capture(size_t first_step, const std::vector<void*>& key) const;
@@ -92,8 +91,6 @@ class Plan {
 
  private:
   mutable std::mutex mu_;
-  mutable std::vector<std::shared_ptr<void>> free_arenas_[2];
-  mutable std::vector<std::shared_ptr<void>> free_device_arenas_;
   mutable std::map<std::pair<size_t, std::vector<void*>>, std::shared_ptr<void>> captures_;
   mutable std::set<size_t> failed_captures_;
   mutable std::atomic<bool> ran_eagerly_{false};

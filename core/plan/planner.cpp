@@ -4,27 +4,39 @@
 #include "core/plan/layout.h"
 #include "core/plan/memory.h"
 #include "core/plan/partition.h"
+#include "core/plan/plan_template.h"
 #include "core/plan/schedule.h"
 #include "core/plan/shapes.h"
 
 namespace tern {
 
+ShapeInputs PlannerContext::shape_inputs(const std::vector<Shape>& shapes,
+                                         const std::vector<DType>& dtypes,
+                                         const FlagValues& flags) const {
+  ShapeInputs in;
+  in.graph = graph;
+  in.order = order;
+  in.inputs = inputs;
+  in.shapes = shapes;
+  in.dtypes = dtypes;
+  in.backends = backends;
+  in.flags = &flags;
+  in.weights = weights;
+  in.labels = &labels;
+  return in;
+}
+
 Expected<std::shared_ptr<const Plan>> build_plan(const PlannerContext& pc,
                                                  const std::vector<Shape>& shapes,
                                                  const std::vector<DType>& dtypes,
-                                                 const FlagValues& flags) {
+                                                 const FlagValues& flags,
+                                                 std::shared_ptr<PlanTemplate>* keep) {
   auto plan = std::make_shared<Plan>();
   PlanGraph pg;
-  ShapeInputs in;
-  in.graph = pc.graph;
-  in.order = pc.order;
-  in.inputs = pc.inputs;
-  in.shapes = shapes;
-  in.dtypes = dtypes;
-  in.backends = pc.backends;
-  in.flags = &flags;
+  const ShapeInputs in = pc.shape_inputs(shapes, dtypes, flags);
   bool planned = true;
-  TERN_RETURN_IF_ERROR(infer_plan_shapes(in, &pg, &planned, &plan->dynamic_reason));
+  ShapeMemo memo;
+  TERN_RETURN_IF_ERROR(infer_plan_shapes(in, &pg, &planned, &plan->dynamic_reason, &memo));
   if (!planned) {
     plan->dynamic = true;
     return std::shared_ptr<const Plan>(std::move(plan));
@@ -35,9 +47,62 @@ Expected<std::shared_ptr<const Plan>> build_plan(const PlannerContext& pc,
   });
   choose_layouts(pg, pc.backends);
   TERN_RETURN_IF_ERROR(partition(pg, pc.backends, pc.inputs->size(), pc.weights, plan.get()));
+  if (keep) {
+    *keep = PlanTemplate::capture(pg, std::move(memo), plan.get());
+  } else {
+    plan->nodes_owner = std::make_shared<std::vector<std::unique_ptr<Node>>>(std::move(pg.nodes));
+  }
   estimate_schedule(plan.get());
   TERN_RETURN_IF_ERROR(plan_arenas(pc.graph->outputs, plan.get()));
   return std::shared_ptr<const Plan>(std::move(plan));
+}
+
+Expected<std::shared_ptr<const Plan>> Planner::plan(const std::vector<Shape>& shapes,
+                                                    const std::vector<DType>& dtypes,
+                                                    const FlagValues& flags,
+                                                    const std::vector<int64_t>& flag_key) {
+  // The shape class: the plan-affecting flags, the inputs' dtypes and ranks.
+  std::vector<int64_t> cls = flag_key;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    cls.push_back(static_cast<int64_t>(dtypes[i]));
+    cls.push_back(static_cast<int64_t>(shapes[i].size()));
+  }
+  std::vector<std::shared_ptr<PlanTemplate>> candidates;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = templates_.find(cls);
+    if (it != templates_.end()) candidates = it->second;
+  }
+  for (const auto& t : candidates) {
+    TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p,
+                          t->instantiate(pc_, shapes, dtypes, flags));
+    if (p) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++template_plans_;
+      return p;
+    }
+  }
+  std::shared_ptr<PlanTemplate> made;
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p,
+                        build_plan(pc_, shapes, dtypes, flags, &made));
+  std::lock_guard<std::mutex> lock(mu_);
+  ++full_plans_;
+  if (made) {
+    auto& list = templates_[cls];
+    list.insert(list.begin(), std::move(made));
+    if (list.size() > kTemplatesPerClass) list.pop_back();
+  }
+  return p;
+}
+
+size_t Planner::full_plans() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return full_plans_;
+}
+
+size_t Planner::template_plans() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return template_plans_;
 }
 
 }  // namespace tern

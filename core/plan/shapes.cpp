@@ -1,19 +1,109 @@
 #include "core/plan/shapes.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tern {
 
+void append_value_key(const std::vector<int>& ids, const std::vector<PlannedValue>& values,
+                      std::vector<int64_t>* key) {
+  for (int id : ids) {
+    if (id < 0) {
+      key->push_back(-1);
+      continue;
+    }
+    const PlannedValue& pv = values[static_cast<size_t>(id)];
+    const Tensor* known = pv.where == PlannedValue::Where::kConstant ? pv.constant : nullptr;
+    key->push_back(static_cast<int64_t>(pv.dtype));
+    key->push_back(pv.block);
+    key->push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(known)));
+    key->push_back(static_cast<int64_t>(pv.shape.size()));
+    key->insert(key->end(), pv.shape.begin(), pv.shape.end());
+  }
+}
+
+namespace {
+
+bool same_data(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape() || !a.on_host() || !b.on_host() ||
+      a.dtype() == DType::kString) {
+    return false;
+  }
+  return std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
+}
+
+// Shape math for node n: its outputs are computed now and become constants of the plan (*made,
+// by output).
+Status compute_now(const ShapeInputs& in, size_t n, OpContext& ctx, bool from_shapes,
+                   const ShapeMemo::Entry* memo, PlanGraph* pg,
+                   std::vector<std::shared_ptr<const Tensor>>* made) {
+  const Node& node = in.graph->nodes[n];
+  made->assign(node.outputs.size(), nullptr);
+  std::vector<Tensor> outs;
+  if (from_shapes) {
+    for (auto& v : ctx.output_values) outs.push_back(std::move(*v));
+  } else {
+    TERN_RETURN_IF_ERROR(evaluate_node(ctx, in.backends, *in.flags, &outs));
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const int id = node.outputs[i];
+    if (id < 0) continue;
+    std::shared_ptr<const Tensor> t;
+    // Equal to what the last inference computed: the same tensor, so readers see no change.
+    if (memo && i < memo->known.size() && memo->known[i] && same_data(*memo->known[i], outs[i])) {
+      t = memo->known[i];
+    } else {
+      t = std::make_shared<const Tensor>(std::move(outs[i]));
+    }
+    pg->known.push_back(t);
+    pg->value(id) = PlannedValue::of_constant(t.get());
+    (*made)[i] = std::move(t);
+  }
+  pg->computed[n] = true;
+  return Status::ok();
+}
+
+// The outputs the memo holds for node n, when its inputs are what the memo saw.
+bool reuse(const ShapeMemo::Entry& e, const Node& node, const std::vector<int64_t>& keys,
+           PlanGraph* pg, size_t n) {
+  if (!e.valid || e.in != keys) return false;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const int id = node.outputs[i];
+    if (id < 0) continue;
+    pg->value(id) = e.out[i];
+    if (e.computed && e.known[i]) pg->known.push_back(e.known[i]);
+  }
+  pg->computed[n] = e.computed;
+  return true;
+}
+
+void remember(const Node& node, const std::vector<int64_t>& keys, const PlanGraph& pg,
+              bool computed, std::vector<std::shared_ptr<const Tensor>> made, ShapeMemo::Entry* e) {
+  e->valid = true;
+  e->computed = computed;
+  e->in = keys;
+  e->out.assign(node.outputs.size(), PlannedValue{});
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] >= 0) e->out[i] = pg.value(node.outputs[i]);
+  }
+  e->known = std::move(made);
+}
+
+}  // namespace
+
 Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
-                         std::string* dynamic_reason) {
+                         std::string* dynamic_reason, ShapeMemo* memo, bool lazy) {
   const Graph& g = *in.graph;
   pg->graph = &g;
   pg->order = in.order;
   pg->flags = in.flags;
+  pg->weights = in.weights;
   pg->values.assign(g.values.size(), PlannedValue{});
   pg->ctxs.clear();
   pg->ctxs.resize(g.nodes.size());
+  pg->computed.assign(g.nodes.size(), false);
   pg->removed.assign(g.nodes.size(), false);
+  if (memo) memo->nodes.resize(g.nodes.size());
   *planned = true;
   for (size_t v = 0; v < g.values.size(); ++v) {
     if (g.values[v].constant) pg->values[v] = PlannedValue::of_constant(&*g.values[v].constant);
@@ -26,14 +116,24 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     pv.shape = in.shapes[i];
     pv.input_index = i;
   }
+  std::vector<int64_t> keys;  // one buffer for every node's key
   for (size_t n : *in.order) {
+    const Node& node = g.nodes[n];
+    ShapeMemo::Entry* entry = memo ? &memo->nodes[n] : nullptr;
+    if (entry) {
+      keys.clear();
+      append_value_key(node.inputs, pg->values, &keys);
+      if (reuse(*entry, node, keys, pg, n) && (lazy || entry->computed)) continue;
+    }
     auto ctx = std::make_unique<OpContext>();
     ctx->flags = in.flags;
-    const Node& node = g.nodes[n];
-    Status st = make_node_context(g, node, g.describe_node(n), pg->values, ctx.get());
+    ctx->weights = in.weights;
+    Status st = make_node_context(g, node, in.labels ? (*in.labels)[n] : g.describe_node(n),
+                                  pg->values, ctx.get());
     if (!st.is_ok() && ctx->needs_values) {
       *planned = false;
       *dynamic_reason = st.message();
+      if (memo) memo->nodes.assign(g.nodes.size(), ShapeMemo::Entry{});
       return Status::ok();
     }
     TERN_RETURN_IF_ERROR(st);
@@ -42,19 +142,9 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     const bool from_shapes = std::all_of(ctx->output_values.begin(), ctx->output_values.end(),
                                          [](const auto& v) { return v.has_value(); });
     if (all_known || from_shapes) {
-      // Shape math: computed now, constant during runs.
-      std::vector<Tensor> outs;
-      if (from_shapes) {
-        for (auto& v : ctx->output_values) outs.push_back(std::move(*v));
-      } else {
-        TERN_RETURN_IF_ERROR(evaluate_node(*ctx, in.backends, *in.flags, &outs));
-      }
-      for (size_t i = 0; i < node.outputs.size(); ++i) {
-        const int id = node.outputs[i];
-        if (id < 0) continue;
-        pg->known.push_back(std::make_unique<Tensor>(std::move(outs[i])));
-        pg->value(id) = PlannedValue::of_constant(pg->known.back().get());
-      }
+      std::vector<std::shared_ptr<const Tensor>> made;
+      TERN_RETURN_IF_ERROR(compute_now(in, n, *ctx, from_shapes, entry, pg, &made));
+      if (entry) remember(node, keys, *pg, true, std::move(made), entry);
       continue;
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
@@ -63,6 +153,7 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
       if (ctx->outputs[i].dtype == DType::kString) {  // std::string objects never live in arenas
         *planned = false;
         *dynamic_reason = ctx->where + " computes strings";
+        if (memo) memo->nodes.assign(g.nodes.size(), ShapeMemo::Entry{});
         return Status::ok();
       }
       PlannedValue& pv = pg->value(id);
@@ -72,6 +163,7 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
       pv.shape = ctx->outputs[i].shape;
     }
     pg->ctxs[n] = std::move(ctx);
+    if (entry) remember(node, keys, *pg, false, {}, entry);
   }
   for (int id : g.outputs) {
     PlannedValue& pv = pg->value(id);

@@ -2,10 +2,12 @@
 // over random shapes with a printed seed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 
 #include "backends/cpu/cpu_gemm.h"
@@ -25,23 +27,23 @@ using namespace tern_test;
 
 namespace {
 
-Tensor random_f32(Shape shape, std::mt19937& rng) {
-  Tensor t = Tensor::allocate(DType::kFloat32, std::move(shape)).value();
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
 // Infers shapes, prepares the CPU kernel (constant inputs marked known), runs it.
 struct Prepared {
   std::string kernel;
   std::vector<Tensor> outputs;
 };
-Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vector<Tensor*>& ins,
-                 const std::vector<bool>& constant, int in_block = 0, int out_block = 0) {
-  Node node{"k", op, "", {}, {0}, attrs};
+// One op's context over `ins` (those marked constant known), shape-inferred.
+struct Inferred {
+  Node node;
   OpContext ctx;
-  ctx.node = &node;
+};
+std::unique_ptr<Inferred> inferred(const std::string& op, const Attributes& attrs,
+                                   const std::vector<Tensor*>& ins,
+                                   const std::vector<bool>& constant, int in_block = 0) {
+  auto k = std::make_unique<Inferred>();
+  k->node = Node{"k", op, "", {}, {0}, attrs};
+  OpContext& ctx = k->ctx;
+  ctx.node = &k->node;
   ctx.where = "node 'k' (" + op + ")";
   ctx.opset = 13;
   for (size_t i = 0; i < ins.size(); ++i) {
@@ -50,23 +52,37 @@ Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vect
                                     ins[i] && constant[i] ? ins[i] : nullptr});
     ctx.input_names.push_back("in" + std::to_string(i));
   }
-  ctx.inputs[0].block = in_block;
+  if (!ctx.inputs.empty()) ctx.inputs[0].block = in_block;
   ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
   Status s = infer_node(*OpRegistry::global().find(op), ctx);
   REQUIRE_MESSAGE(s.is_ok(), s.message());
-  ctx.outputs[0].block = out_block;
-  auto kernel = backends::get("cpu").value()->prepare(ctx);
+  return k;
+}
+
+// Runs a prepared kernel on `ins` into a fresh output of the context's type and shape.
+Tensor run_kernel(const Kernel& kernel, const OpContext& ctx, const std::vector<Tensor*>& ins,
+                  int threads) {
+  Tensor out = Tensor::allocate(ctx.outputs[0].dtype, ctx.outputs[0].shape).value();
+  KernelArgs args;
+  for (Tensor* t : ins) args.inputs.push_back(t);
+  args.outputs.push_back(&out);
+  std::vector<float> workspace((kernel.workspace_bytes() + sizeof(float) - 1) / sizeof(float));
+  args.workspace = workspace.data();
+  const Status s = kernel.run(args, ExecContext{threads});
+  REQUIRE_MESSAGE(s.is_ok(), s.message());
+  return out;
+}
+
+Prepared run_cpu(const std::string& op, const Attributes& attrs, const std::vector<Tensor*>& ins,
+                 const std::vector<bool>& constant, int in_block = 0, int out_block = 0,
+                 int threads = 2) {
+  auto k = inferred(op, attrs, ins, constant, in_block);
+  k->ctx.outputs[0].block = out_block;
+  auto kernel = backends::get("cpu").value()->prepare(k->ctx);
   REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
   Prepared p;
   p.kernel = (*kernel)->name();
-  p.outputs.push_back(Tensor::allocate(DType::kFloat32, ctx.outputs[0].shape).value());
-  KernelArgs args;
-  for (Tensor* t : ins) args.inputs.push_back(t);
-  args.outputs.push_back(&p.outputs[0]);
-  std::vector<float> workspace(((*kernel)->workspace_bytes() + sizeof(float) - 1) / sizeof(float));
-  args.workspace = workspace.data();
-  s = (*kernel)->run(args, ExecContext{2});
-  REQUIRE_MESSAGE(s.is_ok(), s.message());
+  p.outputs.push_back(run_kernel(**kernel, k->ctx, ins, threads));
   return p;
 }
 
@@ -118,6 +134,15 @@ struct RefContext {
     }
   }
 };
+
+// Runs op's portable reference kernel (the ground truth) on `ins`; returns its output.
+Tensor run_reference(const std::string& op, const Attributes& attrs,
+                     const std::vector<Tensor*>& ins) {
+  auto k = inferred(op, attrs, ins, std::vector<bool>(ins.size(), false));
+  auto kernel = OpRegistry::global().find(op)->reference(k->ctx);
+  REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+  return run_kernel(**kernel, k->ctx, ins, 1);
+}
 
 }  // namespace
 
@@ -270,7 +295,155 @@ TEST_SUITE("cpu_kernels") {
           }
   }
 
-  TEST_CASE("own_sgemm: packed GEMM matches a double-precision reference; splits are bitwise equal") {
+  TEST_CASE("packed_gemm: products by constant weights match a double reference at every ISA") {
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int64_t> dim(1, 200);
+    const char* acts[] = {"", "Relu", "Gelu"};
+    for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+      CAPTURE(cap);
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      for (int iter = 0; iter < 24; ++iter) {
+        // Rows 1..13 cover every tile height and a partial row block; N past and short of a
+        // multiple of 16; K = 0, odd and long.
+        const int64_t m = iter < 13 ? iter + 1 : dim(rng), n = iter == 3 ? 16 : dim(rng);
+        const int64_t k = iter == 5 ? 0 : iter == 7 ? 1 : dim(rng) * (iter % 4 == 0 ? 5 : 1);
+        const int kind = iter % 3;  // MatMul, FusedMatMul, Gemm
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(kind);
+        const bool batch = kind == 0 && iter % 2;  // [2, m, k] folds into 2m rows
+        Tensor a = random_f32(batch ? Shape{2, m, k} : Shape{m, k}, rng);
+        const bool tb = kind == 2 && iter % 2;
+        Tensor b = random_f32(tb ? Shape{n, k} : Shape{k, n}, rng);
+        Tensor bias = random_f32({n}, rng);
+        Attributes at;
+        std::string op = kind == 0 ? "MatMul" : kind == 1 ? "FusedMatMul" : "Gemm";
+        const char* act = acts[iter % 3];
+        std::vector<Tensor*> ins = {&a, &b};
+        if (kind == 1) {
+          at.set("activation", attr_string(act));
+          ins.push_back(&bias);
+        } else if (kind == 2) {
+          at.set("transB", attr_int(tb));
+          at.set("alpha", attr_float(0.5f));
+          at.set("beta", attr_float(2.0f));
+          ins.push_back(&bias);
+        }
+        Prepared p = run_cpu(op, at, ins, {false, true, true});
+        const std::string want_name = std::string(cap) == "AVX512" ? "packed_gemm.avx512"
+                                      : std::string(cap) == "AVX2" ? "packed_gemm.avx2"
+                                                                   : "packed_gemm";
+        CHECK(p.kernel == want_name);
+        const int64_t rows = (batch ? 2 : 1) * m;
+        size_t bad = 0;
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double acc = 0, mag = 0;
+            for (int64_t q = 0; q < k; ++q) {
+              const double x = a.data<float>()[i * k + q];
+              const double y = tb ? b.data<float>()[j * k + q] : b.data<float>()[q * n + j];
+              acc += x * y;
+              mag += std::fabs(x * y);
+            }
+            double want = acc;
+            if (kind == 2) want = 0.5 * acc + 2.0 * bias.data<float>()[j];
+            if (kind == 1) {
+              want += bias.data<float>()[j];
+              if (std::string(act) == "Relu") want = std::max(want, 0.0);
+              if (std::string(act) == "Gelu")
+                want = 0.5 * want * (1 + std::erf(want / std::sqrt(2.0)));
+            }
+            const double got = p.outputs[0].data<float>()[i * n + j];
+            bad += !(std::fabs(got - want) <= 1e-5 * (mag + 2) + 1e-6);
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+
+  TEST_CASE("packed_gemm: results do not depend on the thread count") {
+    std::mt19937 rng(3);
+    Tensor a = random_f32({137, 70}, rng), b = random_f32({70, 90}, rng);
+    Prepared one = run_cpu("MatMul", {}, {&a, &b}, {false, true}, 0, 0, 1);
+    Prepared three = run_cpu("MatMul", {}, {&a, &b}, {false, true}, 0, 0, 3);
+    CHECK(one.kernel.rfind("packed_gemm", 0) == 0);
+    REQUIRE(one.outputs[0].numel() == three.outputs[0].numel());
+    CHECK(std::memcmp(one.outputs[0].raw(), three.outputs[0].raw(), one.outputs[0].byte_size()) ==
+          0);
+  }
+
+  TEST_CASE(
+      "transpose_cpu: every permutation of ranks 1..5 and element sizes match the reference") {
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int64_t> dim(1, 7);
+    for (DType dt : {DType::kFloat32, DType::kInt64, DType::kUInt8, DType::kFloat16}) {
+      for (int iter = 0; iter < 40; ++iter) {
+        const size_t rank = 1 + static_cast<size_t>(iter % 5);
+        Shape shape;
+        for (size_t d = 0; d < rank; ++d) shape.push_back(iter == 7 && d == 0 ? 0 : dim(rng));
+        std::vector<int64_t> perm(rank);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        Tensor x = Tensor::allocate(dt, shape).value();
+        for (size_t b = 0; b < x.byte_size(); ++b)
+          static_cast<uint8_t*>(x.raw())[b] = static_cast<uint8_t>(rng());
+        Attributes at;
+        at.set("perm", attr_ints(perm));
+        auto k = inferred("Transpose", at, {&x}, {false});
+        auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+        REQUIRE(kernel.has_value());
+        CHECK(std::string((*kernel)->name()) == "transpose_cpu");
+        Tensor y = run_kernel(**kernel, k->ctx, {&x}, 3);
+        Tensor want = run_reference("Transpose", at, {&x});
+        CHECK_MESSAGE(std::memcmp(y.raw(), want.raw(), y.byte_size()) == 0, shape_str(shape));
+      }
+    }
+  }
+
+  TEST_CASE("binary vec: Add/Sub/Mul/Div with broadcasting match the reference at every ISA") {
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    struct Case {
+      Shape a, b;
+    };
+    const std::vector<Case> cases = {{{3, 5}, {3, 5}},
+                                     {{2, 3, 40000}, {2, 3, 40000}},
+                                     {{4, 7}, {7}},
+                                     {{4, 7}, {1}},
+                                     {{1}, {6, 33}},
+                                     {{2, 1, 5}, {3, 1}},
+                                     {{3, 1, 17}, {1, 4, 17}},
+                                     {{1, 1, 1, 300}, {2, 4, 9, 300}},
+                                     {{5, 1}, {5, 70000}}};
+    for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+      CAPTURE(cap);
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      for (const Case& c : cases) {
+        for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+          Tensor a = random_f32(c.a, rng), b = random_f32(c.b, rng);
+          for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] += 2.5f;  // no division by ~0
+          Prepared p = run_cpu(op, {}, {&a, &b}, {false, false}, 0, 0, 2);
+          CHECK(p.kernel.rfind("binary.", 0) == 0);
+          Tensor want = run_reference(op, {}, {&a, &b});
+          REQUIRE(want.numel() == p.outputs[0].numel());
+          CHECK_MESSAGE(std::memcmp(want.raw(), p.outputs[0].raw(), want.byte_size()) == 0, op, " ",
+                        shape_str(c.a), " ", shape_str(c.b));
+        }
+      }
+    }
+  }
+
+  TEST_CASE(
+      "own_sgemm: packed GEMM matches a double-precision reference; splits are bitwise equal") {
     const unsigned seed = std::random_device{}();
     INFO("seed ", seed);
     std::mt19937 rng(seed);
@@ -282,7 +455,8 @@ TEST_SUITE("cpu_kernels") {
       s.trans_b = rng() & 1;
       s.m = iter < 4 ? iter + 1 : dim(rng);
       s.n = dim(rng);
-      s.k = iter == 5 ? 0 : (iter % 3 == 0 ? dim(rng) + kGemmKc : dim(rng));  // one and two K blocks
+      s.k =
+          iter == 5 ? 0 : (iter % 3 == 0 ? dim(rng) + kGemmKc : dim(rng));  // one and two K blocks
       // Leading dimensions past the minimum: strided operands.
       s.lda = (s.trans_a ? s.m : s.k) + static_cast<int64_t>(rng() % 3);
       s.ldb = (s.trans_b ? s.k : s.n) + static_cast<int64_t>(rng() % 3);
@@ -296,8 +470,10 @@ TEST_SUITE("cpu_kernels") {
       own_sgemm(s, alpha, a.data<float>(), b.data<float>(), beta, whole.data(), 0, s.m, 0, s.n);
       // Four sub-blocks at odd boundaries, as the threaded driver may cut them.
       const int64_t mh = s.m / 3, nh = (s.n * 2) / 3;
-      for (auto [i0, i1, j0, j1] : {std::array<int64_t, 4>{0, mh, 0, nh}, {0, mh, nh, s.n},
-                                    {mh, s.m, 0, nh}, {mh, s.m, nh, s.n}}) {
+      for (auto [i0, i1, j0, j1] : {std::array<int64_t, 4>{0, mh, 0, nh},
+                                    {0, mh, nh, s.n},
+                                    {mh, s.m, 0, nh},
+                                    {mh, s.m, nh, s.n}}) {
         own_sgemm(s, alpha, a.data<float>(), b.data<float>(), beta, split.data(), i0, i1, j0, j1);
       }
       CHECK_MESSAGE(whole == split, "m=", s.m, " n=", s.n, " k=", s.k);
@@ -312,8 +488,10 @@ TEST_SUITE("cpu_kernels") {
           }
           double acc = 0, mag = 0;
           for (int64_t p = 0; p < s.k; ++p) {
-            const double x = s.trans_a ? a.data<float>()[p * s.lda + i] : a.data<float>()[i * s.lda + p];
-            const double y = s.trans_b ? b.data<float>()[j * s.ldb + p] : b.data<float>()[p * s.ldb + j];
+            const double x =
+                s.trans_a ? a.data<float>()[p * s.lda + i] : a.data<float>()[i * s.lda + p];
+            const double y =
+                s.trans_b ? b.data<float>()[j * s.ldb + p] : b.data<float>()[p * s.ldb + j];
             acc += x * y;
             mag += std::fabs(x * y);
           }

@@ -1,9 +1,10 @@
 // Attention on the CPU: two kernels, chosen per plan by the sdp flags.
-// MATH materialises the scores of every (batch, head) in the workspace: S = scale * Q Kᵀ by GEMM,
-// a row softmax, Y = P V by GEMM. FLASH never does: each task takes a block of query rows and
-// streams the keys in blocks with an online softmax (running max and sum per row), keeping only
-// a (rows x keys) tile and a (rows x v_dim) accumulator per thread. Both use the vectorised
-// primitives of the dispatched ISA, whose name is part of the kernel name ("flash.avx512").
+// MATH materialises the scores of every (batch, head) in the workspace: S = scale * Q Kᵀ, a row
+// softmax, Y = P V, both products on the panel GEMM (panel_gemm.h) with Kᵀ and V packed per head.
+// FLASH never does: each task takes a block of query rows and streams the keys in blocks with an
+// online softmax (running max and sum per row), keeping only a (rows x keys) tile and a (rows x
+// v_dim) accumulator per thread. Both use the vectorised primitives of the dispatched ISA, whose
+// name is part of the kernel name ("flash.avx512").
 #include "backends/cpu/kernels/attention.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_gemm.h"
+#include "backends/cpu/panel_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 
@@ -27,6 +29,7 @@ constexpr int64_t kMaxFlashDim = 1024;
 struct CpuAttention {
   ops::AttentionParams p;
   const VecOps* vec = nullptr;
+  CpuIsa isa = CpuIsa::kScalar;
 };
 
 // The operands of one run; the KV cache is written to the present outputs first.
@@ -45,12 +48,18 @@ Io begin(const ops::AttentionParams& p, const KernelArgs& a) {
 }
 
 // Scale, softcap, mask and causal masking of one row of scores for query i, keys [j0, j0 + n).
-void finish_scores(const ops::AttentionParams& p, const void* mask, int64_t b, int64_t h, int64_t i,
-                   int64_t j0, int64_t n, float* s) {
+void finish_scores(const ops::AttentionParams& p, const VecOps& vec, const void* mask, int64_t b,
+                   int64_t h, int64_t i, int64_t j0, int64_t n, float* s) {
   if (p.softcap > 0) {
     for (int64_t j = 0; j < n; ++j) s[j] = p.softcap * std::tanh(s[j] / p.softcap);
   }
-  if (p.mask != ops::AttentionParams::Mask::kNone) {
+  if (p.mask == ops::AttentionParams::Mask::kFloat && p.mask_stride[3] == 1 &&
+      j0 + n <= p.mask_len) {
+    // A float mask row of contiguous keys (the padding masks of encoders): one vector add.
+    const float* row = static_cast<const float*>(mask) + b * p.mask_stride[0] +
+                       h * p.mask_stride[1] + i * p.mask_stride[2] + j0;
+    vec.binary(/*add=*/0, s, 1, row, 1, s, n);
+  } else if (p.mask != ops::AttentionParams::Mask::kNone) {
     for (int64_t j = 0; j < n; ++j) s[j] += ops::mask_bias(p, mask, b, h, i, j0 + j);
   }
   if (p.causal) {
@@ -60,54 +69,79 @@ void finish_scores(const ops::AttentionParams& p, const void* mask, int64_t b, i
   }
 }
 
+// Softmax of one finished row of scores in place (zeros when every key is masked).
+void softmax_row(const VecOps& vec, float* s, int64_t n) {
+  const float mx = vec.max(s, n);
+  if (mx == -std::numeric_limits<float>::infinity()) {
+    std::fill(s, s + n, 0.0f);
+    return;
+  }
+  const double sum = vec.exp_sum(s, mx, s, n);
+  vec.scale(s, static_cast<float>(1.0 / sum), n);
+}
+
+// MATH's workspace: the scores of every (batch, head), then each KV head's packed Kᵀ and V.
+struct MathLayout {
+  int64_t scores = 0, kt = 0, v = 0;  // floats: all scores, one head's packed Kᵀ, one head's V
+  size_t bytes(const ops::AttentionParams& p) const {
+    const int64_t kv_heads = p.batch * p.kv_heads;
+    return static_cast<size_t>(scores + kv_heads * (kt + v)) * sizeof(float);
+  }
+};
+MathLayout math_layout(const ops::AttentionParams& p) {
+  MathLayout l;
+  // (Each part rounded to 16 floats: the panels must stay 64-byte aligned.)
+  l.scores = (p.batch * p.q_heads * p.seq_q * p.seq_kv + 15) / 16 * 16;
+  l.kt = panel::packed_floats(p.head_dim, p.seq_kv);
+  l.v = panel::packed_floats(p.seq_kv, p.v_head_dim);
+  return l;
+}
+
+constexpr int64_t kMathRows = 48;  // query rows per MATH task: a multiple of panel::kTileRows
+
 Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
   const ops::AttentionParams& p = k.p;
   const VecOps& vec = *k.vec;
   const Io io = begin(p, a);
   const ops::KvSource& kv = io.kv;
-  const float* q = io.q;
-  const void* mask = io.mask;
-  float* y = io.y;
+  const MathLayout l = math_layout(p);
   float* scores = static_cast<float*>(a.workspace);
-  const int64_t heads = p.batch * p.q_heads;
-  const int64_t plane = p.seq_q * p.seq_kv;
-  std::vector<const float*> qa(static_cast<size_t>(heads)), ka(static_cast<size_t>(heads));
-  std::vector<const float*> pa(static_cast<size_t>(heads)), va(static_cast<size_t>(heads));
-  std::vector<float*> sa(static_cast<size_t>(heads)), ya(static_cast<size_t>(heads));
-  for (int64_t bh = 0; bh < heads; ++bh) {
-    const int64_t b = bh / p.q_heads, h = bh % p.q_heads, hk = h / p.group();
-    const size_t i = static_cast<size_t>(bh);
-    qa[i] = q + p.q.offset(b, h, 0);
-    ka[i] = kv.k + kv.kv.offset(b, hk, 0);
-    va[i] = kv.v + kv.vv.offset(b, hk, 0);
-    sa[i] = scores + bh * plane;
-    pa[i] = sa[i];
-    ya[i] = y + p.y.offset(b, h, 0);
-  }
-  // S = scale * Q Kᵀ for every head.
-  GemmShape qk{false, true, p.seq_q, p.seq_kv, p.head_dim, p.q.stride_s, kv.kv.stride_s, p.seq_kv};
-  cpu_sgemm_batch(qk, p.scale, qa.data(), ka.data(), 0.0f, sa.data(), heads, exec.num_threads,
-                  exec.deterministic);
-  // Row softmax.
-  parallel_for(heads * p.seq_q, 8, exec.num_threads, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t bh = r / p.seq_q, i = r % p.seq_q;
-      float* s = scores + r * p.seq_kv;
-      finish_scores(p, mask, bh / p.q_heads, bh % p.q_heads, i, 0, p.seq_kv, s);
-      const float mx = vec.max(s, p.seq_kv);
-      if (mx == -std::numeric_limits<float>::infinity()) {  // every key masked: zeros
-        std::fill(s, s + p.seq_kv, 0.0f);
-        continue;
-      }
-      const double sum = vec.exp_sum(s, mx, s, p.seq_kv);
-      vec.scale(s, static_cast<float>(1.0 / sum), p.seq_kv);
+  float* packed = scores + l.scores;
+  const int64_t kv_heads = p.batch * p.kv_heads;
+  // Each KV head's Kᵀ (head_dim x seq_kv) and V (seq_kv x v_head_dim) in panels, once.
+  parallel_for(kv_heads, 1, exec.num_threads, [&](int64_t h0, int64_t h1) {
+    for (int64_t bh = h0; bh < h1; ++bh) {
+      const int64_t b = bh / p.kv_heads, hk = bh % p.kv_heads;
+      float* kt = packed + bh * (l.kt + l.v);
+      panel::pack(kv.k + kv.kv.offset(b, hk, 0), p.head_dim, p.seq_kv, 1, kv.kv.stride_s, kt);
+      panel::pack(kv.v + kv.vv.offset(b, hk, 0), p.seq_kv, p.v_head_dim, kv.vv.stride_s, 1,
+                  kt + l.kt);
     }
   });
-  // Y = P V.
-  GemmShape pv{false,    false,    p.seq_q,        p.v_head_dim,
-               p.seq_kv, p.seq_kv, kv.vv.stride_s, p.y.stride_s};
-  cpu_sgemm_batch(pv, 1.0f, pa.data(), va.data(), 0.0f, ya.data(), heads, exec.num_threads,
-                  exec.deterministic);
+  // Per (head, block of query rows): S = scale * Q Kᵀ, the row softmax, Y = P V.
+  const int64_t blocks = (p.seq_q + kMathRows - 1) / kMathRows;
+  const int64_t s_panels = (p.seq_kv + panel::kPanel - 1) / panel::kPanel;
+  const int64_t y_panels = (p.v_head_dim + panel::kPanel - 1) / panel::kPanel;
+  parallel_for(p.batch * p.q_heads * blocks, 1, exec.num_threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bh = t / blocks, blk = t % blocks;
+      const int64_t b = bh / p.q_heads, h = bh % p.q_heads, hk = h / p.group();
+      const int64_t i0 = blk * kMathRows, i1 = std::min(p.seq_q, i0 + kMathRows);
+      const float* kt = packed + (b * p.kv_heads + hk) * (l.kt + l.v);
+      float* s = scores + bh * p.seq_q * p.seq_kv;
+      const panel::Epilogue scaled{nullptr, p.scale, false};
+      panel::multiply(k.isa, io.q + p.q.offset(b, h, 0), p.q.stride_s, kt, p.head_dim, p.seq_kv, s,
+                      p.seq_kv, scaled, i0, i1, 0, s_panels);
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = s + i * p.seq_kv;
+        finish_scores(p, vec, io.mask, b, h, i, 0, p.seq_kv, row);
+        softmax_row(vec, row, p.seq_kv);
+      }
+      panel::multiply(k.isa, s, p.seq_kv, kt + l.kt, p.seq_kv, p.v_head_dim,
+                      io.y + p.y.offset(b, h, 0), p.y.stride_s, panel::Epilogue{}, i0, i1, 0,
+                      y_panels);
+    }
+  });
   return Status::ok();
 }
 
@@ -151,7 +185,7 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
             /*threads=*/1, /*deterministic=*/false);
         for (int64_t r = 0; r < rows; ++r) {
           float* sr = s + r * kBlockK;
-          finish_scores(p, mask, b, h, i0 + r, j0, cols, sr);
+          finish_scores(p, vec, mask, b, h, i0 + r, j0, cols, sr);
           const float tile_max = vec.max(sr, cols);
           const float m_new = std::max(m[r], tile_max);
           if (m_new == -std::numeric_limits<float>::infinity()) {  // all masked so far
@@ -191,7 +225,8 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
     return unsupported(ctx.where, ": nonpad_kv_seqlen and qk_matmul_output run in the reference");
   }
   const ops::SdpCase c = ops::sdp_case(p);
-  CpuAttention k{p, &vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
+  const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
+  CpuAttention k{p, &vec_ops(isa), isa};
   std::string why_flash = ctx.flag(FlagId::kSdpFlash) ? cpu_sdp_refusal(CpuSdp::kFlash, c)
                                                       : "disabled (sdp.flash_enabled)";
   std::string why_math = ctx.flag(FlagId::kSdpMath) ? cpu_sdp_refusal(CpuSdp::kMath, c)
@@ -206,7 +241,9 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
   if (why_flash.empty() && !prefer_math) {
     return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash);
   }
-  if (why_math.empty()) return make_kernel(str_cat("math.", k.vec->isa), k, run_math, scores);
+  if (why_math.empty()) {
+    return make_kernel(str_cat("math.", k.vec->isa), k, run_math, math_layout(p).bytes(p));
+  }
   return invalid_argument(ctx.where,
                           ": no enabled scaled-dot-product attention backend can run it on the "
                           "CPU: FLASH: ",

@@ -1,9 +1,10 @@
 // Float32 LayerNormalization over the last axes with a contiguous scale and bias (the form BERT-
 // style encoders use, and what the optimizer's fusion of the decomposed pattern produces): one
-// pass per row for the mean, one for the variance, one to normalise. Other forms (broadcast
-// scale, the Mean / InvStdDev outputs) run on the reference kernel.
+// vectorised pass per row for the mean, one for the variance, one to normalise (VecOps). Other
+// forms (broadcast scale, the Mean / InvStdDev outputs) run on the reference kernel.
 #include <cmath>
 
+#include "backends/cpu/cpu_capability.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
@@ -16,6 +17,7 @@ struct LnF32 {
   int64_t rows = 0, len = 0;
   float eps = 1e-5f;
   bool has_bias = false;
+  const VecOps* vec = nullptr;
 };
 
 Status run_ln_f32(const LnF32& k, const KernelArgs& a, const ExecContext& exec) {
@@ -27,25 +29,7 @@ Status run_ln_f32(const LnF32& k, const KernelArgs& a, const ExecContext& exec) 
   parallel_for(k.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), exec.num_threads,
                [&](int64_t r0, int64_t r1) {
                  for (int64_t r = r0; r < r1; ++r) {
-                   const float* xr = x + r * len;
-                   float* yr = y + r * len;
-                   double sum = 0;
-                   for (int64_t i = 0; i < len; ++i) sum += xr[i];
-                   const float mean = static_cast<float>(sum / static_cast<double>(len));
-                   double sq = 0;
-                   for (int64_t i = 0; i < len; ++i) {
-                     const float d = xr[i] - mean;
-                     sq += static_cast<double>(d) * d;
-                   }
-                   const float inv = static_cast<float>(
-                       1.0 / std::sqrt(sq / static_cast<double>(len) + static_cast<double>(k.eps)));
-                   if (bias) {
-                     for (int64_t i = 0; i < len; ++i) {
-                       yr[i] = (xr[i] - mean) * inv * scale[i] + bias[i];
-                     }
-                   } else {
-                     for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - mean) * inv * scale[i];
-                   }
+                   k.vec->layer_norm(x + r * len, scale, bias, k.eps, y + r * len, len);
                  }
                });
   return Status::ok();
@@ -73,7 +57,9 @@ Expected<std::unique_ptr<Kernel>> make_ln_f32(const OpContext& ctx) {
     }
   }
   if (k.len == 0) return unsupported("LayerNormalization f32: empty rows");
-  return make_elementwise_kernel("layer_norm_f32", k, run_ln_f32);  // rows read before written
+  k.vec = &vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)));
+  // (Each row is read whole before it is written.)
+  return make_elementwise_kernel(str_cat("layer_norm.", k.vec->isa), k, run_ln_f32);
 }
 
 }  // namespace

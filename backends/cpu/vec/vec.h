@@ -19,10 +19,17 @@ struct VecOps {
   float (*max)(const float* x, int64_t n);
   // y[i] = exp(x[i] - sub) (0 where x[i] - sub < -87.3, e.g. -inf), returns sum(y) in double
   double (*exp_sum)(const float* x, float sub, float* y, int64_t n);
-  // y[i] = erf(x[i]), absolute error below 2e-7 (y may be x)
+  // y[i] = erf(x[i]), absolute error below 5e-7 (y may be x)
   void (*erf)(const float* x, float* y, int64_t n);
   // y[i] = 1 / (1 + exp(-x[i])), relative error about 3e-7 (y may be x)
   void (*sigmoid)(const float* x, float* y, int64_t n);
+  // One row of LayerNormalization: y = (x - mean) / sqrt(var + eps) * scale (+ bias when not
+  // null), the mean and then the variance of the deviations summed in 16 lanes (y may be x).
+  void (*layer_norm)(const float* x, const float* scale, const float* bias, float eps, float* y,
+                     int64_t n);
+  // y[i] = a[i] op b[i], op 0..3 = + - * /; a step of 0 repeats element 0 (y may be a or b).
+  void (*binary)(int op, const float* a, int a_step, const float* b, int b_step, float* y,
+                 int64_t n);
 };
 
 // The table for an ISA level (levels the build or the CPU lack fall back to a lower one).

@@ -3,12 +3,16 @@
 
 #if defined(__x86_64__)
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,prefer-vector-width=256")
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #endif
 
 #define TERN_VEC_NS vec_avx2
+#define TERN_VEC_WIDTH 8
+// The SIMD type first: vec_impl.inc computes with it.
+#include "backends/cpu/vec/vec_simd_x86.inc"
+
 #include "backends/cpu/vec/vec_impl.inc"
 
 #if defined(__clang__)
@@ -17,7 +21,7 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx2Ops = {"avx2", vec_avx2::scale, vec_avx2::max, vec_avx2::exp_sum,
-                            vec_avx2::erf, vec_avx2::sigmoid};
+const VecOps kAvx2Ops = {"avx2",        vec_avx2::scale,   vec_avx2::max,        vec_avx2::exp_sum,
+                         vec_avx2::erf, vec_avx2::sigmoid, vec_avx2::layer_norm, vec_avx2::binary};
 }  // namespace tern::vec_detail
 #endif

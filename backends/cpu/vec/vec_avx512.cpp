@@ -3,13 +3,17 @@
 
 #if defined(__x86_64__)
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,prefer-vector-width=512")
 #if defined(__clang__)
 #pragma clang attribute push( \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))), apply_to = function)
 #endif
 
 #define TERN_VEC_NS vec_avx512
+#define TERN_VEC_WIDTH 16
+// The SIMD type first: vec_impl.inc computes with it.
+#include "backends/cpu/vec/vec_simd_x86.inc"
+
 #include "backends/cpu/vec/vec_impl.inc"
 
 #if defined(__clang__)
@@ -18,7 +22,8 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx512Ops = {"avx512", vec_avx512::scale, vec_avx512::max, vec_avx512::exp_sum,
-                            vec_avx512::erf, vec_avx512::sigmoid};
+const VecOps kAvx512Ops = {
+    "avx512",        vec_avx512::scale,   vec_avx512::max,        vec_avx512::exp_sum,
+    vec_avx512::erf, vec_avx512::sigmoid, vec_avx512::layer_norm, vec_avx512::binary};
 }  // namespace tern::vec_detail
 #endif

@@ -7,6 +7,7 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace tern::vec_neon {
@@ -32,26 +33,21 @@ inline float32x4_t exp4(float32x4_t x) {
   return vbslq_f32(nan, x, y);
 }
 
+// vec_impl.inc's rational approximation on [-4, 4]; NaN stays NaN.
 inline float32x4_t erf4(float32x4_t x) {
-  const float32x4_t a = vabsq_f32(x), x2 = vmulq_f32(x, x);
-  float32x4_t s = vdupq_n_f32(-1.0f / 1320.0f);
-  s = vfmaq_f32(vdupq_n_f32(1.0f / 216.0f), s, x2);
-  s = vfmaq_f32(vdupq_n_f32(-1.0f / 42.0f), s, x2);
-  s = vfmaq_f32(vdupq_n_f32(1.0f / 10.0f), s, x2);
-  s = vfmaq_f32(vdupq_n_f32(-1.0f / 3.0f), s, x2);
-  const float32x4_t small = vmulq_f32(vmulq_f32(x, vfmaq_f32(vdupq_n_f32(1.0f), s, x2)),
-                                      vdupq_n_f32(1.12837916709551257f));
-  const float32x4_t t =
-      vdivq_f32(vdupq_n_f32(1.0f), vfmaq_f32(vdupq_n_f32(1.0f), a, vdupq_n_f32(0.5f)));
-  static const float kQ[] = {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
-                             0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
-  float32x4_t q = vdupq_n_f32(0.17087277f);
-  for (float c : kQ) q = vfmaq_f32(vdupq_n_f32(c), q, t);
-  const float32x4_t erfc = vmulq_f32(t, exp4(vfmsq_f32(q, a, a)));
-  const float32x4_t big =
-      vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), vsubq_f32(erfc, vdupq_n_f32(1.0f)),
-                vsubq_f32(vdupq_n_f32(1.0f), erfc));
-  return vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.5f)), small, big);
+  const float32x4_t c = vmaxq_f32(vminq_f32(x, vdupq_n_f32(4.0f)), vdupq_n_f32(-4.0f));
+  const float32x4_t x2 = vmulq_f32(c, c);
+  static const float kP[] = {2.77068142495902e-08f,  -2.10102402082508e-06f,
+                             -5.69250639462346e-05f, -7.34990630326855e-04f,
+                             -2.95459980854025e-03f, -1.60960333262415e-02f};
+  static const float kQ[] = {-2.13374055278905e-04f, -1.68282697438203e-03f, -7.37332916720468e-03f,
+                             -1.42647390514189e-02f};
+  float32x4_t p = vdupq_n_f32(-2.72614225801306e-10f);
+  for (float k : kP) p = vfmaq_f32(vdupq_n_f32(k), p, x2);
+  float32x4_t q = vdupq_n_f32(-1.45660718464996e-05f);
+  for (float k : kQ) q = vfmaq_f32(vdupq_n_f32(k), q, x2);
+  const uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
+  return vbslq_f32(nan, x, vdivq_f32(vmulq_f32(c, p), q));
 }
 
 inline float32x4_t sigmoid4(float32x4_t x) {
@@ -134,11 +130,57 @@ void sigmoid(const float* x, float* y, int64_t n) {
   map4(x, y, n, sigmoid4);
 }
 
+// The row reductions in 16 lanes as 4 registers, like the other builds.
+float sum16(const float* x, int64_t n, float mean, bool squares) {
+  float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
+  const float32x4_t m = vdupq_n_f32(mean);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 4; ++j) {
+      float32x4_t v = vsubq_f32(vld1q_f32(x + i + 4 * j), m);
+      acc[j] = squares ? vfmaq_f32(acc[j], v, v) : vaddq_f32(acc[j], v);
+    }
+  }
+  float lanes[16];
+  for (int j = 0; j < 4; ++j) vst1q_f32(lanes + 4 * j, acc[j]);
+  for (int j = 0; i < n; ++i, ++j) {
+    const float d = x[i] - mean;
+    lanes[j] += squares ? d * d : d;
+  }
+  float s = 0;
+  for (float v : lanes) s += v;
+  return s;
+}
+
+void layer_norm(const float* x, const float* scale, const float* bias, float eps, float* y,
+                int64_t n) {
+  const float mean = sum16(x, n, 0.0f, false) / static_cast<float>(n);
+  const float inv = 1.0f / std::sqrt(sum16(x, n, mean, true) / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = (x[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+template <int Op>
+void binary_op(const float* a, int a_step, const float* b, int b_step, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float u = a[a_step ? i : 0], v = b[b_step ? i : 0];
+    y[i] = Op == 0 ? u + v : Op == 1 ? u - v : Op == 2 ? u * v : u / v;
+  }
+}
+
+void binary(int op, const float* a, int a_step, const float* b, int b_step, float* y, int64_t n) {
+  if (op == 0) return binary_op<0>(a, a_step, b, b_step, y, n);
+  if (op == 1) return binary_op<1>(a, a_step, b, b_step, y, n);
+  if (op == 2) return binary_op<2>(a, a_step, b, b_step, y, n);
+  binary_op<3>(a, a_step, b, b_step, y, n);
+}
+
 }  // namespace
 }  // namespace tern::vec_neon
 
 namespace tern::vec_detail {
-const VecOps kNeonOps = {"neon",        vec_neon::scale,  vec_neon::max, vec_neon::exp_sum,
-                         vec_neon::erf, vec_neon::sigmoid};
+const VecOps kNeonOps = {"neon",        vec_neon::scale,   vec_neon::max,        vec_neon::exp_sum,
+                         vec_neon::erf, vec_neon::sigmoid, vec_neon::layer_norm, vec_neon::binary};
 }  // namespace tern::vec_detail
 #endif

@@ -1,14 +1,20 @@
 // Scalar build of the vectorised primitives (the baseline every CPU runs) and the dispatcher.
 #include "backends/cpu/vec/vec.h"
 
+#include <cstdint>
+
 #define TERN_VEC_NS vec_scalar
+// The SIMD type first: vec_impl.inc computes with it.
+#include "backends/cpu/vec/vec_simd_scalar.inc"
+
 #include "backends/cpu/vec/vec_impl.inc"
 
 namespace tern {
 
 namespace vec_detail {
-const VecOps kScalarOps = {"scalar", vec_scalar::scale, vec_scalar::max, vec_scalar::exp_sum,
-                            vec_scalar::erf, vec_scalar::sigmoid};
+const VecOps kScalarOps = {
+    "scalar",        vec_scalar::scale,   vec_scalar::max,        vec_scalar::exp_sum,
+    vec_scalar::erf, vec_scalar::sigmoid, vec_scalar::layer_norm, vec_scalar::binary};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {

@@ -1,0 +1,241 @@
+// The planner across shapes (core/plan): plans for new input shapes of one class come from a
+// template (only shape inference, the changed kernels and the memory plan re-run), weights are
+// packed once per session whatever the shapes, fusions are checked again per shape and a full plan
+// is made where they no longer hold, and the plan cache keeps a bounded number of bytes. Every
+// plan's outputs are checked against a session that planned those shapes from scratch.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "api/api_internal.h"
+#include "c_api.h"
+#include "graph_builder.h"
+#include "test_util.h"
+
+using namespace tern;
+using namespace tern_test;
+
+namespace {
+
+// y = Gelu(x W1 + b1) W2 + x: an encoder's MLP block over x [batch, seq, 16] with dynamic dims.
+std::shared_ptr<const Model> mlp_model(std::mt19937& rng) {
+  GraphMaker m;
+  m.g.opset = 13;
+  ValueType t{DType::kFloat32, true, {Dim{-1, "batch"}, Dim{-1, "seq"}, Dim{16, ""}}};
+  const int x = m.g.add_value("x", t);
+  m.g.inputs = {x};
+  const int w1 = m.constant("w1", random_f32({16, 40}, rng));
+  const int b1 = m.constant("b1", random_f32({40}, rng));
+  const int w2 = m.constant("w2", random_f32({40, 16}, rng));
+  const int h = m.node("Add", {m.node("MatMul", {x, w1}), b1});
+  // GELU written out as exported models have it: 0.5 * h * (1 + erf(h / sqrt 2)).
+  const int half = m.constant("half", make_f32({}, {0.5f}));
+  const int one = m.constant("one", make_f32({}, {1.0f}));
+  const int sqrt2 = m.constant("sqrt2", make_f32({}, {std::sqrt(2.0f)}));
+  const int erf = m.node("Erf", {m.node("Div", {h, sqrt2})});
+  const int gelu = m.node("Mul", {m.node("Mul", {h, m.node("Add", {erf, one})}), half});
+  const int y = m.node("Add", {m.node("MatMul", {gelu, w2}), x});
+  m.g.outputs = {y};
+  return Model::create(std::move(m.g), nullptr, "mlp").value();
+}
+
+std::unique_ptr<Session> cpu_session(std::shared_ptr<const Model> model,
+                                     uint64_t plan_cache = SessionConfig::kDefaultPlanCacheBytes) {
+  SessionConfig cfg;
+  cfg.backends = {backends::get("cpu").value()};
+  cfg.overrides.set(FlagId::kNumThreads, 2);
+  cfg.plan_cache_bytes = plan_cache;
+  return Session::create(std::move(model), cfg).value();
+}
+
+std::vector<float> run_one(Session& s, const std::string& in, const Tensor& x,
+                           const std::string& out) {
+  std::vector<Tensor> outs;
+  const Status st = s.run({in}, {&x}, {out}, &outs);
+  REQUIRE_MESSAGE(st.is_ok(), st.message());
+  return values_f32(outs[0]);
+}
+
+}  // namespace
+
+TEST_SUITE("core") {
+  TEST_CASE("planner: new shapes reuse the template; weights are packed once per session") {
+    std::mt19937 rng(5);
+    auto model = mlp_model(rng);
+    auto s = cpu_session(model);
+    const std::string y = model->graph().value_name(model->graph().outputs[0]);
+    size_t packed = 0;
+    const std::vector<Shape> shapes = {{1, 3, 16}, {2, 7, 16}, {1, 1, 16}, {4, 33, 16}, {1, 3, 16}};
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Tensor x = random_f32(shapes[i], rng);
+      const std::vector<float> got = run_one(*s, "x", x, y);
+      // The same shapes planned from scratch by a session of their own.
+      auto fresh = cpu_session(model);
+      CHECK(run_one(*fresh, "x", x, y) == got);
+      const SessionMemory m = s->memory();
+      if (i == 0) packed = m.packed_weight_bytes;
+      CAPTURE(i);
+      CHECK(m.packed_weight_bytes == packed);  // packed once, whatever the shapes
+      CHECK(m.full_plans == 1);                // the first plan's decisions serve every shape
+      CHECK(m.template_plans == std::min<size_t>(i, 3));  // the last shape is a cache hit
+    }
+    CHECK(packed > 0);
+    CHECK(s->optimizer_report().matmuls_fused == 1);  // (the second MatMul adds x, not a bias)
+  }
+
+  TEST_CASE("planner: the plan cache keeps its byte limit, least recently used first out") {
+    std::mt19937 rng(6);
+    auto model = mlp_model(rng);
+    const std::string y = model->graph().value_name(model->graph().outputs[0]);
+    auto none = cpu_session(model, 0);
+    auto big = cpu_session(model, uint64_t{64} << 20);
+    for (int64_t seq = 1; seq <= 6; ++seq) {
+      const Tensor x = random_f32({1, seq, 16}, rng);
+      CHECK(run_one(*none, "x", x, y) == run_one(*big, "x", x, y));
+    }
+    CHECK(none->memory().plans == 1);  // the most recent plan is always kept
+    CHECK(big->memory().plans == 6);
+    CHECK(big->memory().plan_bytes > none->memory().plan_bytes);
+    // A limit of two plans' worth: the oldest go first, a reused plan moves to the front.
+    const size_t each = big->memory().plan_bytes / 6;
+    auto two = cpu_session(model, 2 * each + each / 2);
+    for (int64_t seq : {1, 2, 1, 3}) run_one(*two, "x", random_f32({1, seq, 16}, rng), y);
+    CHECK(two->memory().plans == 2);
+    const size_t built = two->memory().full_plans + two->memory().template_plans;
+    run_one(*two, "x", random_f32({1, 1, 16}, rng), y);  // seq 1 was used after seq 2: kept
+    CHECK(two->memory().full_plans + two->memory().template_plans == built);
+    run_one(*two, "x", random_f32({1, 2, 16}, rng), y);  // seq 2 was evicted: planned again
+    CHECK(two->memory().full_plans + two->memory().template_plans == built + 1);
+  }
+
+  TEST_CASE("planner: fused attention is checked per shape; a shape it does not fit plans anew") {
+    // softmax(q kᵀ / 8 + mask) v over q, k, v [1, 2, seq, 8] and a mask broadcast from [1, 1, 1,
+    // seq_kv].
+    GraphMaker m;
+    m.g.opset = 13;
+    auto input = [&](const char* name, std::vector<Dim> dims) {
+      const int id = m.g.add_value(name, ValueType{DType::kFloat32, true, std::move(dims)});
+      m.g.inputs.push_back(id);
+      return id;
+    };
+    const int q = input("q", {Dim{1, ""}, Dim{2, ""}, Dim{-1, "sq"}, Dim{8, ""}});
+    const int k = input("k", {Dim{-1, "b"}, Dim{2, ""}, Dim{-1, "skv"}, Dim{8, ""}});
+    const int v = input("v", {Dim{1, ""}, Dim{2, ""}, Dim{-1, "skv"}, Dim{8, ""}});
+    const int mask = input("mask", {Dim{1, ""}, Dim{1, ""}, Dim{1, ""}, Dim{-1, "skv"}});
+    Attributes perm;
+    perm.set("perm", attr_ints({0, 1, 3, 2}));
+    const int kt = m.node("Transpose", {k}, perm);
+    const int scale = m.constant("scale", make_f32({}, {8.0f}));
+    const int s = m.node("Div", {m.node("MatMul", {q, kt}), scale});
+    Attributes axis;
+    axis.set("axis", attr_int(-1));
+    const int p = m.node("Softmax", {m.node("Add", {s, mask})}, axis);
+    const int y = m.node("MatMul", {p, v});
+    m.g.outputs = {y};
+    auto model = Model::create(std::move(m.g), nullptr, "attn").value();
+    auto session = cpu_session(model);
+    std::mt19937 rng(7);
+    const std::string yn = model->graph().value_name(y);
+    auto run = [&](Session& ses, int64_t kb, int64_t sq, int64_t skv, std::vector<Tensor>* outs) {
+      Tensor tq = random_f32({1, 2, sq, 8}, rng), tk = random_f32({kb, 2, skv, 8}, rng);
+      Tensor tv = random_f32({1, 2, skv, 8}, rng), tm = random_f32({1, 1, 1, skv}, rng);
+      REQUIRE(ses.run({"q", "k", "v", "mask"}, {&tq, &tk, &tv, &tm}, {yn}, outs).is_ok());
+      std::vector<Tensor> want;
+      auto fresh = cpu_session(model);
+      REQUIRE(fresh->run({"q", "k", "v", "mask"}, {&tq, &tk, &tv, &tm}, {yn}, &want).is_ok());
+      const Comparison c = compare((*outs)[0].data<float>(), want[0].data<float>(),
+                                   static_cast<size_t>(want[0].numel()), 1e-5, 1e-6);
+      CHECK(c.mismatches == 0);
+    };
+    std::vector<Tensor> out;
+    run(*session, 1, 4, 6, &out);
+    CHECK(session->last_plan()->fused_attention == 1);
+    run(*session, 1, 9, 13, &out);  // other lengths: the fusion holds, from the template
+    CHECK(session->last_plan()->fused_attention == 1);
+    CHECK(session->memory().full_plans == 1);
+    CHECK(session->memory().template_plans == 1);
+    // K with a batch of 3: MatMul broadcasts Q over it, Attention cannot, so the template's fusion
+    // does not hold; the shape gets a full plan of its own, without the fusion.
+    run(*session, 3, 4, 6, &out);
+    CHECK(out[0].shape() == Shape{3, 2, 4, 8});
+    CHECK(session->last_plan()->fused_attention == 0);
+    CHECK(session->memory().full_plans == 2);
+  }
+
+  TEST_CASE("planner: a convolution's residual fusion and blocked layouts across image sizes") {
+    std::mt19937 rng(8);
+    GraphMaker m;
+    m.g.opset = 13;
+    const int x = m.g.add_value(
+        "x",
+        ValueType{DType::kFloat32, true, {Dim{1, ""}, Dim{16, ""}, Dim{-1, "h"}, Dim{-1, "w"}}});
+    m.g.inputs = {x};
+    Attributes pads;
+    pads.set("pads", attr_ints({1, 1, 1, 1}));
+    const int c1 = m.node("Conv",
+                          {x, m.constant("w1", random_f32({16, 16, 3, 3}, rng)),
+                           m.constant("b1", random_f32({16}, rng))},
+                          pads);
+    const int c2 = m.node(
+        "Conv", {m.node("Relu", {c1}), m.constant("w2", random_f32({16, 16, 3, 3}, rng))}, pads);
+    const int y = m.node("Relu", {m.node("Add", {c2, x})});
+    m.g.outputs = {y};
+    auto model = Model::create(std::move(m.g), nullptr, "res").value();
+    auto s = cpu_session(model);
+    const std::string yn = model->graph().value_name(y);
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 8}, {5, 11}, {17, 3}}) {
+      const Tensor in = random_f32({1, 16, h, w}, rng);
+      const std::vector<float> got = run_one(*s, "x", in, yn);
+      auto fresh = cpu_session(model);
+      const std::vector<float> want = run_one(*fresh, "x", in, yn);
+      const Comparison c = compare(got.data(), want.data(), want.size(), 1e-5, 1e-5);
+      CHECK(c.mismatches == 0);
+      CHECK(s->last_plan()->fused_residuals == 1);
+    }
+    CHECK(s->memory().full_plans == 1);
+    CHECK(s->memory().template_plans == 2);
+  }
+
+  TEST_CASE("C API: the plan cache option and the memory stats") {
+    std::mt19937 rng(9);
+    tern_model cm{mlp_model(rng)};
+    tern_session_options* o = nullptr;
+    REQUIRE(tern_session_options_create(&o) == TERN_OK);
+    CHECK(tern_session_options_set_plan_cache_bytes(nullptr, 1) == TERN_ERR_INVALID_ARGUMENT);
+    REQUIRE(tern_session_options_set_plan_cache_bytes(o, 0) == TERN_OK);
+    tern_session* s = nullptr;
+    REQUIRE(tern_session_create(&cm, o, &s) == TERN_OK);
+    tern_session_options_destroy(o);
+    const std::string yn = cm.m->graph().value_name(cm.m->graph().outputs[0]);
+    for (int64_t seq : {2, 5}) {
+      const int64_t shape[3] = {1, seq, 16};
+      tern_tensor* x = nullptr;
+      REQUIRE(tern_tensor_create(TERN_FLOAT32, shape, 3, &x) == TERN_OK);
+      const char* in = "x";
+      const char* out = yn.c_str();
+      tern_tensor* y = nullptr;
+      REQUIRE(tern_session_run(s, nullptr, &in, &x, 1, &out, 1, &y) == TERN_OK);
+      tern_tensor_destroy(x);
+      tern_tensor_destroy(y);
+    }
+    uint64_t v = 0;
+    CHECK(tern_session_memory_stat(s, "plans", &v) == TERN_OK);
+    CHECK(v == 1);
+    CHECK(tern_session_memory_stat(s, "full_plans", &v) == TERN_OK);
+    CHECK(v == 1);
+    CHECK(tern_session_memory_stat(s, "template_plans", &v) == TERN_OK);
+    CHECK(v == 1);
+    CHECK(tern_session_memory_stat(s, "packed_weight_bytes", &v) == TERN_OK);
+    CHECK(v > 0);
+    CHECK(tern_session_memory_stat(s, "arena_bytes", &v) == TERN_OK);
+    CHECK(v > 0);
+    CHECK(tern_session_memory_stat(s, "plan_bytes", &v) == TERN_OK);
+    CHECK(tern_session_memory_stat(s, "nope", &v) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(tern_last_error()).find("known: plans") != std::string::npos);
+    CHECK(tern_session_memory_stat(s, nullptr, &v) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(tern_session_memory_stat(s, "plans", nullptr) == TERN_ERR_INVALID_ARGUMENT);
+    CHECK(tern_session_memory_stat(nullptr, "plans", &v) == TERN_ERR_INVALID_ARGUMENT);
+    tern_session_destroy(s);
+  }
+}
