@@ -23,6 +23,12 @@ fi
 if [ "${1:-}" = "--main-job" ] && ! command -v npm >/dev/null 2>&1; then
   packages+=(npm)
 fi
+# Extra packages for the benchmarks and the model corpus ("scripts/setup.sh --bench"):
+# tests/models/export.py exports with PyTorch, tests/bench/* run ONNX Runtime from npm.
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(python3-torch python3-torchvision python3-numpy)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -69,6 +69,8 @@ static __typeof__(&tern_session_options_set_num_interop_threads) p_tern_session_
 tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n) { return p_tern_session_options_set_num_interop_threads(o, n); }
 static __typeof__(&tern_session_options_set_max_memory_bytes) p_tern_session_options_set_max_memory_bytes;
 tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o, uint64_t bytes) { return p_tern_session_options_set_max_memory_bytes(o, bytes); }
+static __typeof__(&tern_session_options_set_plan_cache_bytes) p_tern_session_options_set_plan_cache_bytes;
+tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o, uint64_t bytes) { return p_tern_session_options_set_plan_cache_bytes(o, bytes); }
 static __typeof__(&tern_session_options_set_flag) p_tern_session_options_set_flag;
 tern_status tern_session_options_set_flag(tern_session_options* o, const char* name, const char* value) { return p_tern_session_options_set_flag(o, name, value); }
 static __typeof__(&tern_run_options_create) p_tern_run_options_create;
@@ -95,6 +97,8 @@ static __typeof__(&tern_session_end_profiling) p_tern_session_end_profiling;
 tern_status tern_session_end_profiling(tern_session* s) { return p_tern_session_end_profiling(s); }
 static __typeof__(&tern_session_memory_info) p_tern_session_memory_info;
 tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes, size_t* packed_weight_bytes) { return p_tern_session_memory_info(s, activation_bytes, packed_weight_bytes); }
+static __typeof__(&tern_session_memory_stat) p_tern_session_memory_stat;
+tern_status tern_session_memory_stat(const tern_session* s, const char* name, uint64_t* value) { return p_tern_session_memory_stat(s, name, value); }
 static __typeof__(&tern_set_num_threads) p_tern_set_num_threads;
 tern_status tern_set_num_threads(int n) { return p_tern_set_num_threads(n); }
 static __typeof__(&tern_get_num_threads) p_tern_get_num_threads;
@@ -282,6 +286,8 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_options_set_num_interop_threads) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_num_interop_threads", path); return tern_go_load_error; }
   p_tern_session_options_set_max_memory_bytes = (__typeof__(&tern_session_options_set_max_memory_bytes))dlsym(h, "tern_session_options_set_max_memory_bytes");
   if (!p_tern_session_options_set_max_memory_bytes) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_max_memory_bytes", path); return tern_go_load_error; }
+  p_tern_session_options_set_plan_cache_bytes = (__typeof__(&tern_session_options_set_plan_cache_bytes))dlsym(h, "tern_session_options_set_plan_cache_bytes");
+  if (!p_tern_session_options_set_plan_cache_bytes) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_plan_cache_bytes", path); return tern_go_load_error; }
   p_tern_session_options_set_flag = (__typeof__(&tern_session_options_set_flag))dlsym(h, "tern_session_options_set_flag");
   if (!p_tern_session_options_set_flag) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_flag", path); return tern_go_load_error; }
   p_tern_run_options_create = (__typeof__(&tern_run_options_create))dlsym(h, "tern_run_options_create");
@@ -308,6 +314,8 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_end_profiling) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_end_profiling", path); return tern_go_load_error; }
   p_tern_session_memory_info = (__typeof__(&tern_session_memory_info))dlsym(h, "tern_session_memory_info");
   if (!p_tern_session_memory_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_memory_info", path); return tern_go_load_error; }
+  p_tern_session_memory_stat = (__typeof__(&tern_session_memory_stat))dlsym(h, "tern_session_memory_stat");
+  if (!p_tern_session_memory_stat) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_memory_stat", path); return tern_go_load_error; }
   p_tern_set_num_threads = (__typeof__(&tern_set_num_threads))dlsym(h, "tern_set_num_threads");
   if (!p_tern_set_num_threads) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_set_num_threads", path); return tern_go_load_error; }
   p_tern_get_num_threads = (__typeof__(&tern_get_num_threads))dlsym(h, "tern_get_num_threads");
