@@ -53,6 +53,9 @@ class WeightCache {
   // shared after. `w` must live as long as the cache (a constant of the session's graph).
   virtual Expected<PackedData> packed(const Tensor& w, const std::string& key,
                                       const Packer& pack) = 0;
+  // The layouts of `w` made so far whose key starts with `prefix`: a kernel whose library may
+  // choose among layouts per shape (oneDNN) tries these first, so one copy serves every shape.
+  virtual std::vector<PackedData> layouts(const Tensor& w, const std::string& prefix) const = 0;
 };
 
 // One node with concrete input types and shapes. Shape inference fills `outputs` (dtype, shape)

@@ -25,6 +25,17 @@ Expected<PackedData> WeightStore::packed(const Tensor& w, const std::string& key
   return packed_.emplace(std::make_pair(&w, key), std::move(d)).first->second;
 }
 
+std::vector<PackedData> WeightStore::layouts(const Tensor& w, const std::string& prefix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PackedData> out;
+  for (auto it = packed_.lower_bound({&w, prefix}); it != packed_.end() && it->first.first == &w;
+       ++it) {
+    if (it->first.second.compare(0, prefix.size(), prefix) != 0) break;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 size_t WeightStore::packed_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return packed_bytes_;

@@ -18,6 +18,7 @@ namespace tern {
 class WeightStore final : public WeightCache {
  public:
   Expected<PackedData> packed(const Tensor& w, const std::string& key, const Packer& pack) override;
+  std::vector<PackedData> layouts(const Tensor& w, const std::string& prefix) const override;
   // Bytes of the packed layouts made (kernels use a layout found packed in the model in place,
   // without asking the store).
   size_t packed_bytes() const;

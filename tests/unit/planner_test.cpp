@@ -184,7 +184,8 @@ TEST_SUITE("core") {
     auto model = Model::create(std::move(m.g), nullptr, "res").value();
     auto s = cpu_session(model);
     const std::string yn = model->graph().value_name(y);
-    for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 8}, {5, 11}, {17, 3}}) {
+    size_t packed = 0;
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 8}, {5, 11}, {17, 3}, {40, 40}}) {
       const Tensor in = random_f32({1, 16, h, w}, rng);
       const std::vector<float> got = run_one(*s, "x", in, yn);
       auto fresh = cpu_session(model);
@@ -192,9 +193,14 @@ TEST_SUITE("core") {
       const Comparison c = compare(got.data(), want.data(), want.size(), 1e-5, 1e-5);
       CHECK(c.mismatches == 0);
       CHECK(s->last_plan()->fused_residuals == 1);
+      // The convolutions' weights: packed once for the session, none by the plans themselves.
+      if (packed == 0) packed = s->memory().packed_weight_bytes;
+      CHECK(s->memory().packed_weight_bytes == packed);
+      CHECK(s->last_plan()->packed_weight_bytes == 0);
     }
+    if (tern_onednn_is_available()) CHECK(packed > 0);
     CHECK(s->memory().full_plans == 1);
-    CHECK(s->memory().template_plans == 2);
+    CHECK(s->memory().template_plans == 3);
   }
 
   TEST_CASE("C API: the plan cache option and the memory stats") {

@@ -267,7 +267,7 @@ class BlockedPointwiseConv final : public Kernel {
       k->groups_.emplace_back(first, static_cast<int>(size));
       first += size;
     }
-    TERN_RETURN_IF_ERROR(k->pack(ctx.inputs[1], *w));
+    TERN_RETURN_IF_ERROR(k->pack(ctx.inputs[1], *w, ctx.weights));
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
@@ -318,7 +318,9 @@ class BlockedPointwiseConv final : public Kernel {
   }
 
  private:
-  Status pack(const TensorInfo& info, const Tensor& w) {
+  // The packed weights: from the model file when it carries them, else the session's copy
+  // (packed on first use, shared by every plan), else one of the kernel's own.
+  Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(ocb_ * ic_ * kBlock) * sizeof(float);
     if (info.packed) {
       for (const PackedData& d : *info.packed) {
@@ -330,27 +332,35 @@ class BlockedPointwiseConv final : public Kernel {
         }
       }
     }
-    std::shared_ptr<void> buffer = weight_buffer(bytes);
-    if (!buffer) return out_of_memory("conv1x1_avx512: packed weights of ", bytes, " bytes");
-    auto* out = static_cast<float*>(buffer.get());
-    const float* src = w.data<float>();
-    for (int64_t ob = 0; ob < ocb_; ++ob) {
-      for (int64_t c = 0; c < ic_; ++c) {
-        float* row = out + (ob * ic_ + c) * kBlock;
-        for (int l = 0; l < kBlock; ++l) {
-          const int64_t o = ob * kBlock + l;
-          row[l] = o < oc_ ? src[o * ic_ + c] : 0.0f;
+    auto make = [&]() -> Expected<PackedData> {
+      std::shared_ptr<void> buffer = weight_buffer(bytes);
+      if (!buffer) return out_of_memory("conv1x1_avx512: packed weights of ", bytes, " bytes");
+      auto* out = static_cast<float*>(buffer.get());
+      const float* src = w.data<float>();
+      for (int64_t ob = 0; ob < ocb_; ++ob) {
+        for (int64_t c = 0; c < ic_; ++c) {
+          float* row = out + (ob * ic_ + c) * kBlock;
+          for (int l = 0; l < kBlock; ++l) {
+            const int64_t o = ob * kBlock + l;
+            row[l] = o < oc_ ? src[o * ic_ + c] : 0.0f;
+          }
         }
       }
+      return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
+                                                 std::move(buffer))};
+    };
+    if (cache) {
+      TERN_ASSIGN_OR_RETURN(blob_, cache->packed(w, kPackedKey, make));
+      in_place_ = true;  // the session's copy, not the kernel's
+    } else {
+      TERN_ASSIGN_OR_RETURN(blob_, make());
     }
-    w_ = out;
-    blob_ = PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
-                                                std::move(buffer))};
+    w_ = static_cast<const float*>(blob_.data.raw());
     return Status::ok();
   }
 
   int64_t n_ = 0, ic_ = 0, oc_ = 0, hw_ = 0, ocb_ = 0;
-  bool has_sum_ = false, in_place_ = false;
+  bool has_sum_ = false, in_place_ = false;  // in place: weights not the kernel's own copy
   Epilogue epilogue_ = Epilogue::kNone;
   std::vector<Step> steps_;
   std::vector<float> bias_;                      // padded to whole blocks

@@ -207,46 +207,91 @@ inline std::string packed_key() {
                  sizeof(dnnl_memory_desc_t));
 }
 
-// Weights `w` (plain layout `plain`) in layout `wanted`: the model's packed copy when it has one
-// with the same layout, else a reorder into memory of our own.
-inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
-                                            const dnnl::memory::desc& wanted, const TensorInfo& w) {
-  PackedWeights packed;
+// The stored layout description at the head of a packed blob.
+inline dnnl_memory_desc_t stored_desc(const PackedData& d) {
+  dnnl_memory_desc_t stored;
+  std::memcpy(&stored, d.data.raw(), sizeof(stored));
+  return stored;
+}
+
+// `w` reordered from `plain` into `wanted`, as a blob (the layout description, then the data).
+inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
+                                            const dnnl::memory::desc& wanted, const Tensor& w) {
   const size_t total = kPackedHeader + wanted.get_size();
-  if (w.packed) {
-    const std::string key = packed_key();
-    for (const PackedData& d : *w.packed) {
-      if (d.key != key || d.data.byte_size() != total) continue;
-      dnnl_memory_desc_t stored;
-      std::memcpy(&stored, d.data.raw(), sizeof(stored));
-      if (!dnnl_memory_desc_equal(&stored, &wanted.data)) continue;
-      auto* data = static_cast<uint8_t*>(const_cast<void*>(d.data.raw())) + kPackedHeader;
-      try {
-        packed.memory = dnnl::memory(wanted, engine(), data);  // only ever read
-      } catch (const dnnl::error& e) {
-        return internal_error("oneDNN packed weights: ", e.what());
-      }
-      packed.blob = d;
-      packed.in_place = true;
-      return packed;
-    }
-  }
   std::shared_ptr<void> buffer = weight_buffer(total);
   if (!buffer) return out_of_memory("packed weights of ", total, " bytes");
   auto* bytes = static_cast<uint8_t*>(buffer.get());
   std::memset(bytes, 0, kPackedHeader);
   std::memcpy(bytes, &wanted.data, sizeof(wanted.data));
   try {
-    dnnl::memory src(plain, engine(), w.value->raw());
-    packed.memory = dnnl::memory(wanted, engine(), bytes + kPackedHeader);
-    dnnl::reorder(src, packed.memory).execute(thread_stream(), src, packed.memory);
+    dnnl::memory src(plain, engine(), w.raw());
+    dnnl::memory dst(wanted, engine(), bytes + kPackedHeader);
+    dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
     thread_stream().wait();
   } catch (const dnnl::error& e) {
     return internal_error("oneDNN weight reorder: ", e.what());
   }
-  packed.blob = PackedData{packed_key(), Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)},
-                                                      bytes, std::move(buffer))};
+  return PackedData{packed_key(), Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)}, bytes,
+                                               std::move(buffer))};
+}
+
+// Weights `w` (plain layout `plain`) in layout `wanted`: the model's packed copy when it has one
+// with the same layout, else the session's copy (packed once per session and layout, shared by
+// every plan: `cache`, may be null), else a reorder into memory of the kernel's own.
+inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
+                                            const dnnl::memory::desc& wanted, const TensorInfo& w,
+                                            WeightCache* cache) {
+  PackedWeights packed;
+  const size_t total = kPackedHeader + wanted.get_size();
+  auto use = [&](const PackedData& d, bool own) -> Status {
+    auto* data = static_cast<uint8_t*>(const_cast<void*>(d.data.raw())) + kPackedHeader;
+    try {
+      packed.memory = dnnl::memory(wanted, engine(), data);  // only ever read
+    } catch (const dnnl::error& e) {
+      return internal_error("oneDNN packed weights: ", e.what());
+    }
+    packed.blob = d;
+    packed.in_place = !own;
+    return Status::ok();
+  };
+  if (w.packed) {
+    const std::string key = packed_key();
+    for (const PackedData& d : *w.packed) {
+      if (d.key != key || d.data.byte_size() != total) continue;
+      const dnnl_memory_desc_t stored = stored_desc(d);
+      if (!dnnl_memory_desc_equal(&stored, &wanted.data)) continue;
+      TERN_RETURN_IF_ERROR(use(d, false));
+      return packed;
+    }
+  }
+  if (cache) {
+    // Keyed by the layout description's bytes: each layout once per session.
+    const auto* md = reinterpret_cast<const unsigned char*>(&wanted.data);
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof(wanted.data); ++i) hash = (hash ^ md[i]) * 1099511628211ull;
+    TERN_ASSIGN_OR_RETURN(PackedData d,
+                          cache->packed(*w.value, str_cat(packed_key(), " ", hash),
+                                        [&] { return reorder_weights(plain, wanted, *w.value); }));
+    const dnnl_memory_desc_t stored = stored_desc(d);
+    if (d.data.byte_size() == total && dnnl_memory_desc_equal(&stored, &wanted.data)) {
+      TERN_RETURN_IF_ERROR(use(d, false));
+      return packed;
+    }
+  }
+  TERN_ASSIGN_OR_RETURN(PackedData d, reorder_weights(plain, wanted, *w.value));
+  TERN_RETURN_IF_ERROR(use(d, true));
   return packed;
+}
+
+// The layouts of `w` the session has packed so far, for a primitive to try before it lets oneDNN
+// choose: one packed copy then serves every shape the library accepts it for.
+inline std::vector<dnnl::memory::desc> known_layouts(const TensorInfo& w, WeightCache* cache) {
+  std::vector<dnnl::memory::desc> out;
+  if (!cache || !w.value) return out;
+  for (const PackedData& d : cache->layouts(*w.value, packed_key())) {
+    out.emplace_back(stored_desc(d));
+  }
+  return out;
 }
 
 // A kernel holding its constant weights (input 1) in a oneDNN layout: counted in the plan's

@@ -1,11 +1,13 @@
 // Conv and FusedConv on oneDNN. Activations plain (NCHW) or channel-blocked (nChw8c/nChw16c) as
 // the planner chose; a plain source with many channels is reordered to the blocked layout in the
 // workspace first, since oneDNN's direct JIT kernels need it (its plain-layout fallback is an
-// im2col GEMM several times slower). Weights are packed once into the primitive's layout.
+// im2col GEMM several times slower). Weights are packed once per session and layout, and a
+// layout packed for another shape is tried first, so one copy serves every image size.
 // FusedConv's epilogue becomes eltwise post-ops (from a second Affine on, which oneDNN 2.6 gets
 // wrong, it runs after the primitive) and its residual a sum post-op (the residual is copied into
 // the destination first).
 #include <cstring>
+#include <optional>
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
@@ -139,19 +141,37 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
       const Tensor* wconst = ctx.inputs[1].value;
       // Constant weights: let oneDNN pick its layout and pack once. Otherwise read them plain.
-      dnnl::memory::desc w_md = wconst ? dnnl::memory::desc(wdims, dt::f32, tag::any) : plain_w;
       dnnl::memory::desc b_md;
       if (p.has_bias) b_md = dnnl::memory::desc({p.w[0]}, dt::f32, tag::x);
-      auto desc = dnnl::convolution_forward::desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_, w_md,
-          b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil, onednn::to_dims(p.win.pads_begin),
-          onednn::to_dims(p.win.pads_end));
       dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
       dnnl::post_ops po;
       if (fp.has_sum) po.append_sum(1.0f);
       for (const ops::FusedStep& st : fp.epilogue) append_step(po, st);
       attr.set_post_ops(po);
-      dnnl::convolution_forward::primitive_desc pd(desc, attr, onednn::engine());
+      auto make_pd = [&](const dnnl::memory::desc& w_md) {
+        auto desc = dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_,
+            w_md, b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil,
+            onednn::to_dims(p.win.pads_begin), onednn::to_dims(p.win.pads_end));
+        return dnnl::convolution_forward::primitive_desc(desc, attr, onednn::engine());
+      };
+      // Constant weights: a layout the session packed them in for another shape, when oneDNN
+      // takes it (one copy for every image size), else the layout oneDNN picks, packed once.
+      std::optional<dnnl::convolution_forward::primitive_desc> chosen;
+      for (const auto& known : wconst ? onednn::known_layouts(ctx.inputs[1], ctx.weights)
+                                      : std::vector<dnnl::memory::desc>{}) {
+        try {
+          auto candidate = make_pd(known);
+          if (candidate.weights_desc() == known) {
+            chosen = std::move(candidate);
+            break;
+          }
+        } catch (const dnnl::error&) {  // no implementation takes that layout here
+        }
+      }
+      if (!chosen)
+        chosen = make_pd(wconst ? dnnl::memory::desc(wdims, dt::f32, tag::any) : plain_w);
+      const dnnl::convolution_forward::primitive_desc& pd = *chosen;
       k->prim_ = dnnl::convolution_forward(pd);
       k->has_bias_ = p.has_bias;
       k->has_sum_ = fp.has_sum;
@@ -168,8 +188,8 @@ class OnednnConv final : public onednn::PackedWeightKernel {
                  : impl.find("jit") != std::string::npos ? "onednn(jit)"
                                                          : "onednn";
       if (wconst) {
-        TERN_ASSIGN_OR_RETURN(k->packed_w_,
-                              onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
+        TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
+                                                                 ctx.inputs[1], ctx.weights));
         k->packed_ = true;
       }
       k->args_ =

@@ -53,8 +53,8 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
                                                      onednn::engine());
       k->prim_ = dnnl::deconvolution_forward(pd);
       k->has_bias_ = p.has_bias;
-      TERN_ASSIGN_OR_RETURN(k->packed_w_,
-                            onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
+      TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
+                                                               ctx.inputs[1], ctx.weights));
       k->args_ =
           onednn::ArgPool::weighted(k->src_md_, pd.weights_desc(), p.has_bias ? &b_md : nullptr,
                                     k->dst_md_, pd.scratchpad_desc());

@@ -56,8 +56,8 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
                               : dnnl::matmul::desc(k->a_md_, any_w, k->y_md_);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
       k->prim_ = dnnl::matmul(pd);
-      TERN_ASSIGN_OR_RETURN(k->packed_w_,
-                            onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1]));
+      TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
+                                                               ctx.inputs[1], ctx.weights));
       k->args_ = onednn::ArgPool::weighted(k->a_md_, pd.weights_desc(),
                                            fp.has_bias ? &k->bias_md_ : nullptr, k->y_md_,
                                            pd.scratchpad_desc());
