@@ -29,14 +29,15 @@ const char* const kPackedKey = "tern gemm p16 v1";
 
 enum class Act { kNone, kRelu, kGelu };
 
-Expected<PackedData> pack_b(const float* b, int64_t k, int64_t n, bool trans_b) {
+Expected<PackedData> pack_b(const float* b, int64_t k, int64_t n, bool trans_b,
+                            const std::string& key) {
   const size_t bytes = static_cast<size_t>(panel::packed_floats(k, n)) * sizeof(float);
   std::shared_ptr<void> buffer = weight_buffer(bytes ? bytes : 64);
   if (!buffer) return out_of_memory("packed_gemm: packed weights of ", bytes, " bytes");
   auto* out = static_cast<float*>(buffer.get());
   panel::pack(b, k, n, trans_b ? 1 : n, trans_b ? k : 1, out);
-  return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
-                                             std::move(buffer))};
+  return PackedData{
+      key, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out, std::move(buffer))};
 }
 
 // ---- The kernel ---------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ Expected<std::unique_ptr<Kernel>> PackedGemm::create(const OpContext& ctx) {
   const size_t bytes = static_cast<size_t>(panel::packed_floats(g.k, g.n)) * sizeof(float);
   const std::string key = str_cat(kPackedKey, trans_b ? " t" : "");
   const Tensor& w = *b.value;
-  auto pack = [&]() { return pack_b(w.data<float>(), g.k, g.n, trans_b); };
+  auto pack = [&]() { return pack_b(w.data<float>(), g.k, g.n, trans_b, key); };
   bool found = false;
   if (b.packed) {
     for (const PackedData& d : *b.packed) {
