@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "api/api_internal.h"
@@ -243,5 +244,64 @@ TEST_SUITE("core") {
     CHECK(tern_session_memory_stat(s, "plans", nullptr) == TERN_ERR_INVALID_ARGUMENT);
     CHECK(tern_session_memory_stat(nullptr, "plans", &v) == TERN_ERR_INVALID_ARGUMENT);
     tern_session_destroy(s);
+  }
+}
+
+TEST_SUITE("core") {
+  TEST_CASE("an optimized .tern carries the packed weights: a session on it packs none") {
+    std::mt19937 rng(10);
+    // Gemm(x, Wᵀ) + b (a classifier head, transB = 1) and MatMul(x, V): both packed_gemm layouts.
+    GraphMaker m;
+    m.g.opset = 13;
+    const int x =
+        m.g.add_value("x", ValueType{DType::kFloat32, true, {Dim{-1, "batch"}, Dim{24, ""}}});
+    m.g.inputs = {x};
+    Attributes trans;
+    trans.set("transB", attr_int(1));
+    const int h = m.node(
+        "Gemm",
+        {x, m.constant("w", random_f32({40, 24}, rng)), m.constant("b", random_f32({40}, rng))},
+        trans);
+    const int y = m.node("MatMul", {h, m.constant("v", random_f32({40, 7}, rng))});
+    m.g.outputs = {y};
+    tern_model cm{Model::create(std::move(m.g), nullptr, "head").value()};
+    tern_session* s = nullptr;
+    REQUIRE(tern_session_create(&cm, nullptr, &s) == TERN_OK);
+    const std::string yn = cm.m->graph().value_name(y);
+    auto run = [&](tern_session* ses, std::vector<float>* out) {
+      const int64_t shape[2] = {3, 24};
+      tern_tensor* t = nullptr;
+      REQUIRE(tern_tensor_create(TERN_FLOAT32, shape, 2, &t) == TERN_OK);
+      auto* d = static_cast<float*>(tern_tensor_data(t));
+      for (int i = 0; i < 72; ++i) d[i] = static_cast<float>(i % 9) * 0.1f - 0.4f;
+      const char* in = "x";
+      const char* on = yn.c_str();
+      tern_tensor* r = nullptr;
+      REQUIRE(tern_session_run(ses, nullptr, &in, &t, 1, &on, 1, &r) == TERN_OK);
+      const auto* v = static_cast<const float*>(tern_tensor_data(r));
+      out->assign(v, v + 21);
+      tern_tensor_destroy(t);
+      tern_tensor_destroy(r);
+    };
+    std::vector<float> want, got;
+    run(s, &want);
+    uint64_t packed = 0;
+    REQUIRE(tern_session_memory_stat(s, "packed_weight_bytes", &packed) == TERN_OK);
+    CHECK(packed > 0);
+    const std::string path = std::filesystem::temp_directory_path() / "tern_planner_head.tern";
+    size_t layouts = 0;
+    REQUIRE(tern_session_save_optimized(s, path.c_str(), &layouts) == TERN_OK);
+    CHECK(layouts == 2);
+    tern_session_destroy(s);
+    tern_model* loaded = nullptr;
+    REQUIRE(tern_model_load_file(path.c_str(), &loaded) == TERN_OK);
+    REQUIRE(tern_session_create(loaded, nullptr, &s) == TERN_OK);
+    run(s, &got);
+    CHECK(got == want);
+    REQUIRE(tern_session_memory_stat(s, "packed_weight_bytes", &packed) == TERN_OK);
+    CHECK(packed == 0);  // both layouts used in place from the file
+    tern_session_destroy(s);
+    tern_model_destroy(loaded);
+    std::filesystem::remove(path);
   }
 }
