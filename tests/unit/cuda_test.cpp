@@ -35,6 +35,16 @@ std::string cuda_missing() {
 
 #define SKIP_WITHOUT_CUDA() TERN_SKIP_UNLESS_USABLE("CUDA suite skipped: ", cuda_missing())
 
+// The loaded module; libtern has the loader only in builds with CUDA (none in cross, sanitizer
+// and fuzz builds), where every case skips before asking.
+const CudaModule* loaded_module() {
+#if defined(TERN_HAVE_CUDA)
+  return backends::cuda_module();
+#else
+  return nullptr;
+#endif
+}
+
 // Strict float32 comparisons: convolutions off TF32 (cudnn.allow_tf32 defaults to on).
 const FlagList kNoTf32 = {{FlagId::kCudnnAllowTf32, 0}, {FlagId::kCudaAllowTf32, 0}};
 
@@ -609,7 +619,7 @@ TEST_SUITE("cuda") {
 
   TEST_CASE("runs keep the caller's current device; cuda:1 runs on device 1") {
     SKIP_WITHOUT_CUDA();
-    const CudaModule* mod = backends::cuda_module();
+    const CudaModule* mod = loaded_module();
     REQUIRE(mod);
     const GraphMaker m = mixed_model();
     const Tensor x = random_f32({2, 64}, 140);
@@ -632,7 +642,7 @@ TEST_SUITE("cuda") {
 
   TEST_CASE("model constants are uploaded once per session, whatever the plans") {
     SKIP_WITHOUT_CUDA();
-    const CudaModule* mod = backends::cuda_module();
+    const CudaModule* mod = loaded_module();
     REQUIRE(mod);
     // x [n, 2048] x W [2048, 2048] (16 MiB): one plan per n.
     GraphMaker m;
@@ -673,7 +683,7 @@ TEST_SUITE("cuda") {
 
   TEST_CASE("the module answers: devices, cuDNN, the SDPA refusals with a device") {
     SKIP_WITHOUT_CUDA();
-    const CudaModule* mod = backends::cuda_module();
+    const CudaModule* mod = loaded_module();
     REQUIRE(mod);
     CHECK(mod->device_count() == tern_cuda_device_count());
     CHECK(tern_cudnn_version() > 0);
