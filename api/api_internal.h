@@ -24,11 +24,17 @@ struct tern_session {
   std::unique_ptr<tern::Session> s;
   bool profile_written = false;
   ~tern_session() {
-    if (s && s->profiler() && !profile_written) (void)s->profiler()->write();
+    if (s && s->profiler() && !profile_written) {
+      try {
+        (void)s->profiler()->write();
+      } catch (...) {  // destroying never fails; the trace is lost
+      }
+    }
   }
 };
 struct tern_session_options {
-  std::vector<std::string> backends{"cpu"};
+  std::vector<std::string> backends{"cpu"};  // as listed
+  bool cpu_fallback = true;                  // "cpu" appended when absent
   tern::FlagOverrides flags;      // num_threads, num_interop_threads and any session-scoped flag
   std::string profile_path;       // empty: no profiling
   uint64_t max_memory_bytes = 0;  // 0: no limit
@@ -43,6 +49,17 @@ namespace tern::api {
 
 // Records the status as this thread's last error and returns its C code.
 tern_status fail(const Status& s);
+
+// For the functions that answer with a value, not a status: fn's value, or `fallback` when it
+// throws (an allocation failure while building a report): no exception crosses the C boundary.
+template <class Fn, class T>
+T value_guard(Fn&& fn, T fallback) noexcept {
+  try {
+    return fn();
+  } catch (...) {
+    return fallback;
+  }
+}
 
 // Runs fn (returning Status) and converts whatever happens, exceptions included, to a tern_status.
 template <class Fn>
@@ -59,12 +76,7 @@ tern_status guard(Fn&& fn) noexcept {
   }
 }
 
-// A caller's text as an error message quotes it: at most 200 bytes, then how long it was.
-inline std::string shorten(std::string_view text) {
-  constexpr size_t kMax = 200;
-  if (text.size() <= kMax) return std::string(text);
-  return str_cat(text.substr(0, kMax), "... (", text.size(), " bytes)");
-}
+using ::tern::shorten;
 
 #define TERN_API_REQUIRE(cond, ...)                            \
   do {                                                         \

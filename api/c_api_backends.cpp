@@ -19,11 +19,16 @@ using tern::Status;
 
 namespace {
 
+// Flags::global() allocates its table on first use: guarded like everything else.
+int64_t get_value(FlagId id) {
+  return tern::api::value_guard([id] { return Flags::global().get(id); }, int64_t{0});
+}
 int get_bool(FlagId id) {
-  return Flags::global().on(id) ? 1 : 0;
+  return tern::api::value_guard([id] { return Flags::global().on(id) ? 1 : 0; }, 0);
 }
 void set_bool(FlagId id, int on) {
-  (void)Flags::global().set(id, on ? 1 : 0);  // 0/1 is always in range
+  // 0/1 is always in range.
+  tern::api::value_guard([id, on] { return Flags::global().set(id, on ? 1 : 0).is_ok(); }, false);
 }
 
 // Copies text into a caller buffer, or says how much is needed.
@@ -62,7 +67,7 @@ tern_status tern_set_num_threads(int n) {
   });
 }
 int tern_get_num_threads(void) {
-  return static_cast<int>(Flags::global().get(FlagId::kNumThreads));
+  return static_cast<int>(get_value(FlagId::kNumThreads));
 }
 tern_status tern_set_num_interop_threads(int n) {
   return tern::api::guard([&]() -> Status {
@@ -71,42 +76,50 @@ tern_status tern_set_num_interop_threads(int n) {
   });
 }
 int tern_get_num_interop_threads(void) {
-  return static_cast<int>(Flags::global().get(FlagId::kNumInteropThreads));
+  return static_cast<int>(get_value(FlagId::kNumInteropThreads));
 }
 
 const char* tern_parallel_info(void) {
   thread_local std::string text;
-  text = tern::str_cat("Tern ", TERN_VERSION_STRING, " parallel info\n");
-  for (const tern::backends::Record* r : tern::backends::records()) {
-    text +=
-        r->threads_report(tern_get_num_threads(), source_text(FlagId::kNumThreads),
-                          tern_get_num_interop_threads(), source_text(FlagId::kNumInteropThreads));
-  }
-  return text.c_str();
+  return tern::api::value_guard(
+      [] {
+        text = tern::str_cat("Tern ", TERN_VERSION_STRING, " parallel info\n");
+        for (const tern::backends::Record* r : tern::backends::records()) {
+          text += r->threads_report(tern_get_num_threads(), source_text(FlagId::kNumThreads),
+                                    tern_get_num_interop_threads(),
+                                    source_text(FlagId::kNumInteropThreads));
+        }
+        return text.c_str();
+      },
+      "(parallel info unavailable: out of memory)\n");
 }
 
 const char* tern_config_show(void) {
   thread_local std::string s;
-  s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(), ", .tern format ",
-                    tern_format_version(), ")\n");
-  s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
-  const tern::backends::Record* cpu = tern::backends::record("cpu");
-  s += tern::str_cat("  CPU capability: ", cpu->capability(),
-                     " (cap cpu.max_capability=", Flags::global().text(FlagId::kCpuMaxCapability),
-                     " [", source_text(FlagId::kCpuMaxCapability), "])\n");
-  s += tern::str_cat("  threads: intra-op ", tern_get_num_threads(), " [",
-                     source_text(FlagId::kNumThreads), "], inter-op ",
-                     tern_get_num_interop_threads(), " [", source_text(FlagId::kNumInteropThreads),
-                     "]\n");
-  for (const tern::backends::Record* r : tern::backends::records()) {
-    s += tern::str_cat("  ", r->name(), ": ", r->report(), "\n");
-  }
-  s += "  backends:";
-  for (const tern::backends::Record* r : tern::backends::records()) {
-    s += tern::str_cat(" ", r->name(), "(built=", r->is_built() ? 1 : 0,
-                       ", available=", r->is_available() ? 1 : 0, ")");
-  }
-  return (s += "\n").c_str();
+  return tern::api::value_guard(
+      [] {
+        s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(),
+                          ", .tern format ", tern_format_version(), ")\n");
+        s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
+        const tern::backends::Record* cpu = tern::backends::record("cpu");
+        s += tern::str_cat("  CPU capability: ", cpu->capability(), " (cap cpu.max_capability=",
+                           Flags::global().text(FlagId::kCpuMaxCapability), " [",
+                           source_text(FlagId::kCpuMaxCapability), "])\n");
+        s += tern::str_cat("  threads: intra-op ", tern_get_num_threads(), " [",
+                           source_text(FlagId::kNumThreads), "], inter-op ",
+                           tern_get_num_interop_threads(), " [",
+                           source_text(FlagId::kNumInteropThreads), "]\n");
+        for (const tern::backends::Record* r : tern::backends::records()) {
+          s += tern::str_cat("  ", r->name(), ": ", r->report(), "\n");
+        }
+        s += "  backends:";
+        for (const tern::backends::Record* r : tern::backends::records()) {
+          s += tern::str_cat(" ", r->name(), "(built=", r->is_built() ? 1 : 0,
+                             ", available=", r->is_available() ? 1 : 0, ")");
+        }
+        return (s += "\n").c_str();
+      },
+      "(configuration unavailable: out of memory)\n");
 }
 
 /* ---- cpu ---- */
@@ -140,7 +153,7 @@ void tern_cuda_matmul_set_allow_bf16_reduced_precision_reduction(int on) {
   set_bool(FlagId::kCudaAllowBf16Reduced, on);
 }
 tern_blas_library tern_cuda_get_preferred_blas_library(void) {
-  return static_cast<tern_blas_library>(Flags::global().get(FlagId::kCudaBlasLibrary));
+  return static_cast<tern_blas_library>(get_value(FlagId::kCudaBlasLibrary));
 }
 tern_status tern_cuda_set_preferred_blas_library(tern_blas_library lib) {
   return tern::api::guard([&]() -> Status {
@@ -151,7 +164,7 @@ tern_status tern_cuda_set_preferred_blas_library(tern_blas_library lib) {
   });
 }
 tern_linalg_library tern_cuda_get_preferred_linalg_library(void) {
-  return static_cast<tern_linalg_library>(Flags::global().get(FlagId::kCudaLinalgLibrary));
+  return static_cast<tern_linalg_library>(get_value(FlagId::kCudaLinalgLibrary));
 }
 tern_status tern_cuda_set_preferred_linalg_library(tern_linalg_library lib) {
   return tern::api::guard([&]() -> Status {
@@ -176,6 +189,29 @@ tern_status tern_sdp_enable(tern_sdp_backend b, int on) {
     return Flags::global().set(kSdpIds[i], on ? 1 : 0);
   });
 }
+}  // extern "C"
+
+namespace {
+
+// Fields added later go after dropout_p, and the code reads them only when struct_size covers
+// them.
+static_assert(sizeof(tern_sdp_params) - TERN_SDP_PARAMS_SIZE_V1 < alignof(tern_sdp_params),
+              "tern_sdp_params grew: read the new fields only when struct_size covers them");
+
+// A newer caller's struct is longer: its fields past the ones this library knows must be zero
+// (their defaults), or the answer could ignore what the caller asked.
+bool tail_is_zero(const tern_sdp_params* p, size_t size) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(p);
+  for (size_t i = sizeof(tern_sdp_params); i < size; ++i) {
+    if (bytes[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
 int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, size_t why_len) {
   std::string reason;
   const int i = static_cast<int>(b);
@@ -184,9 +220,20 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
       reason = tern::str_cat("unknown sdp backend ", i);
     } else if (!p) {
       reason = "params is NULL";
-    } else if (p->struct_size < sizeof(tern_sdp_params)) {
+    } else if (p->struct_size < TERN_SDP_PARAMS_SIZE_V1) {
       reason = tern::str_cat("params.struct_size is ", p->struct_size, ", expected at least ",
-                             sizeof(tern_sdp_params));
+                             TERN_SDP_PARAMS_SIZE_V1, " (the first version's size)");
+    } else if (p->struct_size > 4096) {
+      reason = tern::str_cat("params.struct_size is ", p->struct_size,
+                             ", not a size of tern_sdp_params");
+    } else if (!tail_is_zero(p, p->struct_size)) {
+      reason =
+          tern::str_cat("params.struct_size is ", p->struct_size, " and sets fields past the ",
+                        sizeof(tern_sdp_params), " bytes this library knows (a newer header's)");
+    } else if (!(p->dropout_p >= 0 && p->dropout_p < 1)) {
+      reason = tern::str_cat("params.dropout_p is ", p->dropout_p, "; it must be in [0, 1)");
+    } else if ((p->is_causal != 0 && p->is_causal != 1) || (p->has_mask != 0 && p->has_mask != 1)) {
+      reason = "params.is_causal and params.has_mask must be 0 or 1";
     } else {
       if (!tern_sdp_enabled(b)) {
         reason = tern::str_cat(tern::backends::sdp_name(i), " is disabled (",
@@ -276,7 +323,7 @@ void tern_cudnn_set_benchmark(int on) {
   set_bool(FlagId::kCudnnBenchmark, on);
 }
 int tern_cudnn_get_benchmark_limit(void) {
-  return static_cast<int>(Flags::global().get(FlagId::kCudnnBenchmarkLimit));
+  return static_cast<int>(get_value(FlagId::kCudnnBenchmarkLimit));
 }
 tern_status tern_cudnn_set_benchmark_limit(int limit) {
   return tern::api::guard(
@@ -311,8 +358,12 @@ void tern_opt_einsum_set_enabled(int on) {
   set_bool(FlagId::kOptEinsumEnabled, on);
 }
 const char* tern_opt_einsum_get_strategy(void) {
-  const tern::FlagDef& d = Flags::def(FlagId::kOptEinsumStrategy);
-  return d.choices[static_cast<size_t>(Flags::global().get(FlagId::kOptEinsumStrategy))];
+  return tern::api::value_guard(
+      [] {
+        const tern::FlagDef& d = Flags::def(FlagId::kOptEinsumStrategy);
+        return d.choices[static_cast<size_t>(get_value(FlagId::kOptEinsumStrategy))];
+      },
+      "auto");
 }
 tern_status tern_opt_einsum_set_strategy(const char* s) {
   return tern::api::guard([&]() -> Status {
@@ -352,7 +403,7 @@ tern_status tern_flag_get(const char* name, char* buf, size_t len) {
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(name, "name is NULL");
     const tern::FlagDef* d = Flags::find(name);
-    TERN_API_REQUIRE(d, "unknown flag '", name, "' (tern info --flags lists them)");
+    TERN_API_REQUIRE(d, "unknown flag '", tern::shorten(name), "' (tern info --flags lists them)");
     return copy_out(Flags::global().text(d->id), buf, len);
   });
 }
@@ -369,7 +420,7 @@ tern_status tern_flag_describe(const char* name, const char** source, const char
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(name, "name is NULL");
     const tern::FlagDef* d = Flags::find(name);
-    TERN_API_REQUIRE(d, "unknown flag '", name, "' (tern info --flags lists them)");
+    TERN_API_REQUIRE(d, "unknown flag '", tern::shorten(name), "' (tern info --flags lists them)");
     thread_local std::string def_text;
     def_text = tern::flag_value_text(*d, d->default_value);
     if (source) *source = tern::flag_source_name(Flags::global().source(d->id));
@@ -386,7 +437,7 @@ tern_status tern_session_flag_get(const tern_session* s, const char* name, char*
     TERN_API_REQUIRE(s, "session is NULL");
     TERN_API_REQUIRE(name, "name is NULL");
     const tern::FlagDef* d = Flags::find(name);
-    TERN_API_REQUIRE(d, "unknown flag '", name, "' (tern info --flags lists them)");
+    TERN_API_REQUIRE(d, "unknown flag '", tern::shorten(name), "' (tern info --flags lists them)");
     const tern::FlagValues v = s->s->flags();
     TERN_RETURN_IF_ERROR(copy_out(tern::flag_value_text(*d, v[d->id]), buf, len));
     if (source) *source = tern::flag_source_name(v.source[static_cast<size_t>(d->id)]);

@@ -5,13 +5,36 @@ using tern::Status;
 
 namespace {
 
-tern_status io_info(const tern_model* m, size_t i, bool input, tern_dtype* dtype, size_t* rank,
+enum class Io { kInput, kOptionalInput, kOutput };
+
+const std::vector<tern::IOInfo>& io_list(const tern_model* m, Io which) {
+  switch (which) {
+    case Io::kInput:
+      return m->m->inputs();
+    case Io::kOptionalInput:
+      return m->m->optional_inputs();
+    case Io::kOutput:
+      break;
+  }
+  return m->m->outputs();
+}
+
+const char* io_name(const tern_model* m, size_t i, Io which) {
+  if (!m) return nullptr;
+  const auto& list = io_list(m, which);
+  return i < list.size() ? list[i].name.c_str() : nullptr;
+}
+
+tern_status io_info(const tern_model* m, size_t i, Io which, tern_dtype* dtype, size_t* rank,
                     const int64_t** shape) {
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(m, "model is NULL");
-    const auto& list = input ? m->m->inputs() : m->m->outputs();
-    TERN_API_REQUIRE(i < list.size(), input ? "input" : "output", " index ", i,
-                     " is out of range (the model has ", list.size(), ")");
+    const auto& list = io_list(m, which);
+    TERN_API_REQUIRE(i < list.size(),
+                     which == Io::kInput           ? "input"
+                     : which == Io::kOptionalInput ? "optional input"
+                                                   : "output",
+                     " index ", i, " is out of range (the model has ", list.size(), ")");
     const tern::IOInfo& info = list[i];
     if (dtype) *dtype = static_cast<tern_dtype>(info.dtype);
     if (rank) *rank = info.has_shape ? info.dims.size() : 0;
@@ -59,24 +82,34 @@ void tern_model_destroy(tern_model* m) {
 size_t tern_model_input_count(const tern_model* m) {
   return m ? m->m->inputs().size() : 0;
 }
+size_t tern_model_optional_input_count(const tern_model* m) {
+  return m ? m->m->optional_inputs().size() : 0;
+}
 size_t tern_model_output_count(const tern_model* m) {
   return m ? m->m->outputs().size() : 0;
 }
 
 const char* tern_model_input_name(const tern_model* m, size_t i) {
-  return m && i < m->m->inputs().size() ? m->m->inputs()[i].name.c_str() : nullptr;
+  return io_name(m, i, Io::kInput);
+}
+const char* tern_model_optional_input_name(const tern_model* m, size_t i) {
+  return io_name(m, i, Io::kOptionalInput);
 }
 const char* tern_model_output_name(const tern_model* m, size_t i) {
-  return m && i < m->m->outputs().size() ? m->m->outputs()[i].name.c_str() : nullptr;
+  return io_name(m, i, Io::kOutput);
 }
 
 tern_status tern_model_input_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank,
                                   const int64_t** shape) {
-  return io_info(m, i, true, dtype, rank, shape);
+  return io_info(m, i, Io::kInput, dtype, rank, shape);
+}
+tern_status tern_model_optional_input_info(const tern_model* m, size_t i, tern_dtype* dtype,
+                                           size_t* rank, const int64_t** shape) {
+  return io_info(m, i, Io::kOptionalInput, dtype, rank, shape);
 }
 tern_status tern_model_output_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank,
                                    const int64_t** shape) {
-  return io_info(m, i, false, dtype, rank, shape);
+  return io_info(m, i, Io::kOutput, dtype, rank, shape);
 }
 
 }  // extern "C"

@@ -34,14 +34,21 @@ tern_status tern_session_options_set_backends(tern_session_options* o, const cha
           s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       name.erase(0, name.find_first_not_of(" \t"));
       name.erase(name.find_last_not_of(" \t") + 1);
-      TERN_API_REQUIRE(tern::backends::is_known(name), "unknown backend '", name, "' in \"", s,
-                       "\" (known: cpu, cuda, cuda:N, vulkan, mps)");
+      TERN_API_REQUIRE(tern::backends::is_known(name), "unknown backend '", tern::shorten(name),
+                       "' in \"", tern::shorten(s), "\" (known: cpu, cuda, cuda:N, vulkan, mps)");
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
-    if (std::find(names.begin(), names.end(), "cpu") == names.end()) names.push_back("cpu");
     o->backends = std::move(names);
+    return Status::ok();
+  });
+}
+
+tern_status tern_session_options_set_cpu_fallback(tern_session_options* o, int enabled) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(o, "options is NULL");
+    o->cpu_fallback = enabled != 0;
     return Status::ok();
   });
 }
@@ -145,11 +152,12 @@ tern_status tern_run_options_set_output_device(tern_run_options* r, const char* 
       r->output_device = tern::Device{};
       return Status::ok();
     }
-    // The name is checked here; whether the session runs there, at tern_session_run.
+    // The name and the device's presence are checked here (as tern_tensor_create_on_device
+    // does); whether the session runs there, at tern_session_run.
     auto b = tern::backends::get(name);
     if (!b) {
       if (b.status().code() == tern::Code::kInvalidArgument) return b.status();
-      return tern::invalid_argument("output device '", name, "': ", b.status().message());
+      return b.status().with_prefix(tern::str_cat("output device '", tern::shorten(name), "'"));
     }
     r->output_device = (*b)->device();
     return Status::ok();
@@ -164,10 +172,15 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
     tern_session_options defaults;
     const tern_session_options& opts = o ? *o : defaults;
     tern::SessionConfig cfg;
-    for (const std::string& name : opts.backends) {
+    std::vector<std::string> names = opts.backends;
+    if (opts.cpu_fallback && std::find(names.begin(), names.end(), "cpu") == names.end()) {
+      names.push_back("cpu");
+    }
+    for (const std::string& name : names) {
       TERN_ASSIGN_OR_RETURN(tern::Backend * b, tern::backends::get(name));
       cfg.backends.push_back(b);
     }
+    TERN_ASSIGN_OR_RETURN(cfg.planning_host, tern::backends::get("cpu"));
     cfg.overrides = opts.flags;
     cfg.profile_path = opts.profile_path;
     cfg.max_memory_bytes = opts.max_memory_bytes;

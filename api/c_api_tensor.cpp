@@ -129,8 +129,12 @@ tern_status tern_tensor_create_on_device(tern_dtype dtype, const int64_t* shape,
 
 const char* tern_tensor_device(const tern_tensor* t) {
   if (!t) return nullptr;
-  t->device_name = t->t.device().name();
-  return t->device_name.c_str();
+  return tern::api::value_guard(
+      [t] {
+        t->device_name = t->t.device().name();
+        return t->device_name.c_str();
+      },
+      t->t.device().is_host() ? "cpu" : "(a device: out of memory naming it)");
 }
 
 tern_status tern_tensor_copy(const tern_tensor* src, tern_tensor* dst) {

@@ -98,7 +98,7 @@ Expected<Backend*> get(const std::string& name) {
   if (!r) {
     std::string known;
     for (const Record* k : records()) known += str_cat(known.empty() ? "" : ", ", k->name());
-    return invalid_argument("unknown backend '", name, "' (known: ", known,
+    return invalid_argument("unknown backend '", shorten(name), "' (known: ", known,
                             "; a device as kind:N, e.g. cuda:1)");
   }
   return r->device(n.index);

@@ -77,7 +77,8 @@ std::vector<FlagDef> make_defs() {
        0,
        "TERN_ONEDNN_VERBOSE",
        "oneDNN verbose output on stdout: OFF, ON (each primitive execution), ON_CREATION (also "
-       "creation)",
+       "creation); oneDNN's switch is process-wide: a run's own level reaches other threads' "
+       "runs while it lasts",
        {"OFF", "ON", "ON_CREATION"}},
       {FlagId::kOptEinsumEnabled, "opt_einsum.enabled", T::kBool, S::kSession, P::kKernels, "", 1,
        "", "Einsum contracts operands in an optimised order (otherwise left to right)"},
@@ -285,14 +286,15 @@ Expected<int64_t> parse_flag_value(const FlagDef& def, std::string_view text) {
         if (iequals(text, f)) return int64_t{0};
       }
       return invalid_argument("flag '", def.name,
-                              "' is a bool: use true or false (or 1/0, on/off), got '", text, "'");
+                              "' is a bool: use true or false (or 1/0, on/off), got '",
+                              shorten(text), "'");
     case FlagType::kInt: {
       std::string s(text);
       char* end = nullptr;
       long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
       if (s.empty() || *end != '\0' || v < def.min || v > def.max) {
         return invalid_argument("flag '", def.name, "' needs an integer in ", def.min, "..",
-                                def.max, ", got '", text, "'");
+                                def.max, ", got '", shorten(text), "'");
       }
       return static_cast<int64_t>(v);
     }
@@ -302,8 +304,8 @@ Expected<int64_t> parse_flag_value(const FlagDef& def, std::string_view text) {
         if (iequals(text, def.choices[i])) return static_cast<int64_t>(i);
         allowed += str_cat(i ? ", " : "", def.choices[i]);
       }
-      return invalid_argument("flag '", def.name, "' must be one of ", allowed, "; got '", text,
-                              "'");
+      return invalid_argument("flag '", def.name, "' must be one of ", allowed, "; got '",
+                              shorten(text), "'");
     }
   }
   return internal_error("bad flag type");
@@ -325,9 +327,10 @@ std::string flag_value_text(const FlagDef& def, int64_t value) {
 
 Status FlagOverrides::set(std::string_view name, std::string_view text, FlagScope level) {
   const FlagDef* def = Flags::find(name);
-  if (!def) return invalid_argument("unknown flag '", name, "' (tern info --flags lists them)");
+  if (!def)
+    return invalid_argument("unknown flag '", shorten(name), "' (tern info --flags lists them)");
   if (static_cast<int>(def->scope) < static_cast<int>(level)) {
-    return invalid_argument("flag '", name, "' has scope ", flag_scope_name(def->scope),
+    return invalid_argument("flag '", shorten(name), "' has scope ", flag_scope_name(def->scope),
                             " and cannot be set per ", flag_scope_name(level),
                             def->scope == FlagScope::kGlobal ? " (set it with tern_flag_set)" : "");
   }
@@ -405,7 +408,8 @@ Status Flags::set(FlagId id, int64_t value) {
 
 Status Flags::set_text(std::string_view name, std::string_view text) {
   const FlagDef* d = find(name);
-  if (!d) return invalid_argument("unknown flag '", name, "' (tern info --flags lists them)");
+  if (!d)
+    return invalid_argument("unknown flag '", shorten(name), "' (tern info --flags lists them)");
   TERN_ASSIGN_OR_RETURN(int64_t v, parse_flag_value(*d, text));
   return set(d->id, v);
 }

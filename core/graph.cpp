@@ -28,14 +28,19 @@ std::string Graph::describe_node(size_t index) const {
 
 Status Graph::validate() const {
   const int nv = static_cast<int>(values.size());
-  std::vector<int> producer(values.size(), -1);  // node index, or -2 for graph input/constant
+  // Node index, or -2 for graph input/constant (-3 while inputs are checked for repeats).
+  std::vector<int> producer(values.size(), -1);
   for (size_t v = 0; v < values.size(); ++v) {
     if (values[v].constant) producer[v] = -2;
   }
   for (int id : inputs) {
     if (id < 0 || id >= nv) return invalid_model("graph input refers to value ", id, " of ", nv);
-    producer[static_cast<size_t>(id)] = -2;
+    if (producer[static_cast<size_t>(id)] == -3) {
+      return invalid_model("graph input '", value_name(id), "' is listed twice");
+    }
+    producer[static_cast<size_t>(id)] = -3;
   }
+  for (int id : inputs) producer[static_cast<size_t>(id)] = -2;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (int id : nodes[i].outputs) {
       if (id == -1) continue;

@@ -51,7 +51,9 @@ struct Node {
 struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;
-  std::vector<int> inputs;  // values fed by the caller
+  // Values fed by the caller; one with a constant is an optional input whose default is that
+  // constant (an ONNX graph input with an initializer).
+  std::vector<int> inputs;
   std::vector<int> outputs;
   int64_t opset = 0;  // ai.onnx opset version the nodes follow
   std::string producer;

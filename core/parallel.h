@@ -4,25 +4,54 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 
 namespace tern {
 
-// Calls fn(begin, end) on disjoint chunks covering [0, n). Work under `grain` items per chunk is
-// not split: spreading a small op over threads costs more than it saves.
+// How many chunks parallel_for splits n items into: at most num_threads, and no chunk under
+// `grain` items (spreading a small op over threads costs more than it saves).
+inline int64_t parallel_chunks(int64_t n, int64_t grain, int num_threads) {
+  if (n <= 0) return 0;
+  return std::max<int64_t>(
+      1, std::min<int64_t>(num_threads, (n + grain - 1) / std::max<int64_t>(grain, 1)));
+}
+
+// Calls fn(chunk, begin, end) for each chunk c < parallel_chunks(n, grain, num_threads) of
+// [0, n), the chunks disjoint and in order, so that fn may use per-chunk scratch. An exception
+// thrown by fn on a pool thread is caught there and rethrown on the calling thread once the
+// region is over (one escaping an OpenMP region would end the process).
 template <class Fn>
-void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
-  if (n <= 0) return;
-  int64_t chunks = std::min<int64_t>(num_threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
-  if (chunks <= 1) {
-    fn(int64_t{0}, n);
+void parallel_for_chunks(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
+  const int64_t chunks = parallel_chunks(n, grain, num_threads);
+  if (chunks == 0) return;
+  if (chunks == 1) {
+    fn(int64_t{0}, int64_t{0}, n);
     return;
   }
 #if defined(TERN_HAVE_OPENMP)
+  std::exception_ptr error;
+  std::mutex error_mu;
 #pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static, 1)
-  for (int64_t c = 0; c < chunks; ++c) fn(n * c / chunks, n * (c + 1) / chunks);
+  for (int64_t c = 0; c < chunks; ++c) {
+    try {
+      fn(c, n * c / chunks, n * (c + 1) / chunks);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 #else
-  fn(int64_t{0}, n);
+  for (int64_t c = 0; c < chunks; ++c) fn(c, n * c / chunks, n * (c + 1) / chunks);
 #endif
+}
+
+// Calls fn(begin, end) on disjoint chunks covering [0, n) (see parallel_for_chunks).
+template <class Fn>
+void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
+  parallel_for_chunks(n, grain, num_threads,
+                      [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 }  // namespace tern

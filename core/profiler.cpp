@@ -52,6 +52,11 @@ size_t Profiler::event_count() const {
   return events_.size();
 }
 
+std::vector<ProfileEvent> Profiler::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
 Status Profiler::write() const {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   {
@@ -59,8 +64,9 @@ Status Profiler::write() const {
     for (size_t i = 0; i < events_.size(); ++i) {
       const ProfileEvent& e = events_[i];
       char nums[128];
-      std::snprintf(nums, sizeof nums, ",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f",
-                    e.tid, e.ts_us, e.dur_us);
+      std::snprintf(nums, sizeof nums,
+                    ",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f", e.tid, e.ts_us,
+                    e.dur_us);
       out += "{\"name\":";
       append_json_string(out, e.name);
       out += ",\"cat\":";

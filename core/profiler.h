@@ -39,6 +39,8 @@ class Profiler {
   // Writes the trace (events so far) to path(); later events are still kept.
   Status write() const;
   size_t event_count() const;
+  // The events so far (a copy).
+  std::vector<ProfileEvent> events() const;
 
  private:
   std::string path_;

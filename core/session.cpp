@@ -55,18 +55,28 @@ Status Session::run(const std::vector<std::string>& input_names,
 }
 
 Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const Model> model,
-                                                           SessionConfig config) {
+                                                           SessionConfig config,
+                                                           std::shared_ptr<Profiler> profiler) {
   if (config.backends.empty()) return invalid_argument("no backend given");
   const auto t0 = Profiler::Clock::now();
   std::unique_ptr<Session> s(new Session());
-  if (!config.profile_path.empty()) s->profiler_ = std::make_unique<Profiler>(config.profile_path);
+  s->profiler_ = std::move(profiler);
+  if (!s->profiler_ && !config.profile_path.empty()) {
+    s->profiler_ = std::make_shared<Profiler>(config.profile_path);
+  }
   s->model_ = std::move(model);
   s->config_ = std::move(config);
+  s->planning_backends_ = s->config_.backends;
+  const auto& run_on = s->config_.backends;
+  if (s->config_.planning_host &&
+      std::none_of(run_on.begin(), run_on.end(), [](Backend* b) { return b->is_host(); })) {
+    s->planning_backends_.push_back(s->config_.planning_host);
+  }
   s->graph_ = s->model_->graph();  // the session's own copy, which the optimizer rewrites
   const Graph& g = s->graph_;
   TERN_RETURN_IF_ERROR(s->check_ops());
   TERN_RETURN_IF_ERROR(
-      optimize_graph(s->graph_, s->config_.backends, s->flags(), &s->optimizer_report_));
+      optimize_graph(s->graph_, s->planning_backends_, s->flags(), &s->optimizer_report_));
   TERN_RETURN_IF_ERROR(s->check_ops());  // fused nodes have schemas and kernels too
   std::vector<bool> constant(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) constant[v] = g.values[v].constant.has_value();
@@ -76,6 +86,7 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   pc.order = &s->order_;
   pc.inputs = &s->model_->inputs();
   pc.backends = s->config_.backends;
+  pc.planning_backends = s->planning_backends_;
   pc.attention = &s->patterns_;
   pc.weights = s->weights_.get();
   for (size_t n = 0; n < g.nodes.size(); ++n) pc.labels.push_back(g.describe_node(n));
@@ -108,9 +119,24 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   return s;
 }
 
+Expected<Session*> Session::variant_for(const std::vector<std::string>& fed) {
+  std::lock_guard<std::mutex> lock(variants_mu_);
+  auto it = variants_.find(fed);
+  if (it != variants_.end()) return it->second.get();
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, model_->with_inputs_fed(fed));
+  SessionConfig config = config_;
+  config.profile_path.clear();
+  TERN_ASSIGN_OR_RETURN(std::unique_ptr<Session> v,
+                        create_charged(std::move(model), std::move(config), profiler_));
+  v->budget_ = budget_;
+  return variants_.emplace(fed, std::move(v)).first->second.get();
+}
+
 size_t Session::optimized_graph(Graph* out) const {
   *out = graph_;
   Graph& g = *out;
+  // Optional inputs stop being inputs: the optimizer has folded their initializers in.
+  std::erase_if(g.inputs, [&](int id) { return g.values[static_cast<size_t>(id)].constant; });
   size_t attached = 0;
   std::lock_guard<std::mutex> lock(plans_mu_);
   for (const CachedPlan& entry : lru_) {
@@ -153,7 +179,8 @@ Status Session::check_ops() {
     for (int id : node.inputs) present.push_back(id >= 0);
     // Before any rewrite reads a node's inputs by position.
     TERN_RETURN_IF_ERROR(check_arity(*schema, present, node.outputs.size(), g.describe_node(n)));
-    bool any = std::any_of(config_.backends.begin(), config_.backends.end(),
+    // The planning host's ops may still be computed while planning (shape arithmetic).
+    bool any = std::any_of(planning_backends_.begin(), planning_backends_.end(),
                            [&](Backend* b) { return b->supports_op(node.op_type); });
     if (!any) {
       return unsupported(g.describe_node(n), ": no selected backend implements ", node.op_type);
@@ -216,6 +243,16 @@ SessionMemory Session::memory() const {
   m.arena_bytes = executor_->arena_bytes();
   m.full_plans = planner_->full_plans();
   m.template_plans = planner_->template_plans();
+  std::lock_guard<std::mutex> lock(variants_mu_);
+  for (const auto& [names, v] : variants_) {
+    const SessionMemory vm = v->memory();
+    m.plans += vm.plans;
+    m.plan_bytes += vm.plan_bytes;
+    m.packed_weight_bytes += vm.packed_weight_bytes;
+    m.arena_bytes += vm.arena_bytes;
+    m.full_plans += vm.full_plans;
+    m.template_plans += vm.template_plans;
+  }
   return m;
 }
 
@@ -230,11 +267,13 @@ Status Session::check_inputs(const std::vector<std::string>& names,
     if (it == infos.end()) {
       std::string known;
       for (const auto& i : infos) known += (known.empty() ? "'" : ", '") + i.name + "'";
-      return invalid_argument("unknown input name '", names[k], "' (the model's inputs: ", known,
-                              ")");
+      const size_t optional = model_->optional_inputs().size();
+      return invalid_argument("unknown input name '", shorten(names[k]),
+                              "' (the model's inputs: ", known,
+                              optional ? str_cat("; and ", optional, " optional") : "", ")");
     }
     size_t idx = static_cast<size_t>(it - infos.begin());
-    if ((*ordered)[idx]) return invalid_argument("input '", names[k], "' is given twice");
+    if ((*ordered)[idx]) return invalid_argument("input '", shorten(names[k]), "' is given twice");
     const Tensor* t = ins[k];
     if (t->dtype() != it->dtype) {
       return invalid_argument("input '", it->name, "' must be ", dtype_name(it->dtype), ", got ",
@@ -263,6 +302,24 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
                             const std::vector<std::string>& output_names,
                             std::vector<Tensor>* outputs, const FlagOverrides* run_flags,
                             const Device& output_device) {
+  // Runs that feed optional inputs go to the session compiled without those initializers.
+  std::vector<std::string> fed;
+  for (const std::string& name : input_names) {
+    const auto& opt = model_->optional_inputs();
+    if (std::any_of(opt.begin(), opt.end(), [&](const IOInfo& i) { return i.name == name; })) {
+      fed.push_back(name);
+    }
+  }
+  if (!fed.empty()) {
+    std::sort(fed.begin(), fed.end());
+    if (std::adjacent_find(fed.begin(), fed.end()) != fed.end()) {
+      return invalid_argument("input '", *std::adjacent_find(fed.begin(), fed.end()),
+                              "' is given twice");
+    }
+    TERN_ASSIGN_OR_RETURN(Session * variant, variant_for(fed));
+    return variant->run_charged(input_names, inputs, output_names, outputs, run_flags,
+                                output_device);
+  }
   std::vector<const Tensor*> ordered;
   TERN_RETURN_IF_ERROR(check_inputs(input_names, inputs, &ordered));
   const Graph& g = graph_;
@@ -270,7 +327,7 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
   for (const std::string& name : output_names) {
     auto it = std::find_if(g.outputs.begin(), g.outputs.end(),
                            [&](int id) { return g.value_name(id) == name; });
-    if (it == g.outputs.end()) return invalid_argument("unknown output name '", name, "'");
+    if (it == g.outputs.end()) return invalid_argument("unknown output name '", shorten(name), "'");
     wanted.push_back(*it);
   }
   const FlagValues f = flags(run_flags);

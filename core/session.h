@@ -29,10 +29,15 @@
 namespace tern {
 
 struct SessionConfig {
-  std::vector<Backend*> backends;  // preference order; must not be empty
-  FlagOverrides overrides;         // this session's flag values (num_threads, ...)
-  std::string profile_path;        // non-empty: record a trace of every run (see Profiler)
-  uint64_t max_memory_bytes = 0;   // the session's memory limit (MemoryBudget); 0: none
+  std::vector<Backend*> backends;  // preference order of the kernels runs use; must not be empty
+  // Computes, when `backends` has no host backend, what is known while planning: constants
+  // folded at creation and shape arithmetic (Shape, the small integer ops on shapes) computed
+  // for each plan. A node computed so needs no kernel of `backends`; one that is not fails the
+  // plan naming it. The C API gives the CPU backend.
+  Backend* planning_host = nullptr;
+  FlagOverrides overrides;        // this session's flag values (num_threads, ...)
+  std::string profile_path;       // non-empty: record a trace of every run (see Profiler)
+  uint64_t max_memory_bytes = 0;  // the session's memory limit (MemoryBudget); 0: none
   // The plans kept for reuse, least recently used first out, by Plan::footprint (the most recent
   // one is always kept).
   uint64_t plan_cache_bytes = kDefaultPlanCacheBytes;
@@ -54,7 +59,9 @@ class Session {
   static Expected<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model,
                                                    SessionConfig config);
 
-  // inputs[i] is named input_names[i]; outputs receives one tensor per output name. run_flags
+  // inputs[i] is named input_names[i]: every input of the model, and any of its optional inputs
+  // (Model::optional_inputs) to replace their initializers. outputs receives one tensor per
+  // output name. run_flags
   // (may be null) overrides run-scoped flags for this run only. Inputs may be tensors on the
   // session's device (IO binding: device kernels read them where they are); outputs are host
   // tensors, or tensors on `output_device` when given (which must be host or the session's
@@ -96,8 +103,13 @@ class Session {
 
  private:
   Session() = default;
-  static Expected<std::unique_ptr<Session>> create_charged(std::shared_ptr<const Model> model,
-                                                           SessionConfig config);
+  static Expected<std::unique_ptr<Session>> create_charged(
+      std::shared_ptr<const Model> model, SessionConfig config,
+      std::shared_ptr<Profiler> profiler = nullptr);
+  // The session for runs that feed these optional inputs (sorted names): compiled on first use
+  // from the model with their initializers turned into inputs, sharing this one's profiler and
+  // memory limit.
+  Expected<Session*> variant_for(const std::vector<std::string>& fed);
   Status run_charged(const std::vector<std::string>& input_names,
                      const std::vector<const Tensor*>& inputs,
                      const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
@@ -109,15 +121,16 @@ class Session {
 
   std::shared_ptr<const Model> model_;
   SessionConfig config_;
-  std::vector<size_t> order_;  // graph_'s nodes, topological
-  Graph graph_;                // the model's graph after folding and the optimizer's passes
+  std::vector<Backend*> planning_backends_;  // config_.backends, and planning_host if needed
+  std::vector<size_t> order_;                // graph_'s nodes, topological
+  Graph graph_;  // the model's graph after folding and the optimizer's passes
   OptimizerReport optimizer_report_;
   std::vector<AttentionMatch> patterns_;
   std::unique_ptr<WeightStore> weights_ = std::make_unique<WeightStore>();
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<Executor> executor_;
 
-  std::unique_ptr<Profiler> profiler_;
+  std::shared_ptr<Profiler> profiler_;
   std::shared_ptr<MemoryBudget> budget_;  // charged while create and run are on the stack
 
   // The plan cache: most recently used first; the map finds an entry by its key (input shapes,
@@ -132,6 +145,9 @@ class Session {
   std::list<CachedPlan> lru_;
   std::map<std::vector<Shape>, std::list<CachedPlan>::iterator> plans_;
   size_t plan_bytes_ = 0;
+
+  mutable std::mutex variants_mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Session>> variants_;
 };
 
 }  // namespace tern

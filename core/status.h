@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -46,6 +47,14 @@ std::string str_cat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
+}
+
+// A caller's text as an error message quotes it: at most 200 bytes, then how long it was (a 1 MB
+// value must not come back whole).
+inline std::string shorten(std::string_view text) {
+  constexpr size_t kMax = 200;
+  if (text.size() <= kMax) return std::string(text);
+  return str_cat(text.substr(0, kMax), "... (", text.size(), " bytes)");
 }
 
 template <class... Args>

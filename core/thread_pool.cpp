@@ -26,7 +26,10 @@ struct InterOpPool::Impl {
       auto task = std::move(queue.front());
       queue.pop_front();
       lock.unlock();
-      task();
+      try {
+        task();
+      } catch (...) {  // a task must not throw; the thread survives one that does
+      }
       lock.lock();
     }
   }
@@ -42,18 +45,31 @@ InterOpPool::Impl* InterOpPool::impl() {
   return impl;
 }
 
-void InterOpPool::launch(int n, const std::function<void()>& task) {
-  Impl* im = impl();
+int InterOpPool::launch(int n, const std::function<void()>& task) noexcept {
+  Impl* im = nullptr;
+  try {
+    im = impl();
+  } catch (...) {
+    return 0;
+  }
   std::lock_guard<std::mutex> lock(im->mu);
-  for (int i = 0; i < n; ++i) im->queue.push_back(task);
-  // Enough threads for every queued task: a task never waits behind another run's task.
-  int missing = static_cast<int>(im->queue.size()) - im->idle - im->starting;
-  for (int i = 0; i < missing; ++i) {
-    std::thread([im] { im->worker(); }).detach();
-    ++im->threads;
-    ++im->starting;
+  int launched = 0;
+  // Each task is queued only once a thread is there to take it: a task never waits behind
+  // another run's task, and none is left queued when a thread cannot be made.
+  for (; launched < n; ++launched) {
+    try {
+      if (static_cast<int>(im->queue.size()) >= im->idle + im->starting) {
+        std::thread([im] { im->worker(); }).detach();  // std::system_error: no thread
+        ++im->threads;
+        ++im->starting;
+      }
+      im->queue.push_back(task);
+    } catch (...) {  // or std::bad_alloc
+      break;
+    }
   }
   im->cv.notify_all();
+  return launched;
 }
 
 int InterOpPool::size() const {

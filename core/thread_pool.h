@@ -10,8 +10,11 @@ namespace tern {
 class InterOpPool {
  public:
   static InterOpPool& global();
-  // Runs task on `n` pool threads (each gets its own call) and returns at once.
-  void launch(int n, const std::function<void()>& task);
+  // Runs task on up to `n` pool threads (each gets its own call) and returns at once, with how
+  // many it launched: fewer when a thread cannot be created (the system's limit) or memory runs
+  // out, so the caller does the rest of the work itself. Never throws. A task must not throw
+  // (one that does is stopped there, and its thread goes back to the pool).
+  int launch(int n, const std::function<void()>& task) noexcept;
   int size() const;
 
  private:

@@ -175,6 +175,17 @@ TERN_API tern_status tern_model_input_info(const tern_model* m, size_t i, tern_d
                                            size_t* rank, const int64_t** shape);
 TERN_API tern_status tern_model_output_info(const tern_model* m, size_t i, tern_dtype* dtype,
                                             size_t* rank, const int64_t** shape);
+/* Optional inputs: graph inputs that have an initializer (ONNX models before IR 4 list every
+ * weight so; later ones to let a caller replace a weight; ONNX Runtime calls them overridable
+ * initializers). A run needs none of them: each defaults to its initializer. A run may give any
+ * of them by name, with the initializer's dtype and shape, to use that value instead; the
+ * session compiles, on the first such run, a variant without those initializers folded in (one
+ * per set of names given). Count, name and info as for the inputs above. */
+TERN_API size_t tern_model_optional_input_count(const tern_model* m);
+TERN_API const char* tern_model_optional_input_name(const tern_model* m, size_t i);
+TERN_API tern_status tern_model_optional_input_info(const tern_model* m, size_t i,
+                                                    tern_dtype* dtype, size_t* rank,
+                                                    const int64_t** shape);
 
 /* ---- Sessions -------------------------------------------------------------------------------- */
 
@@ -185,12 +196,21 @@ typedef struct tern_run_options tern_run_options;
 TERN_API tern_status tern_session_options_create(tern_session_options** out);
 TERN_API void tern_session_options_destroy(tern_session_options* o);
 /* Ordered backend preference, comma-separated ("cuda,cpu"; "cuda" is "cuda:0", "cuda:N" picks
- * device N). Nodes a backend cannot run fall back to the next one. "cpu" is appended when absent,
- * so every op Tern knows can run. TERN_ERR_INVALID_ARGUMENT names an unknown backend. A known
- * backend that is not built, cannot be loaded or has no device is reported by
- * tern_session_create with TERN_ERR_BACKEND_UNAVAILABLE, saying which (see tern_cuda_is_built);
- * a session is never silently moved to another backend. */
+ * device N). Nodes a backend cannot run fall back to the next one. "cpu" is appended when absent
+ * (unless tern_session_options_set_cpu_fallback turned that off), so every op Tern knows can run.
+ * TERN_ERR_INVALID_ARGUMENT names an unknown backend. A known backend that is not built, cannot
+ * be loaded or has no device is reported by tern_session_create with
+ * TERN_ERR_BACKEND_UNAVAILABLE, saying which (see tern_cuda_is_built); a session is never
+ * silently moved to another backend. */
 TERN_API tern_status tern_session_options_set_backends(tern_session_options* o, const char* list);
+/* enabled 0: runs execute kernels of the listed backends only, "cpu" is not appended. A node
+ * none of them can run fails tern_session_create (or, when only the input shapes rule a kernel
+ * out, tern_session_run) with TERN_ERR_UNSUPPORTED naming the node, instead of running on the
+ * CPU: a way to prove a model runs wholly on a device. What is known before a run still comes
+ * from the CPU's kernels: constants folded at creation and the shape arithmetic of each plan
+ * (Shape and the integer ops on shapes, computed while planning); such nodes run no kernel.
+ * Default 1. */
+TERN_API tern_status tern_session_options_set_cpu_fallback(tern_session_options* o, int enabled);
 /* Intra-op threads for this session's runs (the "num_threads" flag for this session only);
  * 0 means follow the process value (tern_set_num_threads). n < 0 or > 4096 is invalid. */
 TERN_API tern_status tern_session_options_set_num_threads(tern_session_options* o, int n);
@@ -241,8 +261,10 @@ TERN_API tern_status tern_run_options_set_flag(tern_run_options* r, const char* 
 TERN_API tern_status tern_run_options_set_sdp_backends(tern_run_options* r,
                                                        const tern_sdp_backend* list, size_t n);
 /* Runs given these options return their outputs on `device` ("cpu", the default, or a device the
- * session runs on, like "cuda"): IO binding of outputs. TERN_ERR_INVALID_ARGUMENT for an unknown
- * name; a device the session lacks is refused by tern_session_run. */
+ * session runs on, like "cuda" or "cuda:1"): IO binding of outputs. Refused here:
+ * TERN_ERR_INVALID_ARGUMENT for an unknown name, TERN_ERR_BACKEND_UNAVAILABLE for a device this
+ * build or machine lacks (as tern_tensor_create_on_device). A device that exists but is not the
+ * session's is refused by tern_session_run (TERN_ERR_INVALID_ARGUMENT). */
 TERN_API tern_status tern_run_options_set_output_device(tern_run_options* r, const char* device);
 
 /* Compiles the model for the options' backends (NULL options: defaults, "cpu"). The session keeps
@@ -251,8 +273,9 @@ TERN_API tern_status tern_run_options_set_output_device(tern_run_options* r, con
  * run. Returns TERN_ERR_UNSUPPORTED naming the node and op type that no backend implements. */
 TERN_API tern_status tern_session_create(const tern_model* m, const tern_session_options* o,
                                          tern_session** out);
-/* Runs the model. input_names[i] names inputs[i] (every model input must be given, once); the
- * inputs are borrowed for the call only. output_names lists the outputs wanted; outputs[j]
+/* Runs the model. input_names[i] names inputs[i] (every model input must be given, once, and
+ * optional inputs may be); the inputs are borrowed for the call only. output_names lists the
+ * outputs wanted; outputs[j]
  * receives a new tensor the caller destroys. On failure no output is written.
  * TERN_ERR_INVALID_ARGUMENT: NULL pointers, unknown/missing/duplicate names, wrong dtype, rank or
  * dims (the message names the input and the expected and given values). Errors inside a kernel
@@ -340,8 +363,10 @@ typedef enum {
 /* Threads, with PyTorch's rules. Intra-op threads ("num_threads") are the threads one node may
  * use: Tern's kernels, oneDNN and OpenBLAS all run on one OpenMP pool of that size, so a run
  * never keeps more cores busy than asked. Inter-op threads ("num_interop_threads") run
- * independent nodes of a graph at the same time; each then gets an equal share of the intra-op
- * threads (at least one), so a run keeps at most max(intra, inter) cores busy.
+ * independent nodes of a graph at the same time, one thread each, and only when num_threads is 1
+ * and the independent branches carry enough work to repay handing nodes between threads (the
+ * plan's cost estimate); otherwise nodes run one after another, each with all intra-op threads.
+ * So a run keeps at most max(intra, inter) cores busy.
  * Defaults: the number of physical cores. Precedence for num_threads: tern_set_num_threads >
  * MKL_NUM_THREADS > OMP_NUM_THREADS > default; for inter-op: tern_set_num_interop_threads >
  * TERN_NUM_INTEROP_THREADS > default. Both may change at any time (unlike PyTorch's once-only
@@ -408,7 +433,9 @@ TERN_API void tern_cuda_matmul_set_allow_bf16_reduced_precision_reduction(int on
  * TERN_ERR_INVALID_ARGUMENT. */
 TERN_API tern_blas_library tern_cuda_get_preferred_blas_library(void);
 TERN_API tern_status tern_cuda_set_preferred_blas_library(tern_blas_library lib);
-/* Env TERN_LINALG_PREFER_CUSOLVER=1 makes CUSOLVER the initial value. */
+/* Env TERN_LINALG_PREFER_CUSOLVER=1 makes CUSOLVER the initial value. No effect yet: no op Tern
+ * implements uses a linear-algebra solver (cuSOLVER or MAGMA), so nothing reads it; kept for
+ * torch.backends parity (tern info --flags says so too). */
 TERN_API tern_linalg_library tern_cuda_get_preferred_linalg_library(void);
 TERN_API tern_status tern_cuda_set_preferred_linalg_library(tern_linalg_library lib);
 
@@ -417,22 +444,37 @@ TERN_API tern_status tern_cuda_set_preferred_linalg_library(tern_linalg_library 
  * the mha fastpath) on the CPU uses MATH (the faster there) when it is enabled and its score
  * matrix (batch x heads x seq_q x seq_kv floats) stays within 64 MiB, else FLASH when it is
  * enabled and can run the case, else MATH; when neither may run, the plan fails with
- * TERN_ERR_INVALID_ARGUMENT saying why. The flags are
+ * TERN_ERR_INVALID_ARGUMENT saying why. Cases only the portable kernel takes (qk_matmul_output,
+ * nonpad_kv_seqlen) are MATH and run only while MATH is enabled. One rule on every backend: with
+ * no enabled backend able to run a case (all disabled included) the plan fails with
+ * TERN_ERR_INVALID_ARGUMENT. CUDA tries FLASH, MEM_EFFICIENT, then MATH. TERN_SDP_CUDNN has no
+ * effect yet: no kernel uses cuDNN's fused attention, so enabling it enables nothing and
+ * disabling it disables nothing (tern info --flags says so too). The flags are
  * "sdp.math_enabled", "sdp.flash_enabled", "sdp.mem_efficient_enabled", "sdp.cudnn_enabled"
  * (scope run). */
 TERN_API int tern_sdp_enabled(tern_sdp_backend b); /* 0 also for an unknown b */
 TERN_API tern_status tern_sdp_enable(tern_sdp_backend b, int on);
+/* struct_size lets the struct grow: set it to sizeof(tern_sdp_params) of the header you compile
+ * against. The library accepts every size from the first version's (TERN_SDP_PARAMS_SIZE_V1) on:
+ * fields past a caller's struct_size take their defaults, and fields of a newer header that this
+ * library does not know must be zero. is_causal and has_mask are 0 or 1; every attention kernel
+ * of Tern handles causal and masked attention, so they do not change the answer today. dropout_p
+ * must be in [0, 1); above 0 no kernel applies (inference kernels do not apply dropout). */
 typedef struct {
-  size_t struct_size; /* = sizeof(tern_sdp_params); lets the struct grow */
+  size_t struct_size;
   int64_t batch, num_heads, seq_len_q, seq_len_kv, head_dim;
   tern_dtype dtype;
   int is_causal;
   int has_mask;
   float dropout_p;
 } tern_sdp_params;
+/* The first version's size: the fields above (64 bytes on 64-bit platforms). */
+#define TERN_SDP_PARAMS_SIZE_V1 (offsetof(tern_sdp_params, dropout_p) + sizeof(float))
 /* 1 when backend b is enabled, built and able to run attention with these parameters on this
  * machine; else 0, with the reasons in why (NUL-terminated, truncated to why_len; why may be
- * NULL when why_len is 0). */
+ * NULL when why_len is 0): also for a NULL p, a struct_size below TERN_SDP_PARAMS_SIZE_V1 (or
+ * above 4096), unknown fields set, dropout_p outside [0, 1) and is_causal or has_mask other
+ * than 0 and 1. */
 TERN_API int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why,
                               size_t why_len);
 
@@ -459,7 +501,10 @@ TERN_API void tern_mha_set_fastpath_enabled(int on);
 
 /* oneDNN verbose output on stdout (torch.backends.mkldnn.verbose): OFF, ON (each primitive
  * execution), ON_CREATION (creation too). Applied at the start of the next run; for a single
- * run, set the "onednn.verbose" flag in that run's options instead. TERN_ERR_BACKEND_UNAVAILABLE
+ * run, set the "onednn.verbose" flag in that run's options instead. oneDNN's switch is
+ * process-wide: while a run with its own level is in progress, primitives of other threads'
+ * runs print (or stay silent) by that level too, and the level goes back to the global value
+ * when that run ends. TERN_ERR_BACKEND_UNAVAILABLE
  * when oneDNN is not built in; TERN_ERR_INVALID_ARGUMENT for an unknown level. */
 TERN_API tern_status tern_onednn_set_verbose(tern_verbose_level level);
 

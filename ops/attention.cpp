@@ -276,6 +276,13 @@ Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const E
 
 Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::AttentionParams p, ops::parse_attention(ctx));
+  // The portable kernel materialises the scores: it is MATH, and runs only where MATH may.
+  if (!ctx.flag(FlagId::kSdpMath)) {
+    return invalid_argument(ctx.where,
+                            ": no enabled scaled-dot-product attention backend can run it: only "
+                            "the portable kernel (MATH) takes this case, and MATH is disabled "
+                            "(sdp.math_enabled)");
+  }
   return make_kernel("reference", p, run_reference);
 }
 

@@ -2,7 +2,8 @@
 # Builds Tern with a sanitizer (clang, every object instrumented) into
 # ${TERN_SANITIZE_BUILD_DIR:-build-<mode>} and runs tests under it:
 #   scripts/sanitize.sh address   ASan + UBSan + LeakSanitizer: every unit test suite, then the
-#                                 ONNX conformance suite (its summary line). The same build holds
+#                                 ONNX conformance suite (any report or leak in any test, or a
+#                                 listed test that stops passing, fails it). The same build holds
 #                                 the libFuzzer targets (TERN_FUZZ=ON), so scripts/fuzz.sh reuses it.
 #   scripts/sanitize.sh thread    TSan: the concurrency suite and the API suite
 # Any report fails the run. The TSan build leaves OpenMP out of Tern's own code (libgomp is not
@@ -33,8 +34,19 @@ if [ "$mode" = address ]; then
   echo "== ASan+UBSan: unit tests"
   "$build_dir/tests/tern_unit_tests" --no-intro
   if [ -d "$corpus" ]; then
+    # --strict: a sanitizer's report or a leak in any test's process fails the run, whatever the
+    # test's outcome; --expect: so does a listed test that stops passing under the sanitizers.
     echo "== ASan+UBSan: conformance"
-    "$build_dir/tern-conformance" --dir "$corpus" | tail -n 2
+    log="$build_dir/conformance.log"
+    status=0
+    "$build_dir/tern-conformance" --dir "$corpus" --strict \
+      --expect tests/conformance/passing.txt > "$log" || status=$?
+    grep -E '^(REGRESSION|ABNORMAL END)' "$log" || true
+    tail -n 3 "$log"
+    if [ "$status" != 0 ]; then
+      echo "ASan+UBSan conformance failed (exit $status): the reports are above, the log in $log" >&2
+      exit 1
+    fi
   else
     echo "conformance skipped: $corpus is absent"
   fi

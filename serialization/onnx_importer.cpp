@@ -12,6 +12,10 @@ namespace tern::serialization {
 
 namespace {
 
+// The newest ai.onnx opset whose operators this importer and the op schemas follow (the public
+// conformance corpus' newest tests are of this opset).
+constexpr int64_t kNewestOpset = 28;
+
 class Importer {
  public:
   explicit Importer(std::string base_dir) : base_dir_(std::move(base_dir)) {}
@@ -27,6 +31,12 @@ class Importer {
                            mp.opset_import(0).domain(), "')");
       }
       g_.opset = 1;  // IR < 3 models carry no opset_import; opset 1 is what they meant
+    }
+    if (g_.opset > kNewestOpset) {
+      return unsupported("the ONNX model imports opset ", g_.opset,
+                         " of ai.onnx; this importer "
+                         "knows opsets 1 to ",
+                         kNewestOpset, " (an op's meaning may have changed since)");
     }
     g_.producer =
         mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
@@ -45,8 +55,12 @@ class Importer {
     for (const auto& vi : gp.input()) {
       if (vi.name().empty()) return invalid_model("a graph input has no name");
       int id = value(vi.name());
-      if (g_.values[static_cast<size_t>(id)].constant) continue;  // IR < 4: initializers listed
-      TERN_RETURN_IF_ERROR(read_type(vi, id).with_prefix(str_cat("graph input '", vi.name(), "'")));
+      // With an initializer (every weight before IR 4): an optional input, the initializer its
+      // default; its type is the initializer's.
+      if (!g_.values[static_cast<size_t>(id)].constant) {
+        TERN_RETURN_IF_ERROR(
+            read_type(vi, id).with_prefix(str_cat("graph input '", vi.name(), "'")));
+      }
       g_.inputs.push_back(id);
     }
     for (int i = 0; i < gp.node_size(); ++i) TERN_RETURN_IF_ERROR(add_node(gp.node(i), i));

@@ -106,12 +106,15 @@ struct Builder {
         "n" + std::to_string(g.nodes.size()), op, "", std::move(ins), {out}, std::move(attrs)});
     return out;
   }
-  std::unique_ptr<Session> session(std::vector<int> outputs, FlagOverrides o = {}) {
+  // profile_path: record a profile (Session::profiler), written only when asked.
+  std::unique_ptr<Session> session(std::vector<int> outputs, FlagOverrides o = {},
+                                   std::string profile_path = "") {
     g.outputs = std::move(outputs);
     auto model = Model::create(std::move(g), nullptr, "test").value();
     SessionConfig cfg;
     cfg.backends.push_back(backends::get("cpu").value());
     cfg.overrides = o;
+    cfg.profile_path = std::move(profile_path);
     auto s = Session::create(model, cfg);
     REQUIRE_MESSAGE(s, s.status().message());
     return std::move(s).value();

@@ -17,7 +17,6 @@
 
 namespace tern_test {
 
-// A file's bytes (empty when it cannot be read).
 // Float32 values uniform in [-1, 1).
 inline tern::Tensor random_f32(tern::Shape shape, std::mt19937& rng) {
   tern::Tensor t = tern::Tensor::allocate(tern::DType::kFloat32, std::move(shape)).value();
@@ -26,6 +25,7 @@ inline tern::Tensor random_f32(tern::Shape shape, std::mt19937& rng) {
   return t;
 }
 
+// A file's bytes (empty when it cannot be read).
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});

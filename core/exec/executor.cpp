@@ -328,8 +328,17 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
       st.ready.pop_front();
       ++st.running;
       lock.unlock();
-      Status r =
-          run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1, exec);
+      // On a pool thread an exception would end the process: it becomes the run's error.
+      Status r = Status::ok();
+      try {
+        r = run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1, exec);
+      } catch (const std::bad_alloc&) {
+        r = out_of_memory(plan.steps[static_cast<size_t>(s)].label, ": out of memory");
+      } catch (const std::exception& e) {
+        r = internal_error(plan.steps[static_cast<size_t>(s)].label, ": ", e.what());
+      } catch (...) {
+        r = internal_error(plan.steps[static_cast<size_t>(s)].label, ": unexpected exception");
+      }
       lock.lock();
       --st.running;
       ++st.done;
@@ -340,13 +349,22 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
       st.cv.notify_all();
     }
   };
-  st.helpers_left = workers - 1;
-  InterOpPool::global().launch(workers - 1, [&] {
+  // The helpers that could not be launched (no thread to be had) leave their share to this
+  // thread: the steps are taken from one queue, so the run completes either way.
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.helpers_left = workers - 1;
+  }
+  const int launched = InterOpPool::global().launch(workers - 1, [&] {
     work();
     std::lock_guard<std::mutex> lock(st.mu);
     --st.helpers_left;
     st.cv.notify_all();
   });
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.helpers_left -= workers - 1 - launched;
+  }
   work();
   std::unique_lock<std::mutex> lock(st.mu);
   // Helpers reference this frame: wait until each has left (after an error, until the steps

@@ -19,7 +19,7 @@ ShapeInputs PlannerContext::shape_inputs(const std::vector<Shape>& shapes,
   in.inputs = inputs;
   in.shapes = shapes;
   in.dtypes = dtypes;
-  in.backends = backends;
+  in.backends = planning_backends.empty() ? backends : planning_backends;
   in.flags = &flags;
   in.weights = weights;
   in.labels = &labels;

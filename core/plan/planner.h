@@ -30,7 +30,8 @@ struct PlannerContext {
   const Graph* graph = nullptr;  // the session's optimized graph
   const std::vector<size_t>* order = nullptr;
   const std::vector<IOInfo>* inputs = nullptr;  // the model's inputs
-  std::vector<Backend*> backends;               // preference order
+  std::vector<Backend*> backends;               // preference order of the kernels
+  std::vector<Backend*> planning_backends;      // shape arithmetic (SessionConfig::planning_host)
   const std::vector<AttentionMatch>* attention = nullptr;
   WeightStore* weights = nullptr;
   std::vector<std::string> labels;  // Graph::describe_node of every node

@@ -43,8 +43,7 @@ std::string fmt(double v) {
 
 }  // namespace
 
-bool outputs_match(const Tensor& got, const Tensor& want, const Tolerance& tol,
-                   std::string* why) {
+bool outputs_match(const Tensor& got, const Tensor& want, const Tolerance& tol, std::string* why) {
   if (!same_header(got, want, why)) return false;
   const int64_t n = want.numel();
   if (want.dtype() == DType::kString) {
@@ -110,13 +109,22 @@ bool bernoulli_matches(const Tensor& got, const Tensor& want, std::string* why) 
   return true;
 }
 
+namespace {
+
+// 1 / (1 - ratio), from the expected output's kept elements; 0 when it kept none.
+double dropout_scale(const Tensor& want, const Tensor& x) {
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double xi = element_as_double(x, i), wi = element_as_double(want, i);
+    if (wi != 0 && xi != 0) return wi / xi;
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool dropout_matches(const Tensor& got, const Tensor& want, const Tensor& x, std::string* why) {
   if (!same_header(got, want, why)) return false;
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel() && scale == 0; ++i) {
-    const double xi = element_as_double(x, i), wi = element_as_double(want, i);
-    if (wi != 0 && xi != 0) scale = wi / xi;
-  }
+  const double scale = dropout_scale(want, x);
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = element_as_double(got, i), xi = element_as_double(x, i);
     if (g == 0) continue;
@@ -139,6 +147,85 @@ bool dropout_mask_matches(const Tensor& mask, const Tensor& want_mask, const Ten
     }
   }
   return true;
+}
+
+bool count_plausible(const std::vector<double>& p, int64_t k, std::string* why) {
+  // The distribution of the count over the trials that can go either way, by dynamic
+  // programming (O(n^2): these tests draw a few thousand trials at most).
+  std::vector<double> dist{1.0};
+  int64_t certain = 0;
+  double mean = 0;
+  for (double pi : p) {
+    if (pi >= 1) ++certain;
+    if (pi <= 0 || pi >= 1) continue;
+    mean += pi;
+    dist.push_back(0);
+    for (size_t j = dist.size() - 1; j > 0; --j) dist[j] = dist[j] * (1 - pi) + dist[j - 1] * pi;
+    dist[0] *= 1 - pi;
+  }
+  mean += static_cast<double>(certain);
+  const int64_t j = k - certain;  // successes among the uncertain trials
+  double tail = 0;
+  if (j < 0 || j >= static_cast<int64_t>(dist.size())) {
+    tail = 0;
+  } else if (static_cast<double>(k) <= mean) {
+    for (int64_t i = 0; i <= j; ++i) tail += dist[static_cast<size_t>(i)];
+  } else {
+    for (size_t i = static_cast<size_t>(j); i < dist.size(); ++i) tail += dist[i];
+  }
+  if (tail >= kImplausible) return true;
+  *why = tern::str_cat(k, " successes in ", p.size(), " trials, expected ", fmt(mean),
+                       "; a count this far from it has probability ", fmt(tail), " (< ",
+                       fmt(kImplausible), ")");
+  return false;
+}
+
+bool bernoulli_statistics_match(const std::vector<Tensor>& draws, const Tensor& probs,
+                                std::string* why, bool complement) {
+  std::vector<double> p;
+  int64_t ones = 0;
+  for (const Tensor& d : draws) {
+    if (d.numel() != probs.numel()) {
+      *why = tern::str_cat(d.numel(), " draws for ", probs.numel(), " probabilities");
+      return false;
+    }
+    for (int64_t i = 0; i < d.numel(); ++i) {
+      const double pi = complement ? 1 - element_as_double(probs, i) : element_as_double(probs, i);
+      const bool one = element_as_double(d, i) != 0;
+      if ((pi <= 0 && one) || (pi >= 1 && !one)) {
+        *why = tern::str_cat("element ", i, " is ", one ? 1 : 0, " where its probability is ",
+                             fmt(pi));
+        return false;
+      }
+      p.push_back(pi);
+      ones += one;
+    }
+  }
+  if (count_plausible(p, ones, why)) return true;
+  *why = tern::str_cat("ones: ", *why, " (", draws.size(), " independent draw",
+                       draws.size() == 1 ? "" : "s", ")");
+  return false;
+}
+
+bool dropout_statistics_match(const std::vector<Tensor>& draws, const Tensor& want, const Tensor& x,
+                              std::string* why) {
+  const double scale = dropout_scale(want, x);
+  // A reference that kept nothing says nothing of the ratio.
+  if (scale == 0) return true;
+  const double keep = 1 / scale;
+  std::vector<double> p;
+  int64_t kept = 0;
+  for (const Tensor& d : draws) {
+    for (int64_t i = 0; i < d.numel() && i < x.numel(); ++i) {
+      if (element_as_double(x, i) == 0) continue;  // kept or not, it is 0
+      p.push_back(keep);
+      kept += element_as_double(d, i) != 0;
+    }
+  }
+  if (count_plausible(p, kept, why)) return true;
+  *why = tern::str_cat("kept elements: ", *why, " (keep probability ", fmt(keep), ", ",
+                       draws.size(), " independent draw", draws.size() == 1 ? "" : "s", ")");
+  return false;
 }
 
 }  // namespace tern_conformance

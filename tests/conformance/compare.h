@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -29,5 +30,21 @@ bool dropout_matches(const tern::Tensor& got, const tern::Tensor& want, const te
                      std::string* why);
 bool dropout_mask_matches(const tern::Tensor& mask, const tern::Tensor& want_mask,
                           const tern::Tensor& y, std::string* why);
+
+// The statistics of random outputs, beyond their value sets (which a kernel returning zeros
+// would pass). `draws` are outputs of runs that drew independently: several runs of an unseeded
+// op, one of a seeded op (its runs repeat). A trial of probability 0 or 1 must have that
+// outcome; the count of successes must not be further from its mean than a draw with these
+// probabilities gets with probability kImplausible (exact Poisson-binomial tails): so all zeros,
+// or all ones, fail whenever the probabilities make them that unlikely.
+constexpr double kImplausible = 1e-5;
+bool count_plausible(const std::vector<double>& p, int64_t k, std::string* why);
+// Bernoulli: element i is 1 with probability probs[i] (1 - probs[i] when `complement`).
+bool bernoulli_statistics_match(const std::vector<tern::Tensor>& draws, const tern::Tensor& probs,
+                                std::string* why, bool complement = false);
+// Training-mode Dropout: an element with x != 0 is kept with probability 1 / scale (scale read
+// from the expected output, as in dropout_matches).
+bool dropout_statistics_match(const std::vector<tern::Tensor>& draws, const tern::Tensor& want,
+                              const tern::Tensor& x, std::string* why);
 
 }  // namespace tern_conformance

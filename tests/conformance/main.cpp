@@ -2,11 +2,15 @@
 //
 //   tern-conformance --dir DIR [--json FILE] [--backends LIST] [--filter SUBSTR] [--jobs N]
 //                    [--expect LIST_FILE] [--write-passing FILE] [--no-fork] [--timeout S]
+//                    [--strict]
 //
 // Each test runs in a child process (fork), so a crash or a hang is recorded as an error of that
 // test and the run goes on. The parent never initialises Tern, so forking is safe with OpenMP.
-// Prints one line per op (passed/total) and `N passed, N failed`; exits 1 when a test named in
-// --expect did not pass (the CI gate), 77 when --dir does not exist and --skip-missing is given.
+// Under LeakSanitizer each child checks for leaks before it exits and exits nonzero when it found
+// one. Prints one line per op (passed/total) and `N passed, N failed`; exits 1 when a test named
+// in --expect did not pass (the CI gate), or with --strict when any test's process ended
+// abnormally (a crash, a sanitizer's report, a leak: whatever the test's outcome), 77 when --dir
+// does not exist and --skip-missing is given.
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -29,6 +33,9 @@
 #include "core/status.h"
 #include "test_case.h"
 
+// LeakSanitizer's check, present in sanitizer builds only (a weak reference: null otherwise).
+extern "C" int __lsan_do_recoverable_leak_check() __attribute__((weak));
+
 namespace fs = std::filesystem;
 using namespace tern_conformance;
 
@@ -38,7 +45,7 @@ struct Options {
   std::string dir, json, expect, write_passing, filter;
   RunConfig run;
   int jobs = 0;
-  bool fork = true, skip_missing = false, verbose = false;
+  bool fork = true, skip_missing = false, verbose = false, strict = false;
   double timeout = 120;
 };
 
@@ -46,7 +53,7 @@ int usage(const char* msg) {
   std::cerr << "tern-conformance: " << msg << "\n"
             << "usage: tern-conformance --dir DIR [--json FILE] [--backends LIST] [--filter S]\n"
             << "       [--jobs N] [--threads N] [--expect FILE] [--write-passing FILE]\n"
-            << "       [--timeout SECONDS] [--no-fork] [--skip-missing] [--verbose]\n";
+            << "       [--timeout SECONDS] [--no-fork] [--skip-missing] [--verbose] [--strict]\n";
   return 2;
 }
 
@@ -78,6 +85,8 @@ bool decode(std::string line, CaseResult* r) {
   return true;
 }
 
+constexpr int kLeakExitCode = 23;  // LeakSanitizer's own exit code
+
 struct Child {
   pid_t pid = -1;
   int fd = -1;
@@ -93,6 +102,9 @@ Child spawn(const std::string& dir, size_t index, const Options& o) {
   if (pid == 0) {
     close(p[0]);
     CaseResult r = run_case(dir, o.run);
+    // _exit skips the sanitizer's own exit-time leak check: run it here (every session of the
+    // test is gone by now), and say so in the exit status.
+    const bool leaked = __lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check() != 0;
     std::string line = encode(r);
     size_t off = 0;
     while (off < line.size()) {
@@ -101,7 +113,7 @@ Child spawn(const std::string& dir, size_t index, const Options& o) {
       off += static_cast<size_t>(w);
     }
     close(p[1]);
-    _exit(0);
+    _exit(leaked ? kLeakExitCode : 0);
   }
   close(p[1]);
   Child c;
@@ -122,6 +134,7 @@ CaseResult reap(Child& c, const std::string& test, bool timed_out, double timeou
   close(c.fd);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+  const bool abnormal = !timed_out && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0);
   if (timed_out) {
     r.outcome = Outcome::kError;
     r.detail = tern::str_cat("timed out after ", timeout, " s");
@@ -129,9 +142,18 @@ CaseResult reap(Child& c, const std::string& test, bool timed_out, double timeou
     r.outcome = Outcome::kError;
     r.detail = WIFSIGNALED(status) ? tern::str_cat("crashed: signal ", WTERMSIG(status), " (",
                                                    strsignal(WTERMSIG(status)), ")")
-                                   : tern::str_cat("child exited with status ",
-                                                   WEXITSTATUS(status), " and no result");
+                                   : tern::str_cat("child exited with status ", WEXITSTATUS(status),
+                                                   " and no result");
+  } else if (abnormal) {
+    // A result, then a report at the end (a leak) or a crash while tearing down.
+    r.outcome = Outcome::kError;
+    r.detail =
+        tern::str_cat(WIFSIGNALED(status) ? tern::str_cat("signal ", WTERMSIG(status))
+                                          : tern::str_cat("exit status ", WEXITSTATUS(status)),
+                      WIFEXITED(status) && WEXITSTATUS(status) == kLeakExitCode ? " (a leak)" : "",
+                      " after its result: ", r.detail);
   }
+  r.abnormal_end = abnormal;
   r.seconds = secs;
   return r;
 }
@@ -254,6 +276,8 @@ int main(int argc, char** argv) {
       o.skip_missing = true;
     } else if (a == "--verbose") {
       o.verbose = true;
+    } else if (a == "--strict") {
+      o.strict = true;
     } else if ((v = next()) == nullptr) {
       return usage(("missing value for " + a).c_str());
     } else if (a == "--dir") {
@@ -342,16 +366,15 @@ int main(int argc, char** argv) {
     std::cout << "== not passing ==\n";
     for (const CaseResult& r : results) {
       if (r.outcome != Outcome::kPass) {
-        std::cout << "  " << r.test << " [" << outcome_name(r.outcome) << "] " << r.detail
-                  << "\n";
+        std::cout << "  " << r.test << " [" << outcome_name(r.outcome) << "] " << r.detail << "\n";
       }
     }
   }
   const int total = static_cast<int>(results.size());
-  std::printf("%d tests in %.1f s: %d passed, %d failed (%d wrong results, %d unsupported, "
-              "%d errors); %.1f%% passed\n",
-              total, secs, passed, total - passed, failed, unsupported, errors,
-              100.0 * passed / total);
+  std::printf(
+      "%d tests in %.1f s: %d passed, %d failed (%d wrong results, %d unsupported, "
+      "%d errors); %.1f%% passed\n",
+      total, secs, passed, total - passed, failed, unsupported, errors, 100.0 * passed / total);
   std::printf("%d passed, %d failed\n", passed, total - passed);
   if (!o.json.empty()) write_json(o.json, results);
   if (!o.write_passing.empty()) {
@@ -362,6 +385,16 @@ int main(int argc, char** argv) {
     for (const CaseResult& r : results) {
       if (r.outcome == Outcome::kPass) f << r.test << "\n";
     }
+  }
+  int abnormal = 0;
+  for (const CaseResult& r : results) {
+    if (!r.abnormal_end) continue;
+    ++abnormal;
+    if (o.strict) std::cout << "ABNORMAL END " << r.test << ": " << r.detail << "\n";
+  }
+  if (o.strict && abnormal) {
+    std::cout << abnormal << " test process(es) ended abnormally (see the reports above)\n";
+    return 1;
   }
   if (!o.expect.empty()) {
     bool ok = false;
@@ -375,8 +408,8 @@ int main(int argc, char** argv) {
     for (const CaseResult& r : results) {
       seen.insert(r.test);
       if (expected.count(r.test) && r.outcome != Outcome::kPass) {
-        std::cout << "REGRESSION " << r.test << " [" << outcome_name(r.outcome) << "] "
-                  << r.detail << "\n";
+        std::cout << "REGRESSION " << r.test << " [" << outcome_name(r.outcome) << "] " << r.detail
+                  << "\n";
         ++regressions;
       }
     }

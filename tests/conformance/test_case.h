@@ -16,6 +16,9 @@ struct CaseResult {
   Outcome outcome = Outcome::kError;
   std::string detail;  // why it failed / what is unsupported; the tolerance exception applied
   double seconds = 0;
+  // The test's process ended abnormally: a signal, or a nonzero exit status (a sanitizer's
+  // report, a leak found at its end), whether or not it had written its result first.
+  bool abnormal_end = false;
 };
 
 struct RunConfig {

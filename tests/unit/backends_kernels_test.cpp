@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -101,10 +103,14 @@ TEST_SUITE("backends") {
       REQUIRE(tern_sdp_enable(TERN_SDP_MATH, 0) == TERN_OK);
       CHECK(kernels(*s, shapes)[0].rfind("flash.", 0) == 0);
       REQUIRE(tern_sdp_enable(TERN_SDP_MATH, 1) == TERN_OK);
-      // MATH plans a score workspace; FLASH does not.
+      // MATH plans a workspace for the score matrix; FLASH one block's scratch per thread,
+      // independent of the key length.
       auto pf = s->plan_for(shapes, s->flags(&flash_only)).value();
       auto pm = s->plan_for(shapes, s->flags(&math_only)).value();
-      CHECK(pm->arena_bytes >= pf->arena_bytes + static_cast<size_t>(c.q[0] * sq * skv * 4));
+      const size_t math_ws = pm->steps[0].kernel->workspace_bytes();
+      const size_t flash_ws = pf->steps[0].kernel->workspace_bytes();
+      CHECK(math_ws >= static_cast<size_t>(c.q[0] * sq * skv * 4));
+      CHECK(pm->arena_bytes + flash_ws >= pf->arena_bytes + math_ws);
     }
   }
 
@@ -161,6 +167,71 @@ TEST_SUITE("backends") {
     p.struct_size = 8;
     CHECK(tern_sdp_can_use(TERN_SDP_MATH, &p, why, sizeof why) == 0);
     CHECK(std::string(why).find("struct_size") != std::string::npos);
+  }
+
+  TEST_CASE(
+      "sdpa: with every backend disabled a run fails, also where only the portable kernel "
+      "applies") {
+    FlagRestore restore;
+    const Shape qs{1, 2, 4, 8};
+    // qk_matmul_output (output 3) runs only in the portable kernel, which is MATH.
+    SingleOp op{"Attention", {}, {random_f32(qs, 1), random_f32(qs, 2), random_f32(qs, 3)},
+                {},          23, 4};
+    op.flags = {{FlagId::kSdpFlash, 0}};
+    REQUIRE(op.run().has_value());  // MATH on
+    op.flags = {{FlagId::kSdpFlash, 1}, {FlagId::kSdpMath, 0}};
+    auto r = op.run();
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.status().code() == Code::kInvalidArgument);
+    CHECK(r.status().message().find("MATH is disabled") != std::string::npos);
+    // The fused kernels refuse with the same status.
+    SingleOp plain{
+        "Attention", {}, {random_f32(qs, 1), random_f32(qs, 2), random_f32(qs, 3)}, {}, 23};
+    plain.flags = {{FlagId::kSdpFlash, 0}, {FlagId::kSdpMath, 0}};
+    auto rp = plain.run();
+    REQUIRE_FALSE(rp.has_value());
+    CHECK(rp.status().code() == Code::kInvalidArgument);
+  }
+
+  TEST_CASE("sdpa: tern_sdp_can_use takes every struct size from the first version's on") {
+    struct Grown {  // a later header's struct: one more field
+      tern_sdp_params v1;
+      int64_t future;
+    };
+    Grown g{};
+    g.v1.batch = 1;
+    g.v1.num_heads = 2;
+    g.v1.seq_len_q = g.v1.seq_len_kv = 16;
+    g.v1.head_dim = 8;
+    g.v1.dtype = TERN_FLOAT32;
+    char why[256];
+    for (size_t size : {TERN_SDP_PARAMS_SIZE_V1, sizeof(tern_sdp_params), sizeof(Grown)}) {
+      g.v1.struct_size = size;
+      CHECK_MESSAGE(tern_sdp_can_use(TERN_SDP_MATH, &g.v1, why, sizeof why) == 1, size, why);
+    }
+    g.future = 7;  // a field this library does not know, set: refused
+    CHECK(tern_sdp_can_use(TERN_SDP_MATH, &g.v1, why, sizeof why) == 0);
+    CHECK(std::string(why).find("struct_size") != std::string::npos);
+    g.future = 0;
+    g.v1.struct_size = 8192;
+    CHECK(tern_sdp_can_use(TERN_SDP_MATH, &g.v1, why, sizeof why) == 0);
+    g.v1.struct_size = TERN_SDP_PARAMS_SIZE_V1 - 1;
+    CHECK(tern_sdp_can_use(TERN_SDP_MATH, &g.v1, why, sizeof why) == 0);
+    g.v1.struct_size = sizeof(tern_sdp_params);
+    for (float bad : {std::nanf(""), -0.5f, 1.0f}) {
+      g.v1.dropout_p = bad;
+      CHECK_MESSAGE(tern_sdp_can_use(TERN_SDP_MATH, &g.v1, why, sizeof why) == 0, bad);
+      CHECK(std::string(why).find("dropout_p") != std::string::npos);
+    }
+    g.v1.dropout_p = 0;
+    for (int causal : {0, 1}) {
+      g.v1.is_causal = causal;
+      g.v1.has_mask = 1 - causal;
+      CHECK(tern_sdp_can_use(TERN_SDP_FLASH, &g.v1, why, sizeof why) == 1);
+    }
+    g.v1.is_causal = 2;
+    CHECK(tern_sdp_can_use(TERN_SDP_MATH, &g.v1, why, sizeof why) == 0);
+    CHECK(std::string(why).find("is_causal") != std::string::npos);
   }
 
   TEST_CASE("mha fastpath: MatMul-Softmax-MatMul becomes one Attention step") {
@@ -270,7 +341,8 @@ TEST_SUITE("backends") {
     Tensor xin = random_f32({1, 8, 40, 40}, 7);
     const std::string out = s->model().graph().value_name(y);
     const std::vector<Shape> shapes = {{1, 8, 40, 40}};
-    CHECK(kernels(*s, shapes)[0].rfind(tern_onednn_is_available() ? "onednn" : "im2col_gemm", 0) == 0);
+    CHECK(kernels(*s, shapes)[0].rfind(tern_onednn_is_available() ? "onednn" : "im2col_gemm", 0) ==
+          0);
     REQUIRE(tern_use_deterministic_algorithms(1) == TERN_OK);
     CHECK(kernels(*s, shapes)[0] == "im2col_gemm");
     std::vector<Tensor> results;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "api/api_internal.h"
@@ -202,6 +203,22 @@ TEST_SUITE("backends") {
 #endif
   }
 
+  TEST_CASE("flags: tern info --flags names the flags without effect and the process-wide one") {
+    Cli r = run_cli("", "info --flags");
+    REQUIRE(r.code == 0);
+    auto line = [&](const std::string& name) {
+      const size_t at = r.out.find("\n" + name + " ");
+      REQUIRE_MESSAGE(at != std::string::npos, name);
+      return r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    };
+    CHECK(line("sdp.cudnn_enabled").find("no effect") != std::string::npos);
+    CHECK(line("cuda.preferred_linalg_library").find("no effect") != std::string::npos);
+    CHECK(line("onednn.verbose").find("process-wide") != std::string::npos);
+    // Flags with an effect do not say otherwise.
+    CHECK(line("sdp.flash_enabled").find("no effect") == std::string::npos);
+    CHECK(line("cuda.preferred_blas_library").find("no effect") == std::string::npos);
+  }
+
   TEST_CASE("threads: set/get, validation, API over environment, reports") {
     FlagRestore restore;
     CHECK(tern_set_num_threads(0) == TERN_ERR_INVALID_ARGUMENT);
@@ -367,8 +384,63 @@ TEST_SUITE("backends") {
     }
     for (auto& t : ts) t.join();
     CHECK(ok == 30);
-    CHECK(std::string(tern_parallel_info()).find("inter-op pool threads started: 0") ==
-          std::string::npos);
+  }
+
+  TEST_CASE("inter-op: branches overlap in time on different threads (the profile shows it)") {
+    FlagRestore restore;
+    // Two branches of four 192x192x192 MatMuls each (~0.3 ms apiece on one core).
+    Builder b;
+    int x = b.input("x", {192, 192});
+    int branch[2];
+    for (int k = 0; k < 2; ++k) {
+      int w = b.constant("w" + std::to_string(k), random_f32({192, 192}, 20 + k, -0.05f, 0.05f));
+      int h = x;
+      for (int i = 0; i < 4; ++i) h = b.node("MatMul", {h, w});
+      branch[k] = h;
+    }
+    int y = b.node("Add", {branch[0], branch[1]});
+    auto s = b.session({y}, {}, "interop_profile.json");
+    Tensor xin = random_f32({192, 192}, 22);
+    const std::string out = s->model().graph().value_name(y);
+    REQUIRE(tern_set_num_threads(1) == TERN_OK);
+    REQUIRE(tern_set_num_interop_threads(2) == TERN_OK);
+    const Tensor first = run(*s, {"x"}, {&xin}, out)[0];
+    for (int i = 0; i < 9; ++i) REQUIRE(bitwise_equal(run(*s, {"x"}, {&xin}, out)[0], first));
+    // Node events of one run that overlap in time and ran on different threads.
+    const std::vector<ProfileEvent> events = s->profiler()->events();
+    std::vector<const ProfileEvent*> run_events, nodes;
+    for (const ProfileEvent& e : events) (e.cat == "run" ? run_events : nodes).push_back(&e);
+    REQUIRE(run_events.size() == 10);
+    int overlapping_runs = 0;
+    std::set<uint32_t> threads;
+    for (const ProfileEvent* r : run_events) {
+      bool overlap = false;
+      for (const ProfileEvent* a : nodes) {
+        if (a->ts_us < r->ts_us || a->ts_us > r->ts_us + r->dur_us) continue;
+        threads.insert(a->tid);
+        for (const ProfileEvent* c : nodes) {
+          overlap = overlap ||
+                    (a->tid != c->tid && c->ts_us >= a->ts_us && c->ts_us < a->ts_us + a->dur_us);
+        }
+      }
+      overlapping_runs += overlap;
+    }
+    MESSAGE("runs with overlapping nodes on two threads: ", overlapping_runs, " of 10; threads ",
+            threads.size());
+    CHECK(threads.size() >= 2);
+    // One run with overlapping nodes proves the branches ran concurrently (the serial runs below
+    // have none); a busy machine may delay the helper past its branch on many runs.
+    CHECK(overlapping_runs >= 1);
+    // With one inter-op thread nothing overlaps: the check above can fail.
+    REQUIRE(tern_set_num_interop_threads(1) == TERN_OK);
+    const size_t before = s->profiler()->event_count();
+    for (int i = 0; i < 3; ++i) run(*s, {"x"}, {&xin}, out);
+    const std::vector<ProfileEvent> serial = s->profiler()->events();
+    std::set<uint32_t> serial_threads;
+    for (size_t i = before; i < serial.size(); ++i) {
+      if (serial[i].cat == "node") serial_threads.insert(serial[i].tid);
+    }
+    CHECK(serial_threads.size() == 1);
   }
 
   TEST_CASE("cpu capability: the cap changes what our kernels dispatch to") {

@@ -344,4 +344,26 @@ TEST_SUITE("bad_input") {
     MESSAGE((bytes.size() * 8), " flips: ", loaded, " loaded (", ran, " of them ran), ", refused,
             " INVALID_MODEL, ", unsupported, " UNSUPPORTED");
   }
+  TEST_CASE("a 1 MB argument is not echoed whole: error messages quote at most 200 bytes of it") {
+    const std::string huge(1 << 20, 'x');
+    auto check = [](tern_status st, const char* what) {
+      CHECK_MESSAGE(st == TERN_ERR_INVALID_ARGUMENT, what);
+      const std::string msg = tern_last_error();
+      CHECK_MESSAGE(msg.size() < 1000, what, ": ", msg.size(), " bytes");
+      CHECK_MESSAGE(msg.find("(1048576 bytes)") != std::string::npos, what, ": ",
+                    msg.substr(0, 300));
+    };
+    check(tern_flag_set("num_threads", huge.c_str()), "flag value");
+    check(tern_flag_set(huge.c_str(), "1"), "flag name");
+    check(tern_flag_set("opt_einsum.strategy", huge.c_str()), "enum value");
+    tern_session_options* o = nullptr;
+    REQUIRE(tern_session_options_create(&o) == TERN_OK);
+    check(tern_session_options_set_backends(o, huge.c_str()), "backend list");
+    check(tern_session_options_set_flag(o, "sdp.math_enabled", huge.c_str()), "option flag");
+    tern_session_options_destroy(o);
+    tern_run_options* r = nullptr;
+    REQUIRE(tern_run_options_create(&r) == TERN_OK);
+    check(tern_run_options_set_output_device(r, huge.c_str()), "output device");
+    tern_run_options_destroy(r);
+  }
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "test_util.h"
@@ -91,6 +92,60 @@ TEST_SUITE("cli") {
     CHECK(r.code == 1);
     CHECK(r.output.find("TERN_ERR_IO") != std::string::npos);
     CHECK(run_cli("convert only_one_arg").code == 2);
+  }
+
+  TEST_CASE("malformed .npy files are errors before anything is allocated, never aborts") {
+    // A version-1 .npy with `header` (padded to 64 bytes) and `data_bytes` zero bytes of data.
+    auto write = [](const std::string& path, std::string header, size_t data_bytes) {
+      header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+      header += '\n';
+      std::ofstream f(path, std::ios::binary);
+      f.write("\x93NUMPY\x01\x00", 8);
+      const char len[2] = {static_cast<char>(header.size() & 0xff),
+                           static_cast<char>(header.size() >> 8)};
+      f.write(len, 2);
+      f << header << std::string(data_bytes, '\0');
+    };
+    const std::string dir = std::filesystem::temp_directory_path() / "tern_cli_npy";
+    std::filesystem::create_directories(dir);
+    struct Case {
+      const char* file;
+      std::string header;
+      size_t data;
+      const char* says;
+    };
+    const Case cases[] = {
+        {"huge", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 100000, 100000), }", 64,
+         "needs 120000000000"},
+        {"short", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", 60, "needs 64"},
+        {"unterminated", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, ", 64,
+         "not a terminated dict"},
+        {"noshape", "{'descr': '<f4', 'fortran_order': False, }", 4, "no shape tuple"},
+        {"badshape", "{'descr': '<f4', 'fortran_order': False, 'shape': (4x, 2), }", 32,
+         "bad .npy shape"},
+    };
+    for (const Case& c : cases) {
+      const std::string path = dir + "/" + c.file + ".npy";
+      write(path, c.header, c.data);
+      tern_cli::NpyArray a;
+      const std::string err = tern_cli::read_npy(path, &a);
+      CHECK_MESSAGE(err.find(c.says) != std::string::npos, c.file, ": ", err);
+    }
+    tern_cli::NpyArray ok;
+    write(dir + "/ok.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", 64);
+    CHECK(tern_cli::read_npy(dir + "/ok.npy", &ok) == "");
+    CHECK(ok.data.size() == 64);
+    if (have_shared_models()) {
+      const std::string model = model_dir("ppocr_cls") + "/model.onnx";
+      Result huge = run_cli("run " + model + " --input x=" + dir + "/huge.npy");
+      CHECK(huge.code == 1);  // not 134 (std::bad_alloc)
+      CHECK(huge.output.find("needs 120000000000") != std::string::npos);
+      // An unknown name in --shape is an error, not ignored.
+      Result shape = run_cli("run " + model + " --zeros --runs 1 --shape nosuch=1x3x48x192");
+      CHECK(shape.code != 0);
+      CHECK(shape.output.find("nosuch") != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
   }
 
   TEST_CASE("PP-OCR models through the CLI match the references, ONNX and converted .tern") {

@@ -20,22 +20,27 @@ struct RunResult {
 
 using Flag = std::pair<const char*, const char*>;
 
+// Whether a session may run nodes its listed backends decline on the CPU.
+enum class Fallback { kCpu, kNone };
+
 // Runs the model on the reference inputs with `threads` intra-op threads (on `backends` with
 // session flags `flags`, when given).
 RunResult run_case(const tern_model* model, const ReferenceCase& rc, int threads,
-                   const char* backends = nullptr, const std::vector<Flag>& flags = {}) {
+                   const char* backends = nullptr, const std::vector<Flag>& flags = {},
+                   Fallback fallback = Fallback::kCpu) {
   tern_session_options* opts = nullptr;
   REQUIRE(tern_session_options_create(&opts) == TERN_OK);
   REQUIRE(tern_session_options_set_num_threads(opts, threads) == TERN_OK);
   if (backends) REQUIRE(tern_session_options_set_backends(opts, backends) == TERN_OK);
+  REQUIRE(tern_session_options_set_cpu_fallback(opts, fallback == Fallback::kCpu) == TERN_OK);
   for (const Flag& f : flags) {
     REQUIRE_MESSAGE(tern_session_options_set_flag(opts, f.first, f.second) == TERN_OK,
-                    tern_last_error());
+                    std::string(tern_last_error()));
   }
   tern_session* session = nullptr;
   tern_status st = tern_session_create(model, opts, &session);
   tern_session_options_destroy(opts);
-  REQUIRE_MESSAGE(st == TERN_OK, tern_last_error());
+  REQUIRE_MESSAGE(st == TERN_OK, std::string(tern_last_error()));
   Handles in, out;
   std::vector<const char*> in_names, out_names;
   for (size_t i = 0; i < rc.inputs.size(); ++i) {
@@ -52,7 +57,7 @@ RunResult run_case(const tern_model* model, const ReferenceCase& rc, int threads
   st = tern_session_run(session, nullptr, in_names.data(), in.tensors.data(), in.tensors.size(),
                         out_names.data(), out_names.size(), out.tensors.data());
   tern_session_destroy(session);
-  REQUIRE_MESSAGE(st == TERN_OK, tern_last_error());
+  REQUIRE_MESSAGE(st == TERN_OK, std::string(tern_last_error()));
   RunResult r;
   for (tern_tensor* t : out.tensors) {
     REQUIRE(tern_tensor_dtype(t) == TERN_FLOAT32);
@@ -65,9 +70,10 @@ RunResult run_case(const tern_model* model, const ReferenceCase& rc, int threads
 
 // Runs the case at 1 and 2 threads; every output within rtol 1e-3, atol 1e-4 of the reference.
 void check_runs(const std::string& name, const tern_model* model, const ReferenceCase& rc,
-                const char* backends = nullptr, const std::vector<Flag>& flags = {}) {
+                const char* backends = nullptr, const std::vector<Flag>& flags = {},
+                Fallback fallback = Fallback::kCpu) {
   for (int threads : {1, 2}) {
-    RunResult r = run_case(model, rc, threads, backends, flags);
+    RunResult r = run_case(model, rc, threads, backends, flags, fallback);
     for (size_t i = 0; i < rc.outputs.size(); ++i) {
       const tern::Tensor& ref = rc.outputs[i];
       CHECK(r.shapes[i] == ref.shape());
@@ -82,7 +88,8 @@ void check_runs(const std::string& name, const tern_model* model, const Referenc
 }
 
 void check_against_reference(const std::string& name, const char* backends = nullptr,
-                             const std::vector<Flag>& flags = {}) {
+                             const std::vector<Flag>& flags = {},
+                             Fallback fallback = Fallback::kCpu) {
   if (!have_shared_models()) {
     MESSAGE((std::string("skipped: ") + models_unavailable()));
     return;
@@ -90,8 +97,8 @@ void check_against_reference(const std::string& name, const char* backends = nul
   const std::string dir = model_dir(name);
   tern_model* model = nullptr;
   REQUIRE_MESSAGE(tern_model_load_file((dir + "/model.onnx").c_str(), &model) == TERN_OK,
-                  tern_last_error());
-  check_runs(name, model, load_reference_case(dir, model), backends, flags);
+                  std::string(tern_last_error()));
+  check_runs(name, model, load_reference_case(dir, model), backends, flags, fallback);
   tern_model_destroy(model);
 }
 
@@ -181,8 +188,9 @@ TEST_SUITE("models") {
     }
   }
 
-  // Wholly on Vulkan: the session has no CPU backend to fall back to, so every node of the
-  // optimized graph runs on Vulkan kernels (lavapipe, Mesa's CPU driver, on CI machines).
+  // Wholly on Vulkan: the session has no CPU backend to fall back to (cpu_fallback 0), so every
+  // node of the optimized graph runs on Vulkan kernels (lavapipe, Mesa's CPU driver, on CI
+  // machines) or the session fails.
   TEST_CASE("the five models match ONNX Runtime wholly on Vulkan") {
     const std::string why = vulkan_unavailable();
     if (!why.empty()) {
@@ -190,15 +198,16 @@ TEST_SUITE("models") {
       return;
     }
     for (const char* m : {"ppocr_cls", "ppocr_det", "resnet18", "mobilenet_v2", "tiny_bert"}) {
-      check_against_reference(m, "vulkan");
+      check_against_reference(m, "vulkan", {}, Fallback::kNone);
     }
   }
 
   TEST_CASE("converted .tern models in $TERN_TEST_TERN_MODELS match their references") {
     const char* dir = std::getenv("TERN_TEST_TERN_MODELS");
     if (dir == nullptr || *dir == 0) {
-      MESSAGE("skipped: TERN_TEST_TERN_MODELS is not set (a folder of NAME.tern, "
-              "NAME.input_I.npy, NAME.output_I.npy)");
+      MESSAGE(
+          "skipped: TERN_TEST_TERN_MODELS is not set (a folder of NAME.tern, "
+          "NAME.input_I.npy, NAME.output_I.npy)");
       return;
     }
     int models = 0;
@@ -207,7 +216,7 @@ TEST_SUITE("models") {
       const std::string stem = entry.path().stem().string();
       tern_model* model = nullptr;
       REQUIRE_MESSAGE(tern_model_load_file(entry.path().c_str(), &model) == TERN_OK,
-                      tern_last_error());
+                      std::string(tern_last_error()));
       check_runs(stem + ".tern", model, load_npy_case(dir, stem, model));
       tern_model_destroy(model);
       ++models;
@@ -225,10 +234,11 @@ TEST_SUITE("models") {
       tern_model* onnx = nullptr;
       REQUIRE(tern_model_load_file((dir + "/model.onnx").c_str(), &onnx) == TERN_OK);
       const std::string tern_path = std::string("roundtrip_") + name + ".tern";
-      REQUIRE_MESSAGE(tern_model_save(onnx, tern_path.c_str()) == TERN_OK, tern_last_error());
+      REQUIRE_MESSAGE(tern_model_save(onnx, tern_path.c_str()) == TERN_OK,
+                      std::string(tern_last_error()));
       tern_model* loaded = nullptr;
       REQUIRE_MESSAGE(tern_model_load_file(tern_path.c_str(), &loaded) == TERN_OK,
-                      tern_last_error());
+                      std::string(tern_last_error()));
       // From memory too: the bytes are copied, so the buffer can go right away.
       std::vector<char> bytes = read_file(tern_path);
       tern_model* from_memory = nullptr;
@@ -265,7 +275,7 @@ TEST_SUITE("models") {
       write_file("corrupt.bin", bytes);
       tern_model* m = nullptr;
       tern_status s = tern_model_load_file("corrupt.bin", &m);
-      INFO(what, ": ", tern_status_name(s), ": ", tern_last_error());
+      INFO(what, ": ", tern_status_name(s), ": ", std::string(tern_last_error()));
       CHECK(s == TERN_ERR_INVALID_MODEL);
       CHECK(m == nullptr);
       CHECK(std::string(tern_last_error()).size() > 10);

@@ -460,6 +460,43 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("tern_flag_set of cpu.conv_memory_format changes the next run's plan (the plan key)") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
+      MESSAGE("skipped: blocked layouts need oneDNN and a vector ISA");
+      return;
+    }
+    GraphMaker m;
+    m.g.opset = 13;
+    Attributes pad1;
+    pad1.set("pads", attr_ints({1, 1, 1, 1}));
+    int x = m.g.add_value(
+        "x", ValueType{DType::kFloat32, true, {{1, ""}, {24, ""}, {10, ""}, {10, ""}}});
+    m.g.inputs.push_back(x);
+    int c1 =
+        m.node("Conv", {x, m.constant("w1", random_f32({32, 24, 3, 3}, 31, -0.2f, 0.2f))}, pad1);
+    int c2 =
+        m.node("Conv", {c1, m.constant("w2", random_f32({48, 32, 3, 3}, 32, -0.2f, 0.2f))}, pad1);
+    m.g.outputs.push_back(m.node("GlobalAveragePool", {c2}));
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(Model::create(m.g, nullptr, "key").value(), cfg).value();
+    Tensor in = random_f32({1, 24, 10, 10}, 33);
+    const Graph& g = session->graph();
+    auto block_after_run = [&](const char* format) {
+      REQUIRE(tern_flag_set("cpu.conv_memory_format", format) == TERN_OK);
+      std::vector<Tensor> out;
+      REQUIRE(session->run({"x"}, {&in}, {g.value_name(g.outputs[0])}, &out).is_ok());
+      return session->last_plan()->values[static_cast<size_t>(c2)].block;
+    };
+    const int64_t blocked = block_after_run("blocked");
+    const int64_t nhwc = block_after_run("channels_last");
+    const int64_t again = block_after_run("blocked");
+    REQUIRE(tern_flag_set("cpu.conv_memory_format", "auto") == TERN_OK);
+    CHECK((blocked == 16 || blocked == 8));
+    CHECK(nhwc == 48);  // one block of all channels: NHWC
+    CHECK(again == blocked);
+  }
+
   TEST_CASE("a saved optimized model uses its packed weights in place and computes the same bits") {
     ChainGraph c;
     Tensor x = random_f32({1, 16, 8, 8}, 5);

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "api/api_internal.h"
 #include "backend_compare.h"
 #include "c_api.h"
 
 #if defined(TERN_HAVE_VULKAN)
 #include "backends/vulkan/shader_table.h"
 #include "backends/vulkan/vk_context.h"
+#include "core/plan/plan.h"
 #endif
 
 using namespace tern;
@@ -26,7 +28,7 @@ std::string vulkan_missing() {
   return "";
 }
 
-#define SKIP_WITHOUT_VULKAN() TERN_SKIP_UNLESS_USABLE("skipped: ", vulkan_missing())
+#define SKIP_WITHOUT_VULKAN() TERN_SKIP_UNLESS_USABLE("vulkan skipped: ", vulkan_missing())
 
 // Deterministic values in [lo, hi).
 Tensor random_f32(Shape shape, uint32_t seed, float lo = -1, float hi = 1) {
@@ -397,6 +399,51 @@ TEST_SUITE("vulkan") {
     CHECK(after.dispatches - before.dispatches >= 3);  // conv (+ epilogue), softmax, pool
     CHECK(after.pipelines == before.pipelines);
     CHECK(after.descriptor_sets == before.descriptor_sets);
+  }
+
+  TEST_CASE("cpu_fallback 0: a node Vulkan lacks fails session creation, fallback 1 runs it") {
+    SKIP_WITHOUT_VULKAN();
+    // CumSum has no Vulkan kernel; Relu has one.
+    const Tensor x = random_f32({2, 5}, 11);
+    GraphMaker m;
+    const int in = add_inputs(m, {x})[0];
+    Tensor axis = Tensor::allocate(DType::kInt64, {}).value();
+    axis.data<int64_t>()[0] = 1;
+    const int relu = m.node("Relu", {in});
+    m.g.outputs.push_back(m.node("CumSum", {relu, m.constant("axis", axis)}));
+    m.g.opset = 13;
+    tern_model model{Model::create(m.g, nullptr, "fallback").value()};
+    for (int fallback : {0, 1}) {
+      CAPTURE(fallback);
+      tern_session_options* o = nullptr;
+      REQUIRE(tern_session_options_create(&o) == TERN_OK);
+      REQUIRE(tern_session_options_set_backends(o, "vulkan") == TERN_OK);
+      REQUIRE(tern_session_options_set_cpu_fallback(o, fallback) == TERN_OK);
+      tern_session* s = nullptr;
+      const tern_status st = tern_session_create(&model, o, &s);
+      tern_session_options_destroy(o);
+      if (fallback == 0) {
+        CHECK(st == TERN_ERR_UNSUPPORTED);
+        CHECK(std::string(tern_last_error()).find("CumSum") != std::string::npos);
+        CHECK(s == nullptr);
+        continue;
+      }
+      REQUIRE_MESSAGE(st == TERN_OK, std::string(tern_last_error()));
+      std::vector<Tensor> out;
+      REQUIRE(s->s->run({"x0"}, {&x}, {m.g.values[static_cast<size_t>(m.g.outputs[0])].name}, &out)
+                  .is_ok());
+      // The placement: Relu on Vulkan, CumSum on the CPU.
+      const auto plan = s->s->last_plan();
+      REQUIRE(plan != nullptr);
+      for (const PlanStep& step : plan->steps) {
+        if (step.transfer) continue;
+        const std::string op = step.op_node->op_type;
+        CHECK_MESSAGE(std::string(step.backend->name()) == (op == "CumSum" ? "cpu" : "vulkan"), op);
+      }
+      const auto cpu = run_graph(m.g, {x}, {"cpu"});
+      compare_outputs(out, cpu, "Relu + CumSum", 1e-5, 1e-6);
+      tern_session_destroy(s);
+    }
   }
 
   TEST_CASE("device selection, queries and the embedded shaders") {

@@ -16,7 +16,6 @@ int fail(const char* what, tern_status s) {
   return 1;
 }
 
-
 std::string shape_text(const int64_t* shape, size_t rank) {
   std::string s = "[";
   for (size_t i = 0; i < rank; ++i) {
@@ -116,7 +115,9 @@ int parse_setup_option(const char* cmd, const std::vector<std::string>& args, si
     if (!name_value("NAME=VALUE", &name, &value)) return -1;
     (a == "--flag" ? setup->session_flags : setup->run_flags).emplace_back(name, value);
   } else if (a == "--threads" || a == "--interop" || a == "--seed") {
-    int* target = a == "--threads" ? &setup->threads : a == "--interop" ? &setup->interop : &setup->seed;
+    int* target = a == "--threads"   ? &setup->threads
+                  : a == "--interop" ? &setup->interop
+                                     : &setup->seed;
     const std::string* v = next();
     if (!v || !parse_int(*v, 0, 1 << 30, target)) {
       std::fprintf(stderr, "tern %s: %s needs a non-negative integer\n", cmd, a.c_str());
@@ -175,28 +176,60 @@ int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
   std::mt19937 rng(static_cast<unsigned>(setup.seed));
   std::map<std::string, std::string> files = setup.input_files;
   const size_t n_in = tern_model_input_count(p->model.p);
-  p->arrays.resize(n_in);
+  const size_t n_opt = tern_model_optional_input_count(p->model.p);
+  auto is_input = [&](const std::string& name, bool optional) {
+    const size_t n = optional ? n_opt : n_in;
+    for (size_t i = 0; i < n; ++i) {
+      const char* in = optional ? tern_model_optional_input_name(p->model.p, i)
+                                : tern_model_input_name(p->model.p, i);
+      if (name == in) return true;
+    }
+    return false;
+  };
+  for (const auto& [name, dims] : setup.input_shapes) {
+    if (!is_input(name, false)) {
+      std::fprintf(stderr, "tern %s: --shape %s: the model has no input named '%s'%s\n", cmd,
+                   name.c_str(), name.c_str(),
+                   is_input(name, true) ? " (an optional input takes its data from --input)" : "");
+      return 1;
+    }
+  }
+  // Every input, then the optional inputs (initializers) given a file; the arrays own the data
+  // the tensors borrow, so they never move.
+  p->arrays.reserve(n_in + files.size());
+  auto read_input = [&](const char* name, tern_tensor** t) -> int {
+    NpyArray& arr = p->arrays.emplace_back();
+    std::string err = read_npy(files.at(name), &arr);
+    if (!err.empty()) {
+      std::fprintf(stderr, "tern %s: input '%s': %s\n", cmd, name, err.c_str());
+      return 1;
+    }
+    files.erase(name);
+    const tern_status st =
+        tern_tensor_create_from_data(arr.dtype, arr.shape.data(), arr.shape.size(), arr.data.data(),
+                                     arr.data.size(), nullptr, nullptr, t);
+    return st == TERN_OK ? 0 : fail("preparing an input", st);
+  };
   for (size_t i = 0; i < n_in; ++i) {
     const char* name = tern_model_input_name(p->model.p, i);
     p->in_names.push_back(name);
     tern_tensor* t = nullptr;
-    auto it = files.find(name);
-    if (it != files.end()) {
-      NpyArray& arr = p->arrays[i];
-      std::string err = read_npy(it->second, &arr);
-      if (!err.empty()) {
-        std::fprintf(stderr, "tern %s: input '%s': %s\n", cmd, name, err.c_str());
-        return 1;
-      }
-      s = tern_tensor_create_from_data(arr.dtype, arr.shape.data(), arr.shape.size(),
-                                       arr.data.data(), arr.data.size(), nullptr, nullptr, &t);
-      files.erase(it);
+    if (files.count(name)) {
+      if (int rc = read_input(name, &t)) return rc;
     } else {
       auto sh = setup.input_shapes.find(name);
       s = make_input(p->model.p, i, setup.zeros, rng,
                      sh == setup.input_shapes.end() ? nullptr : &sh->second, &t);
+      if (s != TERN_OK) return fail("preparing an input", s);
     }
-    if (s != TERN_OK) return fail("preparing an input", s);
+    p->inputs.v.push_back(t);
+  }
+  for (size_t i = 0; i < n_opt; ++i) {
+    const char* name = tern_model_optional_input_name(p->model.p, i);
+    if (!files.count(name)) continue;  // its initializer
+    tern_tensor* t = nullptr;
+    if (int rc = read_input(name, &t)) return rc;
+    p->in_names.push_back(name);
     p->inputs.v.push_back(t);
   }
   if (!files.empty()) {

@@ -169,7 +169,8 @@ int cmd_run(const std::vector<std::string>& args) {
   std::printf(
       "cpu: %.2f busy cores during the timed runs (process CPU time / wall time); "
       "peak RSS %.1f MiB\n",
-      wall_ms > 0 ? cpu_ms / wall_ms : 0.0, static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
+      wall_ms > 0 ? cpu_ms / wall_ms : 0.0,
+      static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
   return 0;
 }
 
@@ -219,18 +220,28 @@ int cmd_info(const std::vector<std::string>& all_args) {
   ModelPtr model;
   tern_status s = tern_model_load_file(args[0].c_str(), &model.p);
   if (s != TERN_OK) return fail("loading the model", s);
-  for (int io = 0; io < 2; ++io) {
-    size_t n = io ? tern_model_output_count(model.p) : tern_model_input_count(model.p);
-    for (size_t i = 0; i < n; ++i) {
+  // Inputs, optional inputs (initializers a run may replace), outputs.
+  struct IoKind {
+    const char* label;
+    size_t (*count)(const tern_model*);
+    const char* (*name)(const tern_model*, size_t);
+    tern_status (*info)(const tern_model*, size_t, tern_dtype*, size_t*, const int64_t**);
+  };
+  const IoKind kinds[] = {
+      {"input", tern_model_input_count, tern_model_input_name, tern_model_input_info},
+      {"optional input", tern_model_optional_input_count, tern_model_optional_input_name,
+       tern_model_optional_input_info},
+      {"output", tern_model_output_count, tern_model_output_name, tern_model_output_info}};
+  for (const IoKind& k : kinds) {
+    for (size_t i = 0; i < k.count(model.p); ++i) {
       tern_dtype dt;
       size_t rank;
       const int64_t* shape;
-      s = io ? tern_model_output_info(model.p, i, &dt, &rank, &shape)
-             : tern_model_input_info(model.p, i, &dt, &rank, &shape);
-      if (s != TERN_OK) return fail("reading model info", s);
-      std::printf("%s '%s': %s %s\n", io ? "output" : "input",
-                  io ? tern_model_output_name(model.p, i) : tern_model_input_name(model.p, i),
-                  dtype_label(dt), shape_text(shape, rank).c_str());
+      if ((s = k.info(model.p, i, &dt, &rank, &shape)) != TERN_OK) {
+        return fail("reading model info", s);
+      }
+      std::printf("%s '%s': %s %s\n", k.label, k.name(model.p, i), dtype_label(dt),
+                  shape_text(shape, rank).c_str());
     }
   }
   return 0;

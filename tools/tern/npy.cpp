@@ -1,5 +1,7 @@
 #include "tools/tern/npy.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -82,6 +84,12 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   if (header_len > (1u << 20)) return ".npy header too large";
   std::string h(header_len, '\0');
   if (!f.read(h.data(), header_len)) return "truncated .npy header";
+  // A dict literal, padded with spaces and ended by a newline.
+  const size_t open = h.find_first_not_of(' ');
+  const size_t close = h.find_last_not_of(" \n");
+  if (open == std::string::npos || h[open] != '{' || h[close] != '}') {
+    return "malformed .npy header (not a terminated dict): " + h.substr(0, 80);
+  }
   std::string descr = dict_value(h, "descr");
   if (dict_value(h, "fortran_order").find("True") != std::string::npos) {
     return "Fortran-order .npy arrays are not supported";
@@ -98,17 +106,35 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   out->dtype = d->dtype;
   out->shape.clear();
   std::string shape = dict_value(h, "shape");
-  std::stringstream ss(shape.size() > 2 ? shape.substr(1, shape.size() - 2) : "");
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')') {
+    return "malformed .npy header (no shape tuple): " + h.substr(0, 80);
+  }
+  std::stringstream ss(shape.substr(1, shape.size() - 2));
   std::string item;
   uint64_t count = 1;
   while (std::getline(ss, item, ',')) {
     if (item.find_first_not_of(" ") == std::string::npos) continue;
-    long long v = std::stoll(item);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (errno != 0 || end == item.c_str() ||
+        std::string(end).find_first_not_of(' ') != std::string::npos) {
+      return "bad .npy shape " + shape;
+    }
     if (v < 0 || (v > 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(v))) {
       return "bad .npy shape " + shape;
     }
     out->shape.push_back(v);
     count *= static_cast<uint64_t>(v);
+  }
+  // The data must be there before anything is allocated for it.
+  const std::streampos data_start = f.tellg();
+  f.seekg(0, std::ios::end);
+  const uint64_t available = static_cast<uint64_t>(f.tellg() - data_start);
+  f.seekg(data_start);
+  if (count * d->bytes > available) {
+    return "'" + path + "' holds " + std::to_string(available) + " bytes of data; its shape " +
+           shape + " needs " + std::to_string(count * d->bytes);
   }
   out->data.resize(count * d->bytes);
   if (!f.read(reinterpret_cast<char*>(out->data.data()),

@@ -30,6 +30,7 @@ struct CpuAttention {
   ops::AttentionParams p;
   const VecOps* vec = nullptr;
   CpuIsa isa = CpuIsa::kScalar;
+  int scratch_slots = 1;  // FLASH: per-thread scratch slots in the workspace
 };
 
 // The operands of one run; the KV cache is written to the present outputs first.
@@ -145,11 +146,10 @@ Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& e
   return Status::ok();
 }
 
-// Per-thread FLASH scratch: one score tile and one output accumulator, reused across runs.
-float* flash_scratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
+// FLASH's scratch per thread, in the workspace (planned and charged with the run's memory): one
+// score tile, one output accumulator, the running max and sum; a multiple of 64 bytes.
+size_t flash_slot_floats(const ops::AttentionParams& p) {
+  return static_cast<size_t>(kBlockQ * (kBlockK + p.v_head_dim + 2) + 15) / 16 * 16;
 }
 
 Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
@@ -162,8 +162,9 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
   float* y = io.y;
   const int64_t qblocks = (p.seq_q + kBlockQ - 1) / kBlockQ;
   const int64_t tasks = p.batch * p.q_heads * qblocks;
-  parallel_for(tasks, 1, exec.num_threads, [&](int64_t t0, int64_t t1) {
-    float* s = flash_scratch(static_cast<size_t>(kBlockQ * (kBlockK + p.v_head_dim + 2)));
+  const int threads = std::min(exec.num_threads, k.scratch_slots);
+  parallel_for_chunks(tasks, 1, threads, [&](int64_t chunk, int64_t t0, int64_t t1) {
+    float* s = static_cast<float*>(a.workspace) + static_cast<size_t>(chunk) * flash_slot_floats(p);
     float* o = s + kBlockQ * kBlockK;
     float* m = o + kBlockQ * p.v_head_dim;
     float* l = m + kBlockQ;
@@ -239,7 +240,9 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
   // when they would pass kMathScoresLimit, or when MATH is off.
   const bool prefer_math = why_math.empty() && scores <= kMathScoresLimit;
   if (why_flash.empty() && !prefer_math) {
-    return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash);
+    k.scratch_slots = std::max(1, static_cast<int>(ctx.flag(FlagId::kNumThreads)));
+    return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash,
+                       static_cast<size_t>(k.scratch_slots) * flash_slot_floats(p) * sizeof(float));
   }
   if (why_math.empty()) {
     return make_kernel(str_cat("math.", k.vec->isa), k, run_math, math_layout(p).bytes(p));

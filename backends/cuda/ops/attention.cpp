@@ -2,6 +2,9 @@
 // MEM_EFFICIENT, then MATH (scale * Q Kᵀ by batched cuBLAS GEMMs into the workspace, the masked
 // softmax kernel, then P V). cuDNN's fused attention is not used. KV caches, nonpad_kv_seqlen and
 // qk_matmul_output run on the CPU.
+#include <algorithm>
+#include <iterator>
+
 #include "backends/cuda/cuda_sdp.h"
 #include "backends/cuda/ops/cuda_ops.h"
 #include "core/kernel_registry.h"
@@ -183,6 +186,14 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
   const Choice order[] = {{Sdp::kFlash, 1, FlagId::kSdpFlash, "FLASH"},
                           {Sdp::kMemEfficient, 2, FlagId::kSdpMemEfficient, "MEM_EFFICIENT"},
                           {Sdp::kMath, 0, FlagId::kSdpMath, "MATH"}};
+  // Every sdp backend off: no backend of any session may run it (the CPU's FLASH and MATH are
+  // among these), and the error is the CPU's.
+  if (std::none_of(std::begin(order), std::end(order),
+                   [&](const Choice& ch) { return ctx.flag(ch.flag) != 0; })) {
+    return invalid_argument(ctx.where,
+                            ": no enabled scaled-dot-product attention backend can run it: "
+                            "FLASH, MEM_EFFICIENT and MATH are disabled");
+  }
   std::string why;
   for (const Choice& ch : order) {
     std::string r = ctx.flag(ch.flag) ? cuda_sdp_refusal(ch.backend, c)
