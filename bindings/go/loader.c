@@ -57,12 +57,20 @@ static __typeof__(&tern_model_input_info) p_tern_model_input_info;
 tern_status tern_model_input_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank, const int64_t** shape) { return p_tern_model_input_info(m, i, dtype, rank, shape); }
 static __typeof__(&tern_model_output_info) p_tern_model_output_info;
 tern_status tern_model_output_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank, const int64_t** shape) { return p_tern_model_output_info(m, i, dtype, rank, shape); }
+static __typeof__(&tern_model_optional_input_count) p_tern_model_optional_input_count;
+size_t tern_model_optional_input_count(const tern_model* m) { return p_tern_model_optional_input_count(m); }
+static __typeof__(&tern_model_optional_input_name) p_tern_model_optional_input_name;
+const char* tern_model_optional_input_name(const tern_model* m, size_t i) { return p_tern_model_optional_input_name(m, i); }
+static __typeof__(&tern_model_optional_input_info) p_tern_model_optional_input_info;
+tern_status tern_model_optional_input_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank, const int64_t** shape) { return p_tern_model_optional_input_info(m, i, dtype, rank, shape); }
 static __typeof__(&tern_session_options_create) p_tern_session_options_create;
 tern_status tern_session_options_create(tern_session_options** out) { return p_tern_session_options_create(out); }
 static __typeof__(&tern_session_options_destroy) p_tern_session_options_destroy;
 void tern_session_options_destroy(tern_session_options* o) { p_tern_session_options_destroy(o); }
 static __typeof__(&tern_session_options_set_backends) p_tern_session_options_set_backends;
 tern_status tern_session_options_set_backends(tern_session_options* o, const char* list) { return p_tern_session_options_set_backends(o, list); }
+static __typeof__(&tern_session_options_set_cpu_fallback) p_tern_session_options_set_cpu_fallback;
+tern_status tern_session_options_set_cpu_fallback(tern_session_options* o, int enabled) { return p_tern_session_options_set_cpu_fallback(o, enabled); }
 static __typeof__(&tern_session_options_set_num_threads) p_tern_session_options_set_num_threads;
 tern_status tern_session_options_set_num_threads(tern_session_options* o, int n) { return p_tern_session_options_set_num_threads(o, n); }
 static __typeof__(&tern_session_options_set_num_interop_threads) p_tern_session_options_set_num_interop_threads;
@@ -274,12 +282,20 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_model_input_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_input_info", path); return tern_go_load_error; }
   p_tern_model_output_info = (__typeof__(&tern_model_output_info))dlsym(h, "tern_model_output_info");
   if (!p_tern_model_output_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_output_info", path); return tern_go_load_error; }
+  p_tern_model_optional_input_count = (__typeof__(&tern_model_optional_input_count))dlsym(h, "tern_model_optional_input_count");
+  if (!p_tern_model_optional_input_count) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_optional_input_count", path); return tern_go_load_error; }
+  p_tern_model_optional_input_name = (__typeof__(&tern_model_optional_input_name))dlsym(h, "tern_model_optional_input_name");
+  if (!p_tern_model_optional_input_name) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_optional_input_name", path); return tern_go_load_error; }
+  p_tern_model_optional_input_info = (__typeof__(&tern_model_optional_input_info))dlsym(h, "tern_model_optional_input_info");
+  if (!p_tern_model_optional_input_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_optional_input_info", path); return tern_go_load_error; }
   p_tern_session_options_create = (__typeof__(&tern_session_options_create))dlsym(h, "tern_session_options_create");
   if (!p_tern_session_options_create) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_create", path); return tern_go_load_error; }
   p_tern_session_options_destroy = (__typeof__(&tern_session_options_destroy))dlsym(h, "tern_session_options_destroy");
   if (!p_tern_session_options_destroy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_destroy", path); return tern_go_load_error; }
   p_tern_session_options_set_backends = (__typeof__(&tern_session_options_set_backends))dlsym(h, "tern_session_options_set_backends");
   if (!p_tern_session_options_set_backends) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_backends", path); return tern_go_load_error; }
+  p_tern_session_options_set_cpu_fallback = (__typeof__(&tern_session_options_set_cpu_fallback))dlsym(h, "tern_session_options_set_cpu_fallback");
+  if (!p_tern_session_options_set_cpu_fallback) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_cpu_fallback", path); return tern_go_load_error; }
   p_tern_session_options_set_num_threads = (__typeof__(&tern_session_options_set_num_threads))dlsym(h, "tern_session_options_set_num_threads");
   if (!p_tern_session_options_set_num_threads) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_num_threads", path); return tern_go_load_error; }
   p_tern_session_options_set_num_interop_threads = (__typeof__(&tern_session_options_set_num_interop_threads))dlsym(h, "tern_session_options_set_num_interop_threads");
