@@ -47,6 +47,13 @@ struct PlanGraph {
   // By value the planner appended (index - graph values): the value it is a copy of (a plain
   // twin of a blocked value, or a value's twin in the other memory).
   std::vector<int> twin_of;
+  // By node (empty: none): run on plain data whatever its layout role says, because its kernel
+  // declined the blocked layout in an earlier attempt at this plan (core/plan/layout.h).
+  std::vector<bool> plain_only;
+  // Set by the partition stage when a node's kernels decline it with blocked data in its
+  // context: the node a new attempt should plan on plain data (-1: none).
+  int64_t declined_blocked = -1;
+  bool is_plain_only(size_t n) const { return n < plain_only.size() && plain_only[n]; }
   size_t fused_attention = 0;  // attention subgraphs made one Attention node
   size_t fused_residuals = 0;  // Add (+ activation) folded into a convolution
 

@@ -44,7 +44,7 @@ void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
     const Node& node = *pg.ctxs[n]->node;
     if (node.outputs.empty() || node.outputs[0] < 0) continue;
     PlannedValue& out = pg.value(node.outputs[0]);
-    const LayoutRole role = host->layout_role(node);
+    const LayoutRole role = pg.is_plain_only(n) ? LayoutRole::kPlain : host->layout_role(node);
     if (role == LayoutRole::kConvolution) {
       out.block = block_for(out);
       continue;

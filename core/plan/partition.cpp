@@ -193,7 +193,7 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
   }
   const int out_block =
       !node.outputs.empty() && node.outputs[0] >= 0 ? pg_.value(node.outputs[0]).block : 0;
-  const bool layout_aware = host && reads_blocked(*host, node, out_block);
+  const bool layout_aware = host && !pg_.is_plain_only(n) && reads_blocked(*host, node, out_block);
   for (int& id : step.inputs) {
     if (id >= 0 && pg_.value(id).block > 0 && !layout_aware) {
       TERN_ASSIGN_OR_RETURN(id, to_plain(id, n));
@@ -220,6 +220,15 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
       }
     }
     chosen = choose_kernel(ctx, backends_, &step);
+  }
+  // Declined with blocked data still in the context (a blocked output): the planner plans the
+  // node on plain data and tries again.
+  const bool blocked_any = std::any_of(ctx.inputs.begin(), ctx.inputs.end(),
+                                       [](const TensorInfo& t) { return t.block > 0; }) ||
+                           !std::all_of(ctx.outputs.begin(), ctx.outputs.end(),
+                                        [](const TensorInfo& t) { return t.block == 0; });
+  if (!chosen.is_ok() && chosen.code() == Code::kUnsupported && blocked_any) {
+    pg_.declined_blocked = static_cast<int64_t>(n);
   }
   return chosen;
 }

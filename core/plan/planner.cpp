@@ -1,5 +1,7 @@
 #include "core/plan/planner.h"
 
+#include <algorithm>
+
 #include "core/opt/optimizer.h"
 #include "core/plan/layout.h"
 #include "core/plan/memory.h"
@@ -26,13 +28,13 @@ ShapeInputs PlannerContext::shape_inputs(const std::vector<Shape>& shapes,
   return in;
 }
 
-Expected<std::shared_ptr<const Plan>> build_plan(const PlannerContext& pc,
-                                                 const std::vector<Shape>& shapes,
-                                                 const std::vector<DType>& dtypes,
-                                                 const FlagValues& flags,
-                                                 std::shared_ptr<PlanTemplate>* keep) {
+namespace {
+
+// One attempt at a full plan; pg.plain_only holds the nodes to plan on plain data.
+Expected<std::shared_ptr<const Plan>> build_plan_once(
+    const PlannerContext& pc, const std::vector<Shape>& shapes, const std::vector<DType>& dtypes,
+    const FlagValues& flags, std::shared_ptr<PlanTemplate>* keep, PlanGraph& pg) {
   auto plan = std::make_shared<Plan>();
-  PlanGraph pg;
   const ShapeInputs in = pc.shape_inputs(shapes, dtypes, flags);
   bool planned = true;
   ShapeMemo memo;
@@ -55,6 +57,31 @@ Expected<std::shared_ptr<const Plan>> build_plan(const PlannerContext& pc,
   estimate_schedule(plan.get());
   TERN_RETURN_IF_ERROR(plan_arenas(pc.graph->outputs, plan.get()));
   return std::shared_ptr<const Plan>(std::move(plan));
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const Plan>> build_plan(const PlannerContext& pc,
+                                                 const std::vector<Shape>& shapes,
+                                                 const std::vector<DType>& dtypes,
+                                                 const FlagValues& flags,
+                                                 std::shared_ptr<PlanTemplate>* keep) {
+  // A layout is a preference, never a reason to fail: where a node's kernels decline its
+  // blocked data (a shape or attribute the blocked kernel lacks), that node is planned on plain
+  // data (reorders before it, a plain output) and the plan is made again. Each attempt demotes
+  // one more node, so this ends.
+  std::vector<bool> plain_only;
+  for (;;) {
+    PlanGraph pg;
+    pg.plain_only = plain_only;
+    auto plan = build_plan_once(pc, shapes, dtypes, flags, keep, pg);
+    if (plan || pg.declined_blocked < 0 ||
+        pg.is_plain_only(static_cast<size_t>(pg.declined_blocked))) {
+      return plan;
+    }
+    plain_only.resize(std::max(plain_only.size(), static_cast<size_t>(pg.declined_blocked) + 1));
+    plain_only[static_cast<size_t>(pg.declined_blocked)] = true;
+  }
 }
 
 Expected<std::shared_ptr<const Plan>> Planner::plan(const std::vector<Shape>& shapes,

@@ -460,6 +460,204 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("every op with a blocked-layout kernel, followed by every op without one, runs") {
+    // Producers whose output a layout choice may block, each followed by a consumer that reads
+    // plain data only (or whose blocked kernel declines the case); every pair must plan and
+    // compute what the plain layout computes, for each memory format and both opsets.
+    auto ints = [](std::vector<int64_t> v) { return attr_ints(std::move(v)); };
+    auto pool_attrs = [&](std::vector<int64_t> k, std::vector<int64_t> st) {
+      Attributes a;
+      a.set("kernel_shape", ints(std::move(k)));
+      a.set("strides", ints(std::move(st)));
+      return a;
+    };
+    const char* producers[] = {"Conv",         "Conv+Relu",
+                               "Conv+MaxPool", "Conv+AveragePool",
+                               "Conv+Add",     "Conv+GlobalAveragePool"};
+    const char* consumers[] = {"MaxPool ceil",
+                               "MaxPool dilated",
+                               "MaxPool 7x7 pad 3",
+                               "MaxPool asymmetric pads",
+                               "MaxPool end pads 2",
+                               "AveragePool asymmetric pads",
+                               "Softmax",
+                               "Flatten",
+                               "Transpose",
+                               "ReduceMean",
+                               "Exp",
+                               "Pad",
+                               "Concat",
+                               "Slice",
+                               "Conv grouped",
+                               "GlobalMaxPool",
+                               "LRN"};
+    size_t pairs = 0;
+    for (int64_t opset : {9, 13}) {
+      for (const char* producer : producers) {
+        for (const char* consumer : consumers) {
+          CAPTURE(opset);
+          const std::string prod = producer, cons = consumer;
+          CAPTURE(prod);
+          CAPTURE(cons);
+          // A 1x1 map has no room for a pooling window.
+          if (prod == "Conv+GlobalAveragePool" && cons.find("Pool ") != std::string::npos) continue;
+          GraphMaker m;
+          m.g.opset = opset;
+          int x = m.g.add_value(
+              "x", ValueType{DType::kFloat32, true, {{1, ""}, {16, ""}, {12, ""}, {12, ""}}});
+          m.g.inputs.push_back(x);
+          Attributes pad1;
+          pad1.set("pads", ints({1, 1, 1, 1}));
+          int h = m.node("Conv", {x, m.constant("w", random_f32({32, 16, 3, 3}, 41, -0.2f, 0.2f))},
+                         pad1);
+          if (prod == "Conv+Relu") h = m.node("Relu", {h});
+          if (prod == "Conv+MaxPool") h = m.node("MaxPool", {h}, pool_attrs({2, 2}, {2, 2}));
+          if (prod == "Conv+AveragePool")
+            h = m.node("AveragePool", {h}, pool_attrs({2, 2}, {1, 1}));
+          if (prod == "Conv+Add")
+            h = m.node("Add", {h, m.constant("b", random_f32({1, 32, 1, 1}, 42))});
+          if (prod == "Conv+GlobalAveragePool") h = m.node("GlobalAveragePool", {h});
+          int y = -1;
+          if (cons == "MaxPool ceil") {
+            Attributes a = pool_attrs({3, 3}, {2, 2});
+            a.set("ceil_mode", attr_int(1));
+            if (opset < 10) a = pool_attrs({3, 3}, {2, 2});  // ceil_mode is opset 10's
+            y = m.node("MaxPool", {h}, a);
+          } else if (cons == "MaxPool dilated") {
+            Attributes a = pool_attrs({2, 2}, {1, 1});
+            if (opset >= 10) a.set("dilations", ints({2, 2}));
+            y = m.node("MaxPool", {h}, a);
+          } else if (cons == "MaxPool 7x7 pad 3") {
+            Attributes a = pool_attrs({7, 7}, {1, 1});
+            a.set("pads", ints({3, 3, 3, 3}));
+            y = m.node("MaxPool", {h}, a);
+          } else if (cons == "MaxPool asymmetric pads" || cons == "AveragePool asymmetric pads") {
+            // What an exporter writes for ceil_mode before opset 10 (GoogLeNet's pools).
+            Attributes a = pool_attrs({3, 3}, {2, 2});
+            a.set("pads", ints({0, 0, 1, 1}));
+            y = m.node(cons.substr(0, cons.find(' ')), {h}, a);
+          } else if (cons == "MaxPool end pads 2") {
+            // torchvision's GoogLeNet at opset 9: ceil_mode as end pads.
+            Attributes a = pool_attrs({3, 3}, {2, 2});
+            a.set("pads", ints({0, 0, 2, 2}));
+            y = m.node("MaxPool", {h}, a);
+          } else if (cons == "Softmax") {
+            Attributes a;
+            a.set("axis", attr_int(1));
+            y = m.node("Softmax", {h}, a);
+          } else if (cons == "Flatten") {
+            y = m.node("Flatten", {h});
+          } else if (cons == "Transpose") {
+            Attributes a;
+            a.set("perm", ints({0, 2, 3, 1}));
+            y = m.node("Transpose", {h}, a);
+          } else if (cons == "ReduceMean") {
+            Attributes a;
+            a.set("axes", ints({1}));
+            y = m.node("ReduceMean", {h}, a);
+          } else if (cons == "Exp") {
+            y = m.node("Exp", {h});
+          } else if (cons == "Pad") {
+            if (opset < 11) {
+              Attributes a;
+              a.set("pads", ints({0, 0, 1, 1, 0, 0, 1, 1}));
+              y = m.node("Pad", {h}, a);
+            } else {
+              Tensor pads = Tensor::allocate(DType::kInt64, {8}).value();
+              const int64_t pv[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+              for (int i = 0; i < 8; ++i) pads.data<int64_t>()[i] = pv[i];
+              y = m.node("Pad", {h, m.constant("pads", pads)});
+            }
+          } else if (cons == "Concat") {
+            Attributes a;
+            a.set("axis", attr_int(1));
+            y = m.node("Concat", {h, h}, a);
+          } else if (cons == "Slice") {
+            Attributes a;
+            a.set("starts", ints({0, 0}));
+            a.set("ends", ints({1, 20}));
+            a.set("axes", ints({0, 1}));
+            if (opset < 10) {
+              y = m.node("Slice", {h}, a);
+            } else {
+              auto i64 = [](std::vector<int64_t> v) {
+                Tensor t =
+                    Tensor::allocate(DType::kInt64, {static_cast<int64_t>(v.size())}).value();
+                for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+                return t;
+              };
+              y = m.node("Slice", {h, m.constant("st", i64({0, 0})), m.constant("en", i64({1, 20})),
+                                   m.constant("ax", i64({0, 1}))});
+            }
+          } else if (cons == "Conv grouped") {
+            Attributes a;
+            a.set("group", attr_int(32));
+            y = m.node("Conv", {h, m.constant("wg", random_f32({32, 1, 1, 1}, 43))}, a);
+          } else if (cons == "GlobalMaxPool") {
+            y = m.node("GlobalMaxPool", {h});
+          } else if (cons == "LRN") {
+            Attributes a;
+            a.set("size", attr_int(3));
+            y = m.node("LRN", {h}, a);
+          }
+          REQUIRE(y >= 0);
+          m.g.outputs.push_back(y);
+          auto model = Model::create(m.g, nullptr, "pairs");
+          REQUIRE_MESSAGE(model.has_value(), model.status().message());
+          Tensor in = random_f32({1, 16, 12, 12}, 44);
+          auto run = [&](const char* flag, const char* value) {
+            SessionConfig cfg;
+            cfg.backends.push_back(backends::get("cpu").value());
+            REQUIRE(cfg.overrides.set(flag, value, FlagScope::kSession).is_ok());
+            auto session = Session::create(*model, cfg);
+            REQUIRE_MESSAGE(session.has_value(), session.status().message());
+            std::vector<Tensor> out;
+            const Graph& g = (*session)->graph();
+            const Status st = (*session)->run({"x"}, {&in}, {g.value_name(g.outputs[0])}, &out);
+            REQUIRE_MESSAGE(st.is_ok(), value, ": ", st.message());
+            return out[0];
+          };
+          const Tensor want = run("deterministic_algorithms", "1");  // plain layouts only
+          for (const char* format : {"auto", "blocked", "channels_last"}) {
+            const Tensor got = run("cpu.conv_memory_format", format);
+            REQUIRE(got.shape() == want.shape());
+            Comparison cmp = compare(got.data<float>(), want.data<float>(),
+                                     static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+            CHECK_MESSAGE(cmp.mismatches == 0, format, ": max abs diff ", cmp.max_abs);
+          }
+          ++pairs;
+        }
+      }
+    }
+    CHECK(pairs == 2 * (std::size(producers) * std::size(consumers) - 6));
+  }
+
+  TEST_CASE(
+      "a kernel that declines a blocked layout gets plain data: PP-OCR cls at batch 0 and "
+      "2000x2000") {
+    if (!have_shared_models()) {
+      MESSAGE((std::string("skipped: ") + models_unavailable()));
+      return;
+    }
+    auto model = serialization::load_model_file(model_dir("ppocr_cls") + "/model.onnx");
+    REQUIRE(model.has_value());
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(*model, cfg).value();
+    const Graph& g = session->graph();
+    for (const Shape& shape :
+         {Shape{0, 3, 48, 192}, Shape{1, 3, 2000, 2000}, Shape{2, 3, 48, 192}}) {
+      CAPTURE(shape_str(shape));
+      Tensor in = Tensor::allocate(DType::kFloat32, shape).value();
+      if (in.numel()) std::fill(in.data<float>(), in.data<float>() + in.numel(), 0.25f);
+      std::vector<Tensor> out;
+      const Status st =
+          session->run({g.value_name(g.inputs[0])}, {&in}, {g.value_name(g.outputs[0])}, &out);
+      REQUIRE_MESSAGE(st.is_ok(), st.message());
+      CHECK(out[0].shape()[0] == shape[0]);
+    }
+  }
+
   TEST_CASE("tern_flag_set of cpu.conv_memory_format changes the next run's plan (the plan key)") {
     if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
       MESSAGE("skipped: blocked layouts need oneDNN and a vector ISA");
