@@ -46,19 +46,29 @@ const char* sdp_name(int sdp) {
 }
 
 const std::vector<const Record*>& records() {
+  // Records of backends this build lacks: statics (the list lives to the process's end).
+#if !defined(TERN_HAVE_CUDA)
+  static const NotBuilt no_cuda(
+      "cuda", "configure with the CUDA toolkit, cuBLAS and cuDNN: TERN_WITH_CUDA");
+#endif
+#if !defined(TERN_HAVE_VULKAN)
+  static const NotBuilt no_vulkan(
+      "vulkan", "configure with the Vulkan headers, loader and glslc: TERN_WITH_VULKAN");
+#endif
+  static const NotBuilt no_mps("mps", "Metal/MPS is built on Apple platforms only");
   static const std::vector<const Record*> all = {
     &cpu_record(),
 #if defined(TERN_HAVE_CUDA)
     &cuda_record(),
 #else
-    new NotBuilt("cuda", "configure with the CUDA toolkit, cuBLAS and cuDNN: TERN_WITH_CUDA"),
+    &no_cuda,
 #endif
 #if defined(TERN_HAVE_VULKAN)
     &vulkan_record(),
 #else
-    new NotBuilt("vulkan", "configure with the Vulkan headers, loader and glslc: TERN_WITH_VULKAN"),
+    &no_vulkan,
 #endif
-    new NotBuilt("mps", "Metal/MPS is built on Apple platforms only"),
+    &no_mps,
   };
   return all;
 }
