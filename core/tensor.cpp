@@ -122,6 +122,17 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   });
 }
 
+std::shared_ptr<void> mapped_buffer(size_t bytes) {
+  constexpr size_t kPage = 4096;
+  if (bytes > SIZE_MAX - kPage) return nullptr;
+  const size_t size = std::max<size_t>((bytes + kPage - 1) / kPage * kPage, kPage);
+  return allocate_charged(size, [size]() -> std::shared_ptr<void> {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    return std::shared_ptr<void>(p, [size](void* q) { munmap(q, size); });
+  });
+}
+
 namespace {
 
 // String elements are std::string objects: constructed on allocation, destroyed with the buffer.

@@ -69,5 +69,9 @@ class Tensor {
 
 // 64-byte aligned allocation; returns null on failure.
 std::shared_ptr<void> aligned_buffer(size_t bytes);
+// Pages of its own, returned to the system when released (never kept for reuse the way large
+// aligned_buffer blocks are): for memory a pool of its own keeps, such as the run arenas, whose
+// pool drops a buffer exactly when it should stop being resident. Null on failure.
+std::shared_ptr<void> mapped_buffer(size_t bytes);
 
 }  // namespace tern

@@ -39,7 +39,8 @@ Expected<ArenaPool::Lease> ArenaPool::acquire(size_t bytes) {
   if (device_) {
     TERN_ASSIGN_OR_RETURN(lease.buffer_, device_->allocate(capacity));
   } else {
-    lease.buffer_ = aligned_buffer(capacity);
+    // Mapped for the pool alone: a buffer the pool drops goes back to the system at once.
+    lease.buffer_ = mapped_buffer(capacity);
     if (!lease.buffer_) return out_of_memory("cannot allocate a ", capacity, "-byte run arena");
   }
   lease.capacity_ = capacity;

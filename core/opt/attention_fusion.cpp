@@ -10,6 +10,7 @@ namespace {
 struct Uses {
   std::vector<int> producer;          // node producing each value, -1 for none
   std::vector<int> readers;           // node inputs reading each value
+  std::vector<int> reader;            // the last node reading each value, -1 for none
   std::vector<bool> is_graph_output;  // value is a graph output
 };
 
@@ -17,13 +18,16 @@ Uses count_uses(const Graph& g) {
   Uses u;
   u.producer.assign(g.values.size(), -1);
   u.readers.assign(g.values.size(), 0);
+  u.reader.assign(g.values.size(), -1);
   u.is_graph_output.assign(g.values.size(), false);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     for (int id : g.nodes[n].outputs) {
       if (id >= 0) u.producer[static_cast<size_t>(id)] = static_cast<int>(n);
     }
     for (int id : g.nodes[n].inputs) {
-      if (id >= 0) ++u.readers[static_cast<size_t>(id)];
+      if (id < 0) continue;
+      ++u.readers[static_cast<size_t>(id)];
+      u.reader[static_cast<size_t>(id)] = static_cast<int>(n);
     }
   }
   for (int id : g.outputs) u.is_graph_output[static_cast<size_t>(id)] = true;
@@ -49,6 +53,61 @@ const Node* producer(const Graph& g, const Uses& u, int id, const char* op_type,
 
 bool single_output(const Node& n) {
   return n.outputs.size() == 1 && n.outputs[0] >= 0;
+}
+
+bool is_transpose_0213(const Node& n) {
+  if (n.op_type != "Transpose" || !n.domain.empty() || n.inputs.size() != 1 || !single_output(n)) {
+    return false;
+  }
+  auto perm = n.attrs.get_ints("perm");
+  return perm && *perm == std::vector<int64_t>{0, 2, 1, 3};
+}
+
+// Value id as the split of a projection into heads, Transpose(Reshape(x3), [0, 2, 1, 3]), with
+// both outputs read once: *x3, *heads (the Reshape's output) and the two nodes.
+bool head_split(const Graph& g, const Uses& u, int id, int* x3, int* heads,
+                std::vector<size_t>* nodes) {
+  int t = -1, r = -1;
+  const Node* tr = producer(g, u, id, "Transpose", &t);
+  if (!tr || !private_value(u, id) || !is_transpose_0213(*tr)) return false;
+  const Node* rs = producer(g, u, tr->inputs[0], "Reshape", &r);
+  if (!rs || !private_value(u, tr->inputs[0]) || rs->inputs.empty() || rs->inputs[0] < 0) {
+    return false;
+  }
+  *x3 = rs->inputs[0];
+  *heads = tr->inputs[0];
+  nodes->push_back(static_cast<size_t>(t));
+  nodes->push_back(static_cast<size_t>(r));
+  return true;
+}
+
+// The 3-D form of match m (AttentionMatch::q3 ...), when the graph has it.
+void find_three_d(const Graph& g, const Uses& u, AttentionMatch* m) {
+  if (m->keep_transpose) return;  // K in heads is read elsewhere: it stays
+  AttentionMatch t = *m;
+  if (!head_split(g, u, m->q, &t.q3, &t.q_heads, &t.removed3) ||
+      !head_split(g, u, m->k, &t.k3, &t.k_heads, &t.removed3) ||
+      !head_split(g, u, m->v, &t.v3, &t.v_heads, &t.removed3)) {
+    return;
+  }
+  // The merge: MatMul's output -> Transpose [0, 2, 1, 3] -> Reshape, each read once.
+  const int y4 = g.nodes[m->matmul_v].outputs[0];
+  if (!private_value(u, y4)) return;
+  const int tn = u.reader[static_cast<size_t>(y4)];
+  if (tn < 0 || !is_transpose_0213(g.nodes[static_cast<size_t>(tn)])) return;
+  const int ty = g.nodes[static_cast<size_t>(tn)].outputs[0];
+  if (!private_value(u, ty)) return;
+  const int rn = u.reader[static_cast<size_t>(ty)];
+  const Node& rs = g.nodes[static_cast<size_t>(rn)];
+  if (rs.op_type != "Reshape" || !rs.domain.empty() || rs.inputs.empty() || rs.inputs[0] != ty ||
+      !single_output(rs)) {
+    return;
+  }
+  t.y_heads = ty;
+  t.y3 = rs.outputs[0];
+  t.removed3.push_back(static_cast<size_t>(tn));
+  t.removed3.push_back(static_cast<size_t>(rn));
+  *m = std::move(t);
 }
 
 }  // namespace
@@ -116,6 +175,7 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
     if (!m.keep_transpose) m.removed.push_back(m.transpose);
     if (m.scale_node >= 0) m.removed.push_back(static_cast<size_t>(m.scale_node));
     if (m.add_node >= 0) m.removed.push_back(static_cast<size_t>(m.add_node));
+    if (mm2.outputs.size() == 1 && mm2.outputs[0] >= 0) find_three_d(g, u, &m);
     out.push_back(std::move(m));
   }
   return out;
@@ -123,18 +183,24 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
 
 namespace {
 
-// The scale of match m's fused node when its shapes and dtypes fit the Attention kernel.
-std::optional<float> attention_scale(const PlanGraph& pg, const AttentionMatch& m) {
+// Every output of these nodes is written by a run-time step (not folded or shape math).
+bool run_time_steps(const PlanGraph& pg, const std::vector<size_t>& nodes) {
   const Graph& g = *pg.graph;
-  // Every replaced node must be a run-time step (not folded or shape math).
-  for (size_t n : m.removed) {
+  for (size_t n : nodes) {
     for (int id : g.nodes[n].outputs) {
       const auto where = id < 0 ? PlannedValue::Where::kArena : pg.value(id).where;
       if (where != PlannedValue::Where::kArena && where != PlannedValue::Where::kOutput) {
-        return std::nullopt;
+        return false;
       }
     }
   }
+  return true;
+}
+
+// The scale of match m's fused node when its shapes and dtypes fit the Attention kernel.
+std::optional<float> attention_scale(const PlanGraph& pg, const AttentionMatch& m) {
+  const Graph& g = *pg.graph;
+  if (!run_time_steps(pg, m.removed)) return std::nullopt;
   const PlannedValue &q = pg.value(m.q), &k = pg.value(m.k), &v = pg.value(m.v);
   if (q.dtype != DType::kFloat32 || k.dtype != DType::kFloat32 || v.dtype != DType::kFloat32) {
     return std::nullopt;
@@ -166,22 +232,55 @@ std::optional<float> attention_scale(const PlanGraph& pg, const AttentionMatch& 
   return scale;
 }
 
+// The head count of a split of x3 [b, s, h * d] into heads [b, s, h, d]; 0 when the shapes are
+// not that.
+int64_t split_heads(const PlanGraph& pg, int x3, int heads) {
+  const PlannedValue& x = pg.value(x3);
+  const Shape& h = pg.value(heads).shape;
+  if (x.dtype != DType::kFloat32 || x.shape.size() != 3 || h.size() != 4 || h[0] != x.shape[0] ||
+      h[1] != x.shape[1] || h[2] <= 0 || h[2] * h[3] != x.shape[2]) {
+    return 0;
+  }
+  return h[2];
+}
+
+// The head count of match m's 3-D form for this plan's shapes; 0 when it does not fit (the
+// 4-D form may still).
+int64_t three_d_heads(const PlanGraph& pg, const AttentionMatch& m) {
+  if (m.y3 < 0 || !run_time_steps(pg, m.removed3)) return 0;
+  const int64_t h = split_heads(pg, m.q3, m.q_heads);
+  if (h == 0 || split_heads(pg, m.k3, m.k_heads) != h || split_heads(pg, m.v3, m.v_heads) != h) {
+    return 0;
+  }
+  // The merge: [b, h, s, dv] -> [b, s, h, dv] -> [b, s, h * dv].
+  const Shape& y4 = pg.value(pg.graph->nodes[m.matmul_v].outputs[0]).shape;
+  const Shape& y3 = pg.value(m.y3).shape;
+  if (y4.size() != 4 || y4[1] != h || y3 != Shape{y4[0], y4[2], h * y4[3]}) return 0;
+  return h;
+}
+
 std::unique_ptr<Node> attention_node(const Graph& g, const AttentionMatch& m, float scale,
-                                     size_t rank) {
+                                     size_t rank, int64_t three_d_heads) {
   auto node = std::make_unique<Node>();
   node->name = g.nodes[m.matmul_v].name;
   node->op_type = "Attention";
   node->inputs = {m.q, m.k, m.v};
-  if (m.mask >= 0) node->inputs.push_back(m.mask);
   node->outputs = g.nodes[m.matmul_v].outputs;
+  int64_t heads = rank == 3 ? 1 : 0;  // [N, S, D] reads as one head per batch entry
+  if (three_d_heads > 0) {
+    node->inputs = {m.q3, m.k3, m.v3};
+    node->outputs = {m.y3};
+    heads = three_d_heads;
+  }
+  if (m.mask >= 0) node->inputs.push_back(m.mask);
   Attribute a;
   a.kind = Attribute::Kind::kFloat;
   a.f = scale;
   node->attrs.set("scale", a);
-  if (rank == 3) {  // [N, S, D] reads as one head per batch entry
+  if (heads > 0) {
     Attribute h;
     h.kind = Attribute::Kind::kInt;
-    h.i = 1;
+    h.i = heads;
     node->attrs.set("q_num_heads", h);
     node->attrs.set("kv_num_heads", h);
   }
@@ -202,6 +301,15 @@ bool attention_context(const PlanGraph& pg, const AttentionMatch& m, const Node&
   return ctx->outputs[0].shape == pg.value(node.outputs[0]).shape;
 }
 
+void mark_removed(PlanGraph& pg, const AttentionMatch& m, bool three_d) {
+  for (size_t n : m.removed) {
+    if (n != m.matmul_v) pg.removed[n] = true;
+  }
+  if (three_d) {
+    for (size_t n : m.removed3) pg.removed[n] = true;
+  }
+}
+
 }  // namespace
 
 size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
@@ -209,20 +317,32 @@ size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
   const Graph& g = *pg.graph;
   size_t fused = 0;
   std::vector<bool> taken(g.nodes.size(), false);
+  const auto free_nodes = [&](const std::vector<size_t>& nodes) {
+    return std::none_of(nodes.begin(), nodes.end(), [&](size_t n) { return taken[n]; });
+  };
   for (size_t i = 0; i < matches.size(); ++i) {
     const AttentionMatch& m = matches[i];
-    if (std::any_of(m.removed.begin(), m.removed.end(), [&](size_t n) { return taken[n]; })) {
-      continue;
-    }
+    if (!free_nodes(m.removed)) continue;
     const std::optional<float> scale = attention_scale(pg, m);
     if (!scale) continue;
-    std::unique_ptr<Node> node = attention_node(g, m, *scale, pg.value(m.q).shape.size());
+    // The 3-D form where it fits (no copies into and out of heads), else the 4-D one.
+    std::unique_ptr<Node> node;
     auto ctx = std::make_unique<OpContext>();
-    if (!attention_context(pg, m, *node, ctx.get()) || !runnable(*ctx)) continue;
-    for (size_t n : m.removed) {
-      taken[n] = true;
-      if (n != m.matmul_v) pg.removed[n] = true;
+    const int64_t heads = free_nodes(m.removed3) ? three_d_heads(pg, m) : 0;
+    for (int64_t h : {heads, int64_t{0}}) {
+      node = attention_node(g, m, *scale, pg.value(m.q).shape.size(), h);
+      ctx = std::make_unique<OpContext>();
+      if (attention_context(pg, m, *node, ctx.get()) && runnable(*ctx)) break;
+      node.reset();
+      if (h == 0) break;
     }
+    if (!node) continue;
+    const bool three_d = node->outputs[0] != g.nodes[m.matmul_v].outputs[0];
+    for (size_t n : m.removed) taken[n] = true;
+    if (three_d) {
+      for (size_t n : m.removed3) taken[n] = true;
+    }
+    mark_removed(pg, m, three_d);
     FusionRecord rec;
     rec.kind = FusionRecord::Kind::kAttention;
     rec.anchor = m.matmul_v;
@@ -233,23 +353,43 @@ size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
     pg.nodes.push_back(std::move(node));
     ++fused;
   }
-  // Values only the removed nodes wrote are never materialised.
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    if (!pg.removed[n]) continue;
-    for (int id : g.nodes[n].outputs) {
-      if (id >= 0) pg.value(id).where = PlannedValue::Where::kNone;
-    }
-  }
+  drop_unwritten_values(pg, pg.fusions);
   pg.fused_attention += fused;
   return fused;
 }
 
-bool refit_attention(const PlanGraph& pg, const AttentionMatch& m, const Node& fused,
-                     OpContext* ctx) {
+void drop_unwritten_values(PlanGraph& pg, const std::vector<FusionRecord>& fusions) {
+  const Graph& g = *pg.graph;
+  std::vector<bool> dropped(g.nodes.size(), false), written(pg.values.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n) dropped[n] = pg.removed[n];
+  for (const FusionRecord& f : fusions) {
+    dropped[f.anchor] = true;
+    for (int id : f.node->outputs) {
+      if (id >= 0) written[static_cast<size_t>(id)] = true;
+    }
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!dropped[n]) continue;
+    for (int id : g.nodes[n].outputs) {
+      if (id >= 0 && !written[static_cast<size_t>(id)]) {
+        pg.value(id).where = PlannedValue::Where::kNone;
+      }
+    }
+  }
+}
+
+bool refit_attention(PlanGraph& pg, const AttentionMatch& m, const Node& fused, OpContext* ctx) {
   const std::optional<float> scale = attention_scale(pg, m);
   const Attribute* a = fused.attrs.find("scale");
   if (!scale || !a || a->f != *scale) return false;
-  return attention_context(pg, m, fused, ctx);
+  const bool three_d = m.y3 >= 0 && fused.outputs[0] == m.y3;
+  if (three_d) {
+    const Attribute* h = fused.attrs.find("q_num_heads");
+    if (!h || h->i != three_d_heads(pg, m)) return false;
+  }
+  if (!attention_context(pg, m, fused, ctx)) return false;
+  mark_removed(pg, m, three_d);
+  return true;
 }
 
 }  // namespace tern

@@ -24,6 +24,14 @@ struct AttentionMatch {
   int q = -1, k = -1, v = -1;   // value ids; k is Transpose's input
   bool keep_transpose = false;  // its output has other readers
   std::vector<size_t> removed;  // nodes the fused step replaces
+  // The (batch, seq, heads * dim) form, when q, k and v are each a projection x3 split into heads
+  // (Reshape to [b, s, h, d], Transpose [0, 2, 1, 3]) and the result is merged back (Transpose
+  // [0, 2, 1, 3], Reshape to [b, s, h * d]), as exported encoders and decoders write it: the
+  // Attention node then reads the projections and writes the merged value itself, with no copy
+  // in between. -1 when the match has no such form; each plan checks the shapes.
+  int q3 = -1, k3 = -1, v3 = -1, y3 = -1;
+  int q_heads = -1, k_heads = -1, v_heads = -1, y_heads = -1;  // the [b, s, h, d] values
+  std::vector<size_t> removed3;  // the splits and the merge, replaced too in that form
 };
 
 // `constant[v]` tells whether value v is known before any run (an initializer or folded).
@@ -32,14 +40,18 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
 
 // Per plan: each match whose shapes and dtypes fit, and whose Attention node `runnable` accepts
 // (some backend has a kernel for that context), becomes one Attention node at matmul_v's place in
-// `pg`; the nodes it replaces are marked removed. Returns how many were fused.
+// `pg`, in the 3-D form where that fits; the nodes it replaces are marked removed. Returns how
+// many were fused.
 size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
                       const std::function<bool(const OpContext&)>& runnable);
 
+// Marks the values no step writes any more, the outputs of removed nodes and of `fusions`'
+// anchors that no fused node writes, as never materialised.
+void drop_unwritten_values(PlanGraph& pg, const std::vector<FusionRecord>& fusions);
+
 // For a plan of other shapes that keeps an earlier plan's fusion of match m into `fused`: whether
-// its conditions still hold (the same scale, shapes and dtypes the kernel takes); fills ctx,
-// fused's context, when they do. The caller marks the replaced nodes.
-bool refit_attention(const PlanGraph& pg, const AttentionMatch& m, const Node& fused,
-                     OpContext* ctx);
+// its conditions still hold (the same form, scale, shapes and dtypes the kernel takes); when they
+// do, fills ctx, fused's context, and marks the nodes it replaces removed.
+bool refit_attention(PlanGraph& pg, const AttentionMatch& m, const Node& fused, OpContext* ctx);
 
 }  // namespace tern

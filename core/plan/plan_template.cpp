@@ -81,21 +81,12 @@ bool PlanTemplate::refit_fusions(const PlannerContext& pc, PlanGraph& pg,
     if (f.kind == FusionRecord::Kind::kAttention) {
       const AttentionMatch& m = (*pc.attention)[f.match];
       if (!refit_attention(pg, m, *f.node, ctx.get())) return false;
-      for (size_t n : m.removed) {
-        if (n != m.matmul_v) pg.removed[n] = true;
-      }
     } else if (!refit_residual(pg, f, ctx.get())) {
       return false;
     }
     (*fused)[i] = std::move(ctx);
   }
-  const Graph& g = *pg.graph;
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    if (!pg.removed[n]) continue;
-    for (int id : g.nodes[n].outputs) {
-      if (id >= 0) pg.value(id).where = PlannedValue::Where::kNone;
-    }
-  }
+  drop_unwritten_values(pg, fusions_);
   return true;
 }
 

@@ -63,6 +63,26 @@ Status compute_now(const ShapeInputs& in, size_t n, OpContext& ctx, bool from_sh
   return Status::ok();
 }
 
+// Outputs up to this size are computed while planning when their inputs are known.
+constexpr int64_t kMaxComputedBytes = int64_t{64} << 10;
+
+bool small_outputs(const OpContext& ctx) {
+  int64_t bytes = 0;
+  for (const TensorInfo& t : ctx.outputs) {
+    if (!t.present) continue;
+    // Strings never live in arenas, and a shape inference could not give sizes: compute now.
+    if (t.dtype == DType::kString || dtype_size(t.dtype) == 0) return true;
+    int64_t n = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) return true;
+      n = d != 0 && n > kMaxComputedBytes / d ? kMaxComputedBytes + 1 : n * d;
+    }
+    bytes += n * static_cast<int64_t>(dtype_size(t.dtype));
+    if (bytes > kMaxComputedBytes) return false;
+  }
+  return true;
+}
+
 // The outputs the memo holds for node n, when its inputs are what the memo saw.
 bool reuse(const ShapeMemo::Entry& e, const Node& node, const std::vector<int64_t>& keys,
            PlanGraph* pg, size_t n) {
@@ -103,6 +123,8 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
   pg->ctxs.resize(g.nodes.size());
   pg->computed.assign(g.nodes.size(), false);
   pg->removed.assign(g.nodes.size(), false);
+  // (A plan graph reused for another inference, a template's, keeps nothing of the last one's.)
+  pg->known.clear();
   if (memo) memo->nodes.resize(g.nodes.size());
   *planned = true;
   for (size_t v = 0; v < g.values.size(); ++v) {
@@ -141,7 +163,10 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
                                        [](const TensorInfo& t) { return !t.present || t.value; });
     const bool from_shapes = std::all_of(ctx->output_values.begin(), ctx->output_values.end(),
                                          [](const auto& v) { return v.has_value(); });
-    if (all_known || from_shapes) {
+    // A node whose inputs are all known is computed now only when its outputs are small (shape
+    // math); a large one (a positional-embedding Gather over Range(0, seq)) runs as a step, into
+    // the arena, instead of allocating a plan constant every time the sequence length changes.
+    if (from_shapes || (all_known && small_outputs(*ctx))) {
       std::vector<std::shared_ptr<const Tensor>> made;
       TERN_RETURN_IF_ERROR(compute_now(in, n, *ctx, from_shapes, entry, pg, &made));
       if (entry) remember(node, keys, *pg, true, std::move(made), entry);

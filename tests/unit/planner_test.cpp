@@ -164,6 +164,122 @@ TEST_SUITE("core") {
     CHECK(session->memory().full_plans == 2);
   }
 
+  TEST_CASE("planner: attention over projections split into heads fuses in the 3-D form") {
+    // An encoder's self-attention as exporters write it: x [1, seq, 16] projected, each
+    // projection split into 2 heads of 8 (Reshape, Transpose [0, 2, 1, 3]), K transposed again,
+    // softmax(q kᵀ / sqrt 8 + mask) v, the heads merged back (Transpose, Reshape) and projected.
+    std::mt19937 rng(9);
+    GraphMaker m;
+    m.g.opset = 13;
+    auto input = [&](const char* name, std::vector<Dim> dims) {
+      const int id = m.g.add_value(name, ValueType{DType::kFloat32, true, std::move(dims)});
+      m.g.inputs.push_back(id);
+      return id;
+    };
+    const int x = input("x", {Dim{1, ""}, Dim{-1, "seq"}, Dim{16, ""}});
+    const int mask = input("mask", {Dim{1, ""}, Dim{1, ""}, Dim{1, ""}, Dim{-1, "seq"}});
+    const int split = m.constant("split", make_i64({4}, {1, -1, 2, 8}));
+    const int merge = m.constant("merge", make_i64({3}, {1, -1, 16}));
+    Attributes p0213, p0132, axis;
+    p0213.set("perm", attr_ints({0, 2, 1, 3}));
+    p0132.set("perm", attr_ints({0, 1, 3, 2}));
+    axis.set("axis", attr_int(-1));
+    auto heads = [&](const char* w) {
+      const int proj = m.node("MatMul", {x, m.constant(w, random_f32({16, 16}, rng))});
+      return m.node("Transpose", {m.node("Reshape", {proj, split})}, p0213);
+    };
+    const int q = heads("wq"), k = heads("wk"), v = heads("wv");
+    const int scale = m.constant("scale", make_f32({}, {std::sqrt(8.0f)}));
+    const int s = m.node("Div", {m.node("MatMul", {q, m.node("Transpose", {k}, p0132)}), scale});
+    const int p = m.node("Softmax", {m.node("Add", {s, mask})}, axis);
+    const int y4 = m.node("MatMul", {p, v});
+    const int y3 = m.node("Reshape", {m.node("Transpose", {y4}, p0213), merge});
+    const int y = m.node("MatMul", {y3, m.constant("wo", random_f32({16, 16}, rng))});
+    m.g.outputs = {y};
+    auto model = Model::create(std::move(m.g), nullptr, "attn3d").value();
+    const std::string yn = model->graph().value_name(y);
+    auto session = cpu_session(model);
+    SessionConfig plain_cfg;
+    plain_cfg.backends = {backends::get("cpu").value()};
+    plain_cfg.overrides.set(FlagId::kMhaFastpath, 0);
+    auto plain = Session::create(model, plain_cfg).value();
+    int64_t n = 0;
+    for (int64_t seq : {5, 9, 1, 33}) {
+      CAPTURE(seq);
+      const Tensor tx = random_f32({1, seq, 16}, rng), tm = random_f32({1, 1, 1, seq}, rng);
+      std::vector<Tensor> got, want;
+      REQUIRE(session->run({"x", "mask"}, {&tx, &tm}, {yn}, &got).is_ok());
+      REQUIRE(plain->run({"x", "mask"}, {&tx, &tm}, {yn}, &want).is_ok());
+      const Comparison c = compare(got[0].data<float>(), want[0].data<float>(),
+                                   static_cast<size_t>(want[0].numel()), 1e-5, 1e-5);
+      CHECK(c.mismatches == 0);
+      const auto plan = session->last_plan();
+      CHECK(plan->fused_attention == 1);
+      // The Attention step reads the projections and writes the merged value: no Transpose or
+      // Reshape runs, and the unfused session has all five Transposes.
+      size_t transposes = 0, reshapes = 0, attention = 0;
+      for (const PlanStep& st : plan->steps) {
+        transposes += st.op_node->op_type == "Transpose";
+        reshapes += st.op_node->op_type == "Reshape";
+        attention += st.op_node->op_type == "Attention";
+      }
+      CHECK(transposes == 0);
+      CHECK(reshapes == 0);
+      CHECK(attention == 1);
+      size_t plain_transposes = 0;
+      for (const PlanStep& st : plain->last_plan()->steps) {
+        plain_transposes += st.op_node->op_type == "Transpose";
+      }
+      CHECK(plain_transposes == 5);
+      ++n;
+    }
+    CHECK(n == 4);
+    CHECK(session->memory().full_plans == 1);  // the other lengths refit the 3-D form
+  }
+
+  TEST_CASE("planner: a large value computable while planning runs as a step instead") {
+    // Positional embeddings: Gather(table [128, 256], Range(0, seq)) has only known inputs, but
+    // its output grows with the length: past 64 KiB it runs in the arena, and plans hold no copy
+    // of it. Range's few indices are still computed while planning.
+    std::mt19937 rng(10);
+    GraphMaker m;
+    m.g.opset = 13;
+    const int x =
+        m.g.add_value("x", ValueType{DType::kFloat32, true, {Dim{-1, "seq"}, Dim{256, ""}}});
+    m.g.inputs = {x};
+    const int table = m.constant("table", random_f32({128, 256}, rng));
+    const int zero = m.constant("zero", make_i64({}, {0}));
+    const int one = m.constant("one", make_i64({}, {1}));
+    const int idx0 = m.constant("idx0", make_i64({1}, {0}));
+    Attributes axis0;
+    axis0.set("axis", attr_int(0));
+    const int seq_len =
+        m.node("Squeeze", {m.node("Gather", {m.node("Shape", {x}), idx0}, axis0), idx0});
+    const int pos = m.node("Gather", {table, m.node("Range", {zero, seq_len, one})}, axis0);
+    const int y = m.node("Add", {x, pos});
+    m.g.outputs = {y};
+    auto model = Model::create(std::move(m.g), nullptr, "pos").value();
+    const std::string yn = model->graph().value_name(y);
+    auto session = cpu_session(model);
+    const float* tab = model->graph().values[static_cast<size_t>(table)].constant->data<float>();
+    for (int64_t seq : {3, 100, 128, 40}) {
+      CAPTURE(seq);
+      const Tensor tx = random_f32({seq, 256}, rng);
+      const std::vector<float> got = run_one(*session, "x", tx, yn);
+      for (int64_t i = 0; i < seq * 256; ++i) {
+        REQUIRE(got[static_cast<size_t>(i)] == tx.data<float>()[i] + tab[i]);
+      }
+      const auto plan = session->last_plan();
+      size_t known = 0;
+      for (const auto& t : plan->known) known += t->byte_size();
+      bool gather_step = false;
+      for (const PlanStep& st : plan->steps) gather_step |= st.op_node->op_type == "Gather";
+      CHECK(gather_step == (seq > 64));
+      // Range's indices and the shape math; the embeddings only while they are small.
+      CHECK(known <= static_cast<size_t>(seq) * 8 + 64 + (gather_step ? 0 : seq * 256 * 4));
+    }
+  }
+
   TEST_CASE("planner: a convolution's residual fusion and blocked layouts across image sizes") {
     std::mt19937 rng(8);
     GraphMaker m;
