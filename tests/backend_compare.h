@@ -123,6 +123,35 @@ inline void check_op_on(const std::string& device, SingleOp op, const std::strin
   compare_outputs(*dev, *cpu, what, rtol, atol);
 }
 
+// Gather with run-time indices outside the axis on `device` (with `flags`): the run fails with
+// INVALID_ARGUMENT, as on the CPU (a device reports them through its error word), and the next run
+// with good indices succeeds (the word is cleared).
+inline void check_gather_out_of_range(const std::string& device, const FlagList& flags = {}) {
+  tern::Tensor table = tern::Tensor::allocate(tern::DType::kFloat32, {10, 6}).value();
+  for (int64_t i = 0; i < table.numel(); ++i) table.data<float>()[i] = static_cast<float>(i);
+  tern::Tensor i32 = tern::Tensor::allocate(tern::DType::kInt32, {2}).value();
+  i32.data<int32_t>()[0] = 1, i32.data<int32_t>()[1] = -11;
+  const std::vector<std::pair<std::string, tern::Tensor>> bad = {
+      {"int64 index 10 of a dim of 10", make_i64({2, 2}, {0, 3, 10, 1})},
+      {"int32 index -11", i32},
+      {"int64 index past 32 bits", make_i64({2}, {2, 4294967298LL})},
+      {"int64 index -2^32 + 1", make_i64({1}, {-4294967295LL})}};
+  for (const auto& [what, idx] : bad) {
+    CAPTURE(what);
+    SingleOp op{"Gather", {}, {table, idx}, {}};
+    const auto cpu = op.run();
+    CHECK(cpu.status().code() == tern::Code::kInvalidArgument);
+    op.backends = {device};
+    op.flags = flags;
+    const auto dev = op.run();
+    REQUIRE_FALSE(dev.has_value());
+    CHECK(dev.status().code() == tern::Code::kInvalidArgument);
+    CHECK(dev.status().message().find("out of range") != std::string::npos);
+    check_op_on(device, SingleOp{"Gather", {}, {table, make_i64({3}, {9, -10, 0})}, {}},
+                "Gather after an out-of-range run", 0, 0, flags);
+  }
+}
+
 // A graph with runtime inputs "x0".. run on `backends`.
 inline std::vector<tern::Tensor> run_graph(tern::Graph g, const std::vector<tern::Tensor>& inputs,
                                            const std::vector<std::string>& backends,

@@ -240,9 +240,50 @@ Expected<cudnnHandle_t> cudnn_handle() {
 }
 
 Status warm_handles() {
+  TERN_RETURN_IF_ERROR(error_word().status());  // (pinned memory: never allocated in a capture)
   TERN_RETURN_IF_ERROR(cublas_handle(nullptr).status());
   TERN_RETURN_IF_ERROR(cublaslt_handle().status());
   return cudnn_handle().status();
+}
+
+namespace {
+
+struct ErrorWord {
+  unsigned* host = nullptr;  // pinned and mapped; with unified addressing, also the device's
+  unsigned* device = nullptr;
+  ~ErrorWord() {
+    if (host) (void)cudaFreeHost(host);  // (fails harmlessly once the runtime is unloading)
+  }
+};
+thread_local ErrorWord t_error;
+
+}  // namespace
+
+Expected<unsigned*> error_word() {
+  if (!t_error.host) {
+    void* host = nullptr;
+    TERN_CUDA_CHECK(cudaHostAlloc(&host, sizeof(unsigned), cudaHostAllocMapped));
+    void* device = nullptr;
+    const cudaError_t e = cudaHostGetDevicePointer(&device, host, 0);
+    if (e != cudaSuccess) {
+      (void)cudaFreeHost(host);
+      return check(e, "cudaHostGetDevicePointer");
+    }
+    t_error.host = static_cast<unsigned*>(host);
+    t_error.device = static_cast<unsigned*>(device);
+    *t_error.host = 0;
+  }
+  return t_error.device;
+}
+
+Status take_device_error() {
+  if (!t_error.host) return Status::ok();
+  const unsigned bits = *static_cast<volatile unsigned*>(t_error.host);
+  if (!bits) return Status::ok();
+  *t_error.host = 0;
+  return invalid_argument(
+      "CUDA: a Gather index on the device is out of range for its axis (indices must lie in "
+      "[-dim, dim)); the outputs of this run are not valid");
 }
 
 Expected<std::shared_ptr<void>> device_alloc(size_t bytes) {
@@ -412,7 +453,7 @@ Status CudaBackend::synchronize() {
   cuda::DeviceGuard guard(device_);
   TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
-  return Status::ok();
+  return cuda::take_device_error();
 }
 
 Expected<std::shared_ptr<void>> CudaBackend::allocate(size_t bytes) {

@@ -52,6 +52,14 @@ class DeviceGuard {
   Status status_;
 };
 
+// The calling thread's device error word: pinned host memory mapped into the device, which
+// kernels meeting bad data set bits of (bit 1: a Gather index out of range). Allocated on first
+// use, kept for the thread's life.
+Expected<unsigned*> error_word();
+// After the calling thread's stream is idle: INVALID_ARGUMENT naming the error when a kernel set
+// the word since the last call (which clears it), else OK.
+Status take_device_error();
+
 // Device memory that a kernel keeps (uploaded tables, workspaces found at prepare time), from the
 // backend's caching allocator.
 Expected<std::shared_ptr<void>> device_alloc(size_t bytes);

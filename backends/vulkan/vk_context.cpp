@@ -87,6 +87,10 @@ struct Recorder {
   VkFence fence = VK_NULL_HANDLE;
   bool open = false, barrier = false;
   std::vector<std::shared_ptr<void>> keep;  // staging blocks until the submit completes
+  // The thread's device error word (Context::error_word), and whether recorded work may set it.
+  std::shared_ptr<void> error;
+  uint32_t* error_host = nullptr;
+  bool error_armed = false;
 
   ~Recorder() {
     if (!ctx) return;
@@ -167,6 +171,16 @@ struct Recorder {
     a.vkResetCommandPool(ctx->device, pool, 0);
     keep.clear();
     ctx->recorder_done();
+    if (error_armed) {
+      error_armed = false;
+      const uint32_t bits = *static_cast<volatile uint32_t*>(error_host);
+      *error_host = 0;
+      if (st.is_ok() && bits) {
+        st = invalid_argument(
+            "Vulkan: a Gather index on the device is out of range for its axis (indices must "
+            "lie in [-dim, dim)); the outputs of this run are not valid");
+      }
+    }
     return st;
   }
 };
@@ -633,6 +647,21 @@ Status Context::download(const void* dev, void* host, size_t bytes) {
 Status Context::flush() {
   TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
   return rec->finish();
+}
+
+Expected<void*> Context::error_word() {
+  TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
+  if (!rec->error) {
+    // Staging memory: host-visible and coherent, bindable as a storage buffer like any chunk.
+    TERN_ASSIGN_OR_RETURN(rec->error, impl_->allocate(1, sizeof(uint32_t)));
+    uint64_t off = 0;
+    Chunk* c = chunk_of(rec->error.get(), &off);
+    if (!c || !c->mapped) return internal_error("Vulkan: the error word is not host-visible");
+    rec->error_host = reinterpret_cast<uint32_t*>(c->mapped + off);
+    *rec->error_host = 0;
+  }
+  rec->error_armed = true;
+  return rec->error.get();
 }
 
 Stats Context::stats() const {

@@ -72,6 +72,11 @@ class Context {
   Status download(const void* dev, void* host, size_t bytes);
   // Submits this thread's recorded work (if any) and waits for it.
   Status flush();
+  // The calling thread's device error word: a uint32 in host-visible memory that shaders meeting
+  // bad data (a Gather index out of range) set bits of. The flush or download completing work
+  // recorded after this call reads it: non-zero fails it with INVALID_ARGUMENT naming the error
+  // (bit 1: a Gather index out of range), and clears it for the next run.
+  Expected<void*> error_word();
 
   Stats stats() const;
   ~Context() = delete;  // lives for the whole process (drivers may be unloaded at exit)

@@ -427,6 +427,16 @@ TEST_SUITE("cuda") {
     check_graph(m, {x}, "Flatten, Unsqueeze", {}, 0, 0);
   }
 
+  TEST_CASE("Gather indices out of range at run time fail the run, with and without graphs") {
+    SKIP_WITHOUT_CUDA();
+    for (int64_t graphs : {0, 1}) {
+      CAPTURE(graphs);
+      FlagList flags = kNoTf32;
+      flags.push_back({FlagId::kCudaGraphs, graphs});
+      check_gather_out_of_range("cuda", flags);
+    }
+  }
+
   TEST_CASE("Attention: FLASH, MEM_EFFICIENT and MATH each match the reference") {
     SKIP_WITHOUT_CUDA();
     const Tensor q = random_f32({2, 4, 37, 32}, 80), k = random_f32({2, 4, 45, 32}, 81);

@@ -309,6 +309,11 @@ TEST_SUITE("vulkan") {
     }
   }
 
+  TEST_CASE("Gather indices out of range at run time fail the run, as on the CPU") {
+    SKIP_WITHOUT_VULKAN();
+    check_gather_out_of_range("vulkan");
+  }
+
   TEST_CASE("BatchNormalization matches the CPU") {
     SKIP_WITHOUT_VULKAN();
     check_op(SingleOp{"BatchNormalization",

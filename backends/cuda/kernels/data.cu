@@ -30,7 +30,7 @@ cudaError_t launch_strided(const void* src, void* dst, const Strided& d, cudaStr
 
 template <class T, class I>
 __global__ void gather_kernel(const T* data, const I* idx, T* y, int64_t outer, int64_t axis,
-                              int64_t n, int64_t inner) {
+                              int64_t n, int64_t inner, unsigned* error) {
   const int64_t total = outer * n * inner;
   for (int64_t i = grid_index(); i < total; i += grid_stride()) {
     const int64_t in = i % inner;
@@ -38,23 +38,28 @@ __global__ void gather_kernel(const T* data, const I* idx, T* y, int64_t outer, 
     const int64_t o = i / (inner * n);
     int64_t k = static_cast<int64_t>(idx[j]);
     if (k < 0) k += axis;
-    y[i] = k >= 0 && k < axis ? data[(o * axis + k) * inner + in] : T(0);
+    if (k >= 0 && k < axis) {
+      y[i] = data[(o * axis + k) * inner + in];
+    } else {
+      y[i] = T(0);
+      atomicOr(error, 1u);
+    }
   }
 }
 
 template <class T>
 cudaError_t launch_gather(const void* data, const void* indices, bool i64, void* y, int64_t outer,
-                          int64_t axis, int64_t n, int64_t inner, cudaStream_t s) {
+                          int64_t axis, int64_t n, int64_t inner, unsigned* error, cudaStream_t s) {
   const int64_t total = outer * n * inner;
   if (total == 0) return cudaSuccess;
   if (i64) {
     gather_kernel<T, int64_t><<<blocks_for(total), kThreads, 0, s>>>(
         static_cast<const T*>(data), static_cast<const int64_t*>(indices), static_cast<T*>(y),
-        outer, axis, n, inner);
+        outer, axis, n, inner, error);
   } else {
     gather_kernel<T, int32_t><<<blocks_for(total), kThreads, 0, s>>>(
         static_cast<const T*>(data), static_cast<const int32_t*>(indices), static_cast<T*>(y),
-        outer, axis, n, inner);
+        outer, axis, n, inner, error);
   }
   return cudaGetLastError();
 }
@@ -144,16 +149,17 @@ cudaError_t strided_copy(int elem_size, const void* src, void* dst, const Stride
 }
 
 cudaError_t gather(int elem_size, const void* data, const void* indices, bool indices64, void* y,
-                   int64_t outer, int64_t axis, int64_t n, int64_t inner, cudaStream_t s) {
+                   int64_t outer, int64_t axis, int64_t n, int64_t inner, unsigned* error,
+                   cudaStream_t s) {
   switch (elem_size) {
     case 1:
-      return launch_gather<uint8_t>(data, indices, indices64, y, outer, axis, n, inner, s);
+      return launch_gather<uint8_t>(data, indices, indices64, y, outer, axis, n, inner, error, s);
     case 2:
-      return launch_gather<uint16_t>(data, indices, indices64, y, outer, axis, n, inner, s);
+      return launch_gather<uint16_t>(data, indices, indices64, y, outer, axis, n, inner, error, s);
     case 4:
-      return launch_gather<uint32_t>(data, indices, indices64, y, outer, axis, n, inner, s);
+      return launch_gather<uint32_t>(data, indices, indices64, y, outer, axis, n, inner, error, s);
     case 8:
-      return launch_gather<uint64_t>(data, indices, indices64, y, outer, axis, n, inner, s);
+      return launch_gather<uint64_t>(data, indices, indices64, y, outer, axis, n, inner, error, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -102,9 +102,11 @@ struct Strided {
 cudaError_t strided_copy(int elem_size, const void* src, void* dst, const Strided& d,
                          cudaStream_t s);
 // Gather along an axis: data [outer, axis, inner], indices of n (int64 or int32; negative count
-// from the end; out of range gives zeros), y [outer, n, inner].
+// from the end), y [outer, n, inner]. An index out of range writes zeros and sets bit 1 of
+// *error (the thread's device error word).
 cudaError_t gather(int elem_size, const void* data, const void* indices, bool indices64, void* y,
-                   int64_t outer, int64_t axis, int64_t n, int64_t inner, cudaStream_t s);
+                   int64_t outer, int64_t axis, int64_t n, int64_t inner, unsigned* error,
+                   cudaStream_t s);
 // Resize of [planes, IH, IW] to [planes, OH, OW] with per-row and per-column taps: source
 // indices h0/h1 (w0/w1) and the weight of the second (0 for nearest).
 cudaError_t resize2d(int elem_size, bool linear, const void* x, void* y, int64_t planes, int64_t ih,

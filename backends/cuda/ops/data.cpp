@@ -121,8 +121,9 @@ Expected<std::unique_ptr<Kernel>> make_gather(const OpContext& ctx) {
                  x[static_cast<size_t>(axis)], numel(ctx.inputs[1].shape), 1};
   for (int64_t d = 0; d < axis; ++d) p.outer *= x[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) p.inner *= x[d];
-  // Out-of-range indices are an error on the CPU; a constant index tensor is checked now, and
-  // indices computed on the device read as zeros there.
+  // Out-of-range indices are an error, as on the CPU: a constant index tensor is checked now;
+  // indices computed on the device set the thread's device error word, which fails the run when
+  // the backend synchronizes.
   if (ctx.inputs[1].value) {
     const Tensor& idx = *ctx.inputs[1].value;
     for (int64_t j = 0; j < idx.numel(); ++j) {
@@ -134,8 +135,9 @@ Expected<std::unique_ptr<Kernel>> make_gather(const OpContext& ctx) {
   }
   return make_kernel(
       "cuda_gather", p, [](const GatherParams& q, const KernelArgs& a, const ExecContext&) {
+        TERN_ASSIGN_OR_RETURN(unsigned* error, error_word());
         return launched(gather(q.esize, a.inputs[0]->raw(), a.inputs[1]->raw(), q.i64,
-                               a.outputs[0]->raw(), q.outer, q.axis, q.n, q.inner, stream()),
+                               a.outputs[0]->raw(), q.outer, q.axis, q.n, q.inner, error, stream()),
                         "gather");
       });
 }

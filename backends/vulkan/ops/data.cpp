@@ -132,7 +132,7 @@ Expected<std::unique_ptr<Kernel>> make_concat(const OpContext& ctx) {
 }
 
 struct GatherPush {
-  uint32_t n, inner, count, axis, es, idx64, ox, oi, oy;
+  uint32_t n, inner, count, axis, es, idx64, ox, oi, oy, oe;
 };
 
 struct GatherParams {
@@ -156,8 +156,8 @@ Expected<std::unique_ptr<Kernel>> make_gather(const OpContext& ctx) {
   const int64_t dim = x[static_cast<size_t>(axis)];
   int64_t inner = 1;
   for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) inner *= x[d];
-  // Out-of-range indices are an error on the CPU; a constant index tensor is checked now, and
-  // indices computed on the device read as zeros there.
+  // Out-of-range indices are an error, as on the CPU: a constant index tensor is checked now;
+  // indices computed on the device set the device error word, which fails the run.
   if (ctx.inputs[1].value) {
     const Tensor& idx = *ctx.inputs[1].value;
     for (int64_t j = 0; j < idx.numel(); ++j) {
@@ -174,15 +174,19 @@ Expected<std::unique_ptr<Kernel>> make_gather(const OpContext& ctx) {
   p.unit = 4;
   p.push = {u32(n),   u32(inner), u32(numel(ctx.inputs[1].shape)),
             u32(dim), words,      it == DType::kInt64 ? 1u : 0u,
-            0,        0,          0};
+            0,        0,          0,
+            0};
   return make_kernel(
       "vulkan_gather", p, [](const GatherParams& q, const KernelArgs& a, const ExecContext&) {
         GatherPush push = q.push;
         push.ox = off(a.inputs[0], 4);
         push.oi = off(a.inputs[1], 4);
         push.oy = off(a.outputs[0], 4);
-        return run_1d(q.pipe, {a.inputs[0]->raw(), a.inputs[1]->raw(), a.outputs[0]->raw()}, push,
-                      push.n);
+        TERN_ASSIGN_OR_RETURN(Context * c, context());
+        TERN_ASSIGN_OR_RETURN(void* err, c->error_word());
+        push.oe = offset_of(err, 4);
+        return run_1d(q.pipe, {a.inputs[0]->raw(), a.inputs[1]->raw(), a.outputs[0]->raw(), err},
+                      push, push.n);
       });
 }
 
