@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <new>
 
 #include "core/memory_budget.h"
 
@@ -45,17 +46,27 @@ struct Chunk {
 class ChunkPool {
  public:
   std::shared_ptr<void> allocate(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!current_ || current_->used + bytes > kChunk) {
-      retire_current();
-      void* p = map_huge(kChunk);
-      if (!p) return nullptr;
-      current_ = new Chunk{static_cast<uint8_t*>(p), 0, 0};
+    Chunk* c = nullptr;
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!current_ || current_->used + bytes > kChunk) {
+        retire_current();
+        void* m = map_huge(kChunk);
+        if (!m) return nullptr;
+        current_ = new (std::nothrow) Chunk{static_cast<uint8_t*>(m), 0, 0};
+        if (!current_) {
+          ::munmap(m, kChunk);
+          return nullptr;
+        }
+      }
+      c = current_;
+      p = c->base + c->used;
+      c->used += bytes;
+      ++c->live;
     }
-    Chunk* c = current_;
-    void* p = c->base + c->used;
-    c->used += bytes;
-    ++c->live;
+    // Outside the lock: when the control block cannot be allocated, shared_ptr calls the deleter,
+    // and release() takes the lock itself.
     return std::shared_ptr<void>(p, [this, c](void*) { release(c); });
   }
 
