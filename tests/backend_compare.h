@@ -136,7 +136,9 @@ inline void check_gather_out_of_range(const std::string& device, const FlagList&
       {"int32 index -11", i32},
       {"int64 index past 32 bits", make_i64({2}, {2, 4294967298LL})},
       {"int64 index -2^32 + 1", make_i64({1}, {-4294967295LL})}};
-  for (const auto& [what, idx] : bad) {
+  for (const auto& entry : bad) {
+    const std::string& what = entry.first;  // not a structured binding: CAPTURE is a lambda
+    const tern::Tensor& idx = entry.second;
     CAPTURE(what);
     SingleOp op{"Gather", {}, {table, idx}, {}};
     const auto cpu = op.run();

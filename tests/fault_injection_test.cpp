@@ -243,7 +243,9 @@ TEST_CASE("each C function survives its k-th allocation failing, for every k") {
       {"tern_vulkan_is_available", [] { return tern_vulkan_is_available() >= 0; }},
       {"tern_cudnn_is_available", [] { return tern_cudnn_is_available() >= 0; }},
   };
-  for (const auto& [name, call] : values) {
+  for (const auto& entry : values) {
+    const std::string& name = entry.first;  // not a structured binding: CAPTURE is a lambda
+    const auto& call = entry.second;
     CAPTURE(name);
     const long n = for_each_failing_allocation([&](long k) { CHECK(failing(k, call)); });
     MESSAGE(name, ": ", n, " allocations, each failed once");
