@@ -47,11 +47,36 @@ void parallel_for_chunks(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
 #endif
 }
 
-// Calls fn(begin, end) on disjoint chunks covering [0, n) (see parallel_for_chunks).
+// Calls fn(begin, end) on disjoint chunks covering [0, n), no chunk under `grain` items. With
+// several threads the range is cut into up to kChunksPerThread chunks per thread, handed out as
+// threads come free: a thread that another process slowed down (a shared machine) or that got
+// the heavier items does fewer of them, instead of every thread waiting for it at the end.
 template <class Fn>
 void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
-  parallel_for_chunks(n, grain, num_threads,
-                      [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
+  constexpr int kChunksPerThread = 4;
+  const int64_t chunks =
+      num_threads > 1 ? parallel_chunks(n, grain, num_threads * kChunksPerThread) : 1;
+  if (chunks <= 1 || chunks <= num_threads) {
+    parallel_for_chunks(n, grain, num_threads,
+                        [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
+    return;
+  }
+#if defined(TERN_HAVE_OPENMP)
+  std::exception_ptr error;
+  std::mutex error_mu;
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    try {
+      fn(n * c / chunks, n * (c + 1) / chunks);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#else
+  for (int64_t c = 0; c < chunks; ++c) fn(n * c / chunks, n * (c + 1) / chunks);
+#endif
 }
 
 }  // namespace tern

@@ -70,15 +70,15 @@ void finish_scores(const ops::AttentionParams& p, const VecOps& vec, const void*
   }
 }
 
-// Softmax of one finished row of scores in place (zeros when every key is masked).
-void softmax_row(const VecOps& vec, float* s, int64_t n) {
+// exp(s - max) of one finished row of scores in place; returns 1 / the row's sum, 0 when every key
+// is masked (the row is then zeros).
+float exp_row(const VecOps& vec, float* s, int64_t n) {
   const float mx = vec.max(s, n);
   if (mx == -std::numeric_limits<float>::infinity()) {
     std::fill(s, s + n, 0.0f);
-    return;
+    return 0.0f;
   }
-  const double sum = vec.exp_sum(s, mx, s, n);
-  vec.scale(s, static_cast<float>(1.0 / sum), n);
+  return static_cast<float>(1.0 / vec.exp_sum(s, mx, s, n));
 }
 
 // MATH's workspace: the scores of every (batch, head), then each KV head's packed Kᵀ and V.
@@ -133,14 +133,19 @@ Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& e
       const panel::Epilogue scaled{nullptr, p.scale, false};
       panel::multiply(k.isa, io.q + p.q.offset(b, h, 0), p.q.stride_s, kt, p.head_dim, p.seq_kv, s,
                       p.seq_kv, scaled, i0, i1, 0, s_panels);
+      // exp(s - max) per row; the division by the row's sum is left for the output row, which
+      // is v_head_dim wide rather than seq_kv (one pass over the scores fewer).
+      float inv_sum[kMathRows];
       for (int64_t i = i0; i < i1; ++i) {
         float* row = s + i * p.seq_kv;
         finish_scores(p, vec, io.mask, b, h, i, 0, p.seq_kv, row);
-        softmax_row(vec, row, p.seq_kv);
+        inv_sum[i - i0] = exp_row(vec, row, p.seq_kv);
       }
-      panel::multiply(k.isa, s, p.seq_kv, kt + l.kt, p.seq_kv, p.v_head_dim,
-                      io.y + p.y.offset(b, h, 0), p.y.stride_s, panel::Epilogue{}, i0, i1, 0,
-                      y_panels);
+      float* y = io.y + p.y.offset(b, h, 0);
+      panel::multiply(k.isa, s, p.seq_kv, kt + l.kt, p.seq_kv, p.v_head_dim, y, p.y.stride_s,
+                      panel::Epilogue{}, i0, i1, 0, y_panels);
+      for (int64_t i = i0; i < i1; ++i)
+        vec.scale(y + i * p.y.stride_s, inv_sum[i - i0], p.v_head_dim);
     }
   });
   return Status::ok();
