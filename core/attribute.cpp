@@ -18,6 +18,10 @@ const char* attribute_kind_name(Attribute::Kind k) {
       return "ints";
     case Attribute::Kind::kStrings:
       return "strings";
+    case Attribute::Kind::kGraph:
+      return "graph";
+    case Attribute::Kind::kGraphs:
+      return "graphs";
   }
   return "unknown";
 }
@@ -77,6 +81,13 @@ Expected<std::vector<std::string>> Attributes::get_strings(
   if (!a) return fallback;
   if (a->kind != Attribute::Kind::kStrings) return wrong_kind(name, Attribute::Kind::kStrings);
   return a->strings;
+}
+
+Expected<const Graph*> Attributes::get_graph(const std::string& name) const {
+  const Attribute* a = find(name);
+  if (!a) return invalid_model("the required subgraph attribute '", name, "' is missing");
+  if (a->kind != Attribute::Kind::kGraph || !a->g) return wrong_kind(name, Attribute::Kind::kGraph);
+  return a->g.get();
 }
 
 }  // namespace tern

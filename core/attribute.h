@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,15 +12,19 @@
 
 namespace tern {
 
+struct Graph;
+
 struct Attribute {
   enum class Kind : uint8_t {
     kFloat = 1,
     kInt = 2,
     kString = 3,
     kTensor = 4,
+    kGraph = 5,  // a subgraph: If's branches, Loop's and Scan's body
     kFloats = 6,
     kInts = 7,
-    kStrings = 8
+    kStrings = 8,
+    kGraphs = 10
   };
   Kind kind = Kind::kInt;
   int64_t i = 0;
@@ -29,6 +34,9 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   Tensor t;
+  // kGraph: g; kGraphs: graphs. Immutable once built, so copies of a node share them.
+  std::shared_ptr<const Graph> g;
+  std::vector<std::shared_ptr<const Graph>> graphs;
 };
 
 const char* attribute_kind_name(Attribute::Kind k);
@@ -51,6 +59,8 @@ class Attributes {
                                           std::vector<float> fallback = {}) const;
   Expected<std::vector<std::string>> get_strings(const std::string& name,
                                                  std::vector<std::string> fallback = {}) const;
+  // A required subgraph attribute: INVALID_MODEL when it is absent or of another kind.
+  Expected<const Graph*> get_graph(const std::string& name) const;
 
  private:
   Status wrong_kind(const std::string& name, Attribute::Kind want) const;

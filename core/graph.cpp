@@ -26,8 +26,40 @@ std::string Graph::describe_node(size_t index) const {
   return str_cat("node '", name, "' (", n.op_type, ")");
 }
 
+std::vector<const Graph*> subgraphs_of(const Node& node) {
+  std::vector<const Graph*> out;
+  for (const auto& [name, a] : node.attrs.all()) {
+    if (a.kind == Attribute::Kind::kGraph && a.g) out.push_back(a.g.get());
+    if (a.kind == Attribute::Kind::kGraphs) {
+      for (const auto& g : a.graphs) {
+        if (g) out.push_back(g.get());
+      }
+    }
+  }
+  return out;
+}
+
+size_t captured_inputs(const Node& node) {
+  size_t n = 0;
+  for (const Graph* g : subgraphs_of(node)) n += g->captured;
+  return n;
+}
+
+size_t formal_inputs(const Node& node) {
+  const size_t c = captured_inputs(node);
+  return node.inputs.size() > c ? node.inputs.size() - c : 0;
+}
+
 Status Graph::validate() const {
+  return validate_at(0);
+}
+
+Status Graph::validate_at(int depth) const {
   const int nv = static_cast<int>(values.size());
+  if (captured > inputs.size()) {
+    return invalid_model("the subgraph captures ", captured, " outer values but has ",
+                         inputs.size(), " inputs");
+  }
   // Node index, or -2 for graph input/constant (-3 while inputs are checked for repeats).
   std::vector<int> producer(values.size(), -1);
   for (size_t v = 0; v < values.size(); ++v) {
@@ -73,6 +105,33 @@ Status Graph::validate() const {
     if (id < 0 || id >= nv) return invalid_model("graph output refers to value ", id, " of ", nv);
     if (producer[static_cast<size_t>(id)] == -1) {
       return invalid_model("graph output '", value_name(id), "' is never produced");
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& [name, a] : nodes[i].attrs.all()) {
+      std::vector<const Graph*> subs;
+      if (a.kind == Attribute::Kind::kGraph) {
+        subs.push_back(a.g.get());
+      } else if (a.kind == Attribute::Kind::kGraphs) {
+        for (const auto& g : a.graphs) subs.push_back(g.get());
+      } else {
+        continue;
+      }
+      if (depth + 1 > kMaxSubgraphDepth) {
+        return invalid_model(describe_node(i), ": subgraphs nest deeper than ", kMaxSubgraphDepth,
+                             " levels");
+      }
+      for (const Graph* sub : subs) {
+        if (!sub)
+          return invalid_model(describe_node(i), ": subgraph attribute '", name, "' is empty");
+        TERN_RETURN_IF_ERROR(sub->validate_at(depth + 1).with_prefix(
+            str_cat(describe_node(i), ": subgraph '", name, "'")));
+      }
+    }
+    if (captured_inputs(nodes[i]) > nodes[i].inputs.size()) {
+      return invalid_model(describe_node(i), ": its subgraphs capture ", captured_inputs(nodes[i]),
+                           " outer values, the node passes only ", nodes[i].inputs.size(),
+                           " inputs");
     }
   }
   return topological_order().status();

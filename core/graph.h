@@ -55,6 +55,12 @@ struct Graph {
   // constant (an ONNX graph input with an initializer).
   std::vector<int> inputs;
   std::vector<int> outputs;
+  // A subgraph (an If branch, a Loop or Scan body) reads values of the graphs around it by name.
+  // The importer resolves those names once: the last `captured` entries of `inputs` stand for
+  // them, and the node that holds the subgraph passes the outer values as its own inputs after its
+  // formal ones (see captured_inputs), so every stage sees an ordinary dependency. 0 for a model's
+  // main graph.
+  size_t captured = 0;
   int64_t opset = 0;  // ai.onnx opset version the nodes follow
   std::string producer;
   std::vector<std::pair<std::string, std::string>> metadata;
@@ -68,11 +74,24 @@ struct Graph {
   const std::string& value_name(int id) const { return values[static_cast<size_t>(id)].name; }
 
   // Structural checks: ids in range, each value produced once, graph inputs not produced by a
-  // node, every node input defined, outputs defined, no cycle. Returns INVALID_MODEL naming the
-  // offending node or value.
+  // node, every node input defined, outputs defined, no cycle; the same for every subgraph (at
+  // most kMaxSubgraphDepth deep), and each node holding subgraphs passes their captured values.
+  // Returns INVALID_MODEL naming the offending node or value.
   Status validate() const;
+  static constexpr int kMaxSubgraphDepth = 16;  // real models nest 2 or 3 deep
   // Node indices in dependency order (validate() first).
   Expected<std::vector<size_t>> topological_order() const;
+
+ private:
+  Status validate_at(int depth) const;
 };
+
+// The subgraphs a node holds (kGraph and kGraphs attributes), in attribute-name order: the order
+// their captured values follow the node's formal inputs.
+std::vector<const Graph*> subgraphs_of(const Node& node);
+// How many of node.inputs are captured outer values (the sum of its subgraphs' `captured`).
+size_t captured_inputs(const Node& node);
+// node.inputs without the captured values: what the op's schema counts.
+size_t formal_inputs(const Node& node);
 
 }  // namespace tern

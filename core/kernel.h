@@ -22,6 +22,9 @@ struct TensorInfo {
   DType dtype = DType::kUndefined;
   Shape shape;
   const Tensor* value = nullptr;  // data, when known before the run (constants, shape math)
+  // `value` is a constant of the graph (an initializer or a folded constant): the same for every
+  // plan and run, unlike values computed while planning or during a dynamic run.
+  bool graph_constant = false;
   // For a constant of the model: its data packed ahead of time for kernels (PackedData), or null.
   const std::vector<PackedData>* packed = nullptr;
   // Memory layout the planner chose: 0 is plain row-major; 8 or 16 means a rank-4 activation
@@ -58,6 +61,8 @@ class WeightCache {
   virtual std::vector<PackedData> layouts(const Tensor& w, const std::string& prefix) const = 0;
 };
 
+class SubgraphCompiler;  // core/subgraph.h
+
 // One node with concrete input types and shapes. Shape inference fills `outputs` (dtype, shape)
 // and, when an output is computable from shapes alone (Shape, Size), `output_values`.
 struct OpContext {
@@ -73,9 +78,16 @@ struct OpContext {
   const FlagValues* flags = nullptr;
   // The session's packed weights (null outside a session: a kernel then packs for itself).
   WeightCache* weights = nullptr;
+  // The session's compiled subgraphs, for control-flow kernels (If, Loop, Scan); null outside a
+  // session, where those kernels decline.
+  SubgraphCompiler* subgraphs = nullptr;
   // Set when inference stopped because an input in the schema's value_inputs has no known value:
   // the session then computes this graph node by node at run time (dynamic execution).
   bool needs_values = false;
+  // Set by an inference that knows its outputs' dtypes but not their shapes, which only running
+  // the node tells (an If whose branches give different shapes, a Loop that stops on a computed
+  // condition): the graph runs node by node, and the kernel allocates its outputs (KernelArgs).
+  bool outputs_from_run = false;
 
   const Attributes& attrs() const { return node->attrs; }
   int64_t flag(FlagId id) const { return flags ? (*flags)[id] : Flags::global().get(id); }
@@ -96,8 +108,10 @@ struct ExecContext {
 
 struct KernelArgs {
   std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
-  std::vector<Tensor*> outputs;       // nullptr for an omitted optional output
-  void* workspace = nullptr;          // workspace_bytes() of scratch, 64-byte aligned
+  // nullptr for an omitted optional output. For a node whose inference set outputs_from_run,
+  // undefined tensors the kernel assigns.
+  std::vector<Tensor*> outputs;
+  void* workspace = nullptr;  // workspace_bytes() of scratch, 64-byte aligned
 };
 
 class Kernel {

@@ -12,6 +12,7 @@ Status make_node_context(const Graph& g, const Node& node, std::string where,
   ctx->where = std::move(where);
   ctx->opset = g.opset;
   ctx->needs_values = false;
+  ctx->outputs_from_run = false;
   ctx->output_values.clear();
   ctx->inputs.assign(node.inputs.size(), TensorInfo{});
   ctx->input_names.assign(node.inputs.size(), std::string());
@@ -27,7 +28,8 @@ Status make_node_context(const Graph& g, const Node& node, std::string where,
     ti.value = pv.where == PlannedValue::Where::kConstant ? pv.constant : nullptr;
     if (ti.value && static_cast<size_t>(id) < g.values.size()) {
       const Value& gv = g.values[static_cast<size_t>(id)];
-      if (!gv.packed.empty() && gv.constant && &*gv.constant == ti.value) ti.packed = &gv.packed;
+      ti.graph_constant = gv.constant && &*gv.constant == ti.value;
+      if (!gv.packed.empty() && ti.graph_constant) ti.packed = &gv.packed;
     }
     ctx->input_names[i] = g.value_name(id);
   }
@@ -71,8 +73,11 @@ Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends
         args.outputs.push_back(nullptr);
         continue;
       }
-      TERN_ASSIGN_OR_RETURN((*outputs)[i],
-                            Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
+      // Outputs known only when the node runs: the kernel allocates them.
+      if (!ctx.outputs_from_run) {
+        TERN_ASSIGN_OR_RETURN((*outputs)[i],
+                              Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
+      }
       args.outputs.push_back(&(*outputs)[i]);
     }
     std::shared_ptr<void> workspace;
@@ -83,7 +88,16 @@ Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends
     }
     b->set_num_threads(threads);
     ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms)};
-    return (*kernel)->run(args, exec).with_prefix(ctx.where);
+    TERN_RETURN_IF_ERROR((*kernel)->run(args, exec).with_prefix(ctx.where));
+    for (size_t i = 0; ctx.outputs_from_run && i < ctx.outputs.size(); ++i) {
+      const Tensor& t = (*outputs)[i];
+      if (ctx.outputs[i].present && (!t.defined() || t.dtype() != ctx.outputs[i].dtype)) {
+        return internal_error(ctx.where, ": output ", i, " is ",
+                              t.defined() ? dtype_name(t.dtype()) : "missing", ", inference said ",
+                              dtype_name(ctx.outputs[i].dtype));
+      }
+    }
+    return Status::ok();
   }
   return last;
 }

@@ -48,8 +48,12 @@ Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_prese
 }
 
 Status infer_node(const OpSchema& schema, OpContext& ctx) {
-  std::vector<bool> present;
-  for (const TensorInfo& in : ctx.inputs) present.push_back(in.present);
+  std::vector<bool> present;  // the formal inputs: a subgraph's captured values are extra
+  const size_t captured = ctx.node ? captured_inputs(*ctx.node) : 0;
+  const size_t formal = ctx.inputs.size() > captured ? ctx.inputs.size() - captured : 0;
+  for (size_t i = 0; i < formal && i < ctx.inputs.size(); ++i) {
+    present.push_back(ctx.inputs[i].present);
+  }
   TERN_RETURN_IF_ERROR(check_arity(schema, present, ctx.outputs.size(), ctx.where));
   ctx.output_values.assign(ctx.outputs.size(), std::nullopt);
   TERN_RETURN_IF_ERROR(schema.infer(ctx).with_prefix(ctx.where));

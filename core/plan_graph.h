@@ -30,6 +30,7 @@ struct PlanGraph {
   const std::vector<size_t>* order = nullptr;  // the graph's nodes in dependency order
   const FlagValues* flags = nullptr;           // what the plan is built under
   WeightCache* weights = nullptr;              // the session's packed weights, for every context
+  SubgraphCompiler* subgraphs = nullptr;       // the session's subgraphs, for every context
   // By value id; the planner appends values of its own (plain twins, device copies).
   std::vector<PlannedValue> values;
   // By node: its context when it runs as a step; null for a node computed while planning (shape

@@ -89,10 +89,12 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   pc.planning_backends = s->planning_backends_;
   pc.attention = &s->patterns_;
   pc.weights = s->weights_.get();
+  pc.subgraphs = s->subgraphs_.get();
   for (size_t n = 0; n < g.nodes.size(); ++n) pc.labels.push_back(g.describe_node(n));
   s->planner_ = std::make_unique<Planner>(std::move(pc));
   s->executor_ = std::make_unique<Executor>(s->graph_, s->order_, s->model_->inputs(),
                                             s->config_.backends, s->profiler_.get());
+  s->executor_->set_services(s->weights_.get(), s->subgraphs_.get());
   // With static input shapes the plan is built now: shape errors show at creation, not first run.
   std::vector<Shape> shapes;
   bool all_static = true;
@@ -176,7 +178,7 @@ Status Session::check_ops() {
                          " is not supported by Tern");
     }
     std::vector<bool> present;
-    for (int id : node.inputs) present.push_back(id >= 0);
+    for (size_t i = 0; i < formal_inputs(node); ++i) present.push_back(node.inputs[i] >= 0);
     // Before any rewrite reads a node's inputs by position.
     TERN_RETURN_IF_ERROR(check_arity(*schema, present, node.outputs.size(), g.describe_node(n)));
     // The planning host's ops may still be computed while planning (shape arithmetic).
@@ -185,6 +187,27 @@ Status Session::check_ops() {
     if (!any) {
       return unsupported(g.describe_node(n), ": no selected backend implements ", node.op_type);
     }
+    for (const Graph* sub : subgraphs_of(node)) {
+      TERN_RETURN_IF_ERROR(check_subgraph_ops(*sub).with_prefix(g.describe_node(n)));
+    }
+  }
+  return Status::ok();
+}
+
+// A subgraph's ops are checked when the session is made, not when a run first reaches them.
+Status Session::check_subgraph_ops(const Graph& g) const {
+  const OpRegistry& ops = OpRegistry::global();
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (!node.domain.empty() && node.domain != "ai.onnx") {
+      return unsupported("in a subgraph, ", g.describe_node(n), ": op domain '", node.domain,
+                         "' is not supported");
+    }
+    if (!ops.find(node.op_type)) {
+      return unsupported("in a subgraph, ", g.describe_node(n), ": op type ", node.op_type,
+                         " is not supported by Tern");
+    }
+    for (const Graph* sub : subgraphs_of(node)) TERN_RETURN_IF_ERROR(check_subgraph_ops(*sub));
   }
   return Status::ok();
 }
@@ -335,6 +358,26 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
   return executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs);
+}
+
+Status Session::run_resolved(std::vector<const Tensor*> ordered, const FlagValues& flags,
+                             std::vector<Tensor>* outputs) {
+  const auto& infos = model_->inputs();
+  if (ordered.size() != infos.size()) {
+    return internal_error("a subgraph run was given ", ordered.size(), " inputs of ", infos.size());
+  }
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const Tensor* t = ordered[i];
+    if (!t) return internal_error("subgraph input '", infos[i].name, "' is not given");
+    if (infos[i].dtype != DType::kUndefined && t->dtype() != infos[i].dtype) {
+      return invalid_argument("subgraph input '", infos[i].name, "' must be ",
+                              dtype_name(infos[i].dtype), ", got ", dtype_name(t->dtype()));
+    }
+    shapes.push_back(t->shape());
+  }
+  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, flags));
+  return executor_->run(*plan, std::move(ordered), graph_.outputs, flags, Device{}, outputs);
 }
 
 }  // namespace tern

@@ -24,6 +24,7 @@
 #include "core/plan/plan.h"
 #include "core/plan/planner.h"
 #include "core/profiler.h"
+#include "core/subgraph_sessions.h"
 #include "core/weight_store.h"
 
 namespace tern {
@@ -97,11 +98,19 @@ class Session {
     return last_plan_;
   }
   size_t attention_pattern_count() const { return patterns_.size(); }
+  // Subgraphs compiled so far for control-flow nodes (each a nested session, made once).
+  size_t subgraph_count() const { return subgraphs_->size(); }
   // Model constants uploaded to a device so far (each once per session, shared by every plan).
   size_t device_constant_count() const { return weights_->device_constant_count(); }
   SessionMemory memory() const;
 
+  // Runs with `ordered` in Model::inputs() order, every graph output wanted (host tensors), under
+  // `flags` as given: the run of a subgraph's nested session (core/subgraph_sessions.h).
+  Status run_resolved(std::vector<const Tensor*> ordered, const FlagValues& flags,
+                      std::vector<Tensor>* outputs);
+
  private:
+  friend class SubgraphSessions;
   Session() = default;
   static Expected<std::unique_ptr<Session>> create_charged(
       std::shared_ptr<const Model> model, SessionConfig config,
@@ -114,8 +123,9 @@ class Session {
                      const std::vector<const Tensor*>& inputs,
                      const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
                      const FlagOverrides* run_flags, const Device& output_device);
-  // Schemas and backends for every node of graph_; recomputes order_.
+  // Schemas and backends for every node of graph_ and of its subgraphs; recomputes order_.
   Status check_ops();
+  Status check_subgraph_ops(const Graph& g) const;
   Status check_inputs(const std::vector<std::string>& names, const std::vector<const Tensor*>& ins,
                       std::vector<const Tensor*>* ordered) const;
 
@@ -127,6 +137,8 @@ class Session {
   OptimizerReport optimizer_report_;
   std::vector<AttentionMatch> patterns_;
   std::unique_ptr<WeightStore> weights_ = std::make_unique<WeightStore>();
+  // Nested sessions of the subgraphs control-flow kernels run (If, Loop, Scan).
+  std::unique_ptr<SubgraphSessions> subgraphs_ = std::make_unique<SubgraphSessions>(this);
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<Executor> executor_;
 

@@ -86,7 +86,9 @@ TERN_API const char* tern_version(void);
 #define TERN_ABI_VERSION 1
 /* The ABI version the library was built with (TERN_ABI_VERSION of its header). Never fails. */
 TERN_API uint32_t tern_abi_version(void);
-/* The highest .tern format version this library reads and the one it writes. */
+/* The highest .tern format version this library reads (it reads every version from 1 on). A
+ * written file carries the oldest version that can read it: 1 unless the model has subgraphs
+ * (If, Loop, Scan), which need 2. */
 TERN_API uint32_t tern_format_version(void);
 /* The name of a status code ("TERN_ERR_IO", ...); "TERN_UNKNOWN_STATUS" for other values.
  * Static string. */

@@ -160,7 +160,8 @@ Status run_rope(const RopeParams& p, const KernelArgs& a, const ExecContext&) {
           const double c = cos_t.float_at(row * cache_width + i);
           const double sn = sin_t.float_at(row * cache_width + i);
           const int64_t i1 = p.interleaved ? 2 * i : i, i2 = p.interleaved ? 2 * i + 1 : i + half;
-          const double x1 = x[static_cast<size_t>(base + i1)], x2 = x[static_cast<size_t>(base + i2)];
+          const double x1 = x[static_cast<size_t>(base + i1)],
+                       x2 = x[static_cast<size_t>(base + i2)];
           y[static_cast<size_t>(base + i1)] = x1 * c - x2 * sn;
           y[static_cast<size_t>(base + i2)] = x2 * c + x1 * sn;
         }
@@ -199,8 +200,13 @@ Expected<ScatterParams> tscatter_params(const OpContext& ctx) {
   if (axis == 0 || upd.size() != past.size()) {
     return invalid_model(ctx.where, ": axis must not be the batch axis; ranks must match");
   }
-  ScatterParams p{ctx.inputs[0].dtype, mode == "circular", past[0], 1,
-                  past[static_cast<size_t>(axis)], upd[static_cast<size_t>(axis)], 1};
+  ScatterParams p{ctx.inputs[0].dtype,
+                  mode == "circular",
+                  past[0],
+                  1,
+                  past[static_cast<size_t>(axis)],
+                  upd[static_cast<size_t>(axis)],
+                  1};
   for (int64_t d = 1; d < axis; ++d) p.outer *= past[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < past.size(); ++d) p.inner *= past[d];
   return p;
@@ -260,28 +266,33 @@ Status run_det(const int&, const KernelArgs& a, const ExecContext&) {
     for (int64_t c = 0; c < m; ++c) {
       int64_t piv = c;
       for (int64_t r = c + 1; r < m; ++r) {
-        if (std::fabs(A[static_cast<size_t>(r * m + c)]) > std::fabs(A[static_cast<size_t>(piv * m + c)])) piv = r;
+        if (std::fabs(A[static_cast<size_t>(r * m + c)]) >
+            std::fabs(A[static_cast<size_t>(piv * m + c)]))
+          piv = r;
       }
       if (A[static_cast<size_t>(piv * m + c)] == 0) {
         det = 0;
         break;
       }
       if (piv != c) {
-        for (int64_t j = 0; j < m; ++j) std::swap(A[static_cast<size_t>(c * m + j)], A[static_cast<size_t>(piv * m + j)]);
+        for (int64_t j = 0; j < m; ++j)
+          std::swap(A[static_cast<size_t>(c * m + j)], A[static_cast<size_t>(piv * m + j)]);
         det = -det;
       }
       const double d = A[static_cast<size_t>(c * m + c)];
       det *= d;
       for (int64_t r = c + 1; r < m; ++r) {
         const double f = A[static_cast<size_t>(r * m + c)] / d;
-        for (int64_t j = c; j < m; ++j) A[static_cast<size_t>(r * m + j)] -= f * A[static_cast<size_t>(c * m + j)];
+        for (int64_t j = c; j < m; ++j)
+          A[static_cast<size_t>(r * m + j)] -= f * A[static_cast<size_t>(c * m + j)];
       }
     }
     out[static_cast<size_t>(k)] = det;
   }
   ops::visit_any_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    for (size_t i = 0; i < out.size(); ++i) a.outputs[0]->data<T>()[i] = ops::from_double<T>(out[i]);
+    for (size_t i = 0; i < out.size(); ++i)
+      a.outputs[0]->data<T>()[i] = ops::from_double<T>(out[i]);
   });
   return Status::ok();
 }

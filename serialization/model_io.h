@@ -9,7 +9,8 @@
 
 namespace tern::serialization {
 
-constexpr uint32_t kFormatVersion = 1;
+// 2: subgraph attributes (Attribute.g / graphs, Graph.captured). Version 1 files still load.
+constexpr uint32_t kFormatVersion = 2;
 
 // Loads a .tern or ONNX file, told apart by content. .tern weights stay in the mapping.
 Expected<std::shared_ptr<const Model>> load_model_file(const std::string& path);

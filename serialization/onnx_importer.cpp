@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "serialization/model_io.h"
 #include "serialization/onnx_tensor.h"
@@ -18,7 +19,9 @@ constexpr int64_t kNewestOpset = 28;
 
 class Importer {
  public:
-  explicit Importer(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+  // `parent`: the importer of the enclosing graph when this one imports a subgraph.
+  Importer(std::string base_dir, Importer* parent = nullptr)
+      : base_dir_(std::move(base_dir)), parent_(parent) {}
 
   Expected<Graph> run(const onnx::ModelProto& mp) {
     if (!mp.has_graph()) return invalid_model("the ONNX model has no graph");
@@ -41,8 +44,20 @@ class Importer {
     g_.producer =
         mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
     for (const auto& kv : mp.metadata_props()) g_.metadata.emplace_back(kv.key(), kv.value());
-    const onnx::GraphProto& gp = mp.graph();
+    TERN_RETURN_IF_ERROR(import_graph(mp.graph()));
+    return std::move(g_);
+  }
+
+ private:
+  // The graph's values, nodes, inputs and outputs. In a subgraph, a name that nothing in it
+  // defines is a value of an enclosing graph: it becomes a captured input (Graph::captured).
+  Status import_graph(const onnx::GraphProto& gp) {
     if (gp.sparse_initializer_size() > 0) return unsupported("sparse initializers");
+    if (parent_) {
+      for (const auto& init : gp.initializer()) local_.insert(init.name());
+      for (const auto& vi : gp.input()) local_.insert(vi.name());
+      for (const auto& n : gp.node()) local_.insert(n.output().begin(), n.output().end());
+    }
     for (const auto& init : gp.initializer()) {
       if (init.name().empty()) return invalid_model("an initializer has no name");
       auto t = tensor_from_onnx(init, base_dir_);
@@ -72,6 +87,7 @@ class Importer {
     }
     for (const auto& vi : gp.output()) {
       if (vi.name().empty()) return invalid_model("a graph output has no name");
+      if (parent_ && !local_.count(vi.name())) (void)ref(vi.name());  // an outer value, passed on
       auto it = ids_.find(vi.name());
       if (it == ids_.end())
         return invalid_model("graph output '", vi.name(), "' is never produced");
@@ -81,10 +97,11 @@ class Importer {
       }
       g_.outputs.push_back(it->second);
     }
-    return std::move(g_);
+    g_.inputs.insert(g_.inputs.end(), captured_.begin(), captured_.end());
+    g_.captured = captured_.size();
+    return Status::ok();
   }
 
- private:
   int value(const std::string& name) {
     auto it = ids_.find(name);
     if (it != ids_.end()) return it->second;
@@ -92,6 +109,29 @@ class Importer {
     ids_[name] = id;
     return id;
   }
+
+  // A name a node reads: this graph's value, or, in a subgraph, an enclosing graph's (captured
+  // here once, and resolved by the enclosing importer when it adds the node holding this graph).
+  int ref(const std::string& name) {
+    if (!parent_ || local_.count(name) || ids_.count(name)) return value(name);
+    const int id = value(name);
+    captured_.push_back(id);
+    return id;
+  }
+
+  // A subgraph attribute: imported by an importer of its own; the node then passes the outer
+  // values the subgraph captured (see add_node).
+  Expected<std::shared_ptr<const Graph>> read_subgraph(const onnx::GraphProto& gp) {
+    if (depth() >= Graph::kMaxSubgraphDepth) {
+      return invalid_model("subgraphs nest deeper than ", Graph::kMaxSubgraphDepth, " levels");
+    }
+    Importer sub(base_dir_, this);
+    sub.g_.opset = g_.opset;
+    TERN_RETURN_IF_ERROR(sub.import_graph(gp));
+    return std::make_shared<const Graph>(std::move(sub.g_));
+  }
+
+  int depth() const { return parent_ ? parent_->depth() + 1 : 0; }
 
   Status read_type(const onnx::ValueInfoProto& vi, int id) {
     if (!vi.has_type()) return Status::ok();
@@ -152,9 +192,19 @@ class Importer {
         TERN_ASSIGN_OR_RETURN(out.t, tensor_from_onnx(a.t(), base_dir_));
         break;
       }
-      case onnx::AttributeProto::GRAPH:
-      case onnx::AttributeProto::GRAPHS:
-        return unsupported("subgraph attributes (control flow) are not supported yet");
+      case onnx::AttributeProto::GRAPH: {
+        out.kind = Attribute::Kind::kGraph;
+        TERN_ASSIGN_OR_RETURN(out.g, read_subgraph(a.g()));
+        break;
+      }
+      case onnx::AttributeProto::GRAPHS: {
+        out.kind = Attribute::Kind::kGraphs;
+        for (const auto& gp : a.graphs()) {
+          TERN_ASSIGN_OR_RETURN(auto g, read_subgraph(gp));
+          out.graphs.push_back(std::move(g));
+        }
+        break;
+      }
       default:
         return unsupported("attribute type ", onnx::AttributeProto::AttributeType_Name(a.type()));
     }
@@ -207,7 +257,7 @@ class Importer {
     node.name = n.name();
     node.op_type = n.op_type();
     node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    for (const auto& in : n.input()) node.inputs.push_back(in.empty() ? -1 : value(in));
+    for (const auto& in : n.input()) node.inputs.push_back(in.empty() ? -1 : ref(in));
     for (const auto& out : n.output()) node.outputs.push_back(out.empty() ? -1 : value(out));
     for (const auto& a : n.attribute()) {
       if (a.name().empty()) return invalid_model(where, ": an attribute has no name");
@@ -215,13 +265,22 @@ class Importer {
       if (!attr) return attr.status().with_prefix(str_cat(where, ": attribute '", a.name(), "'"));
       node.attrs.set(a.name(), std::move(*attr));
     }
+    // The outer values each subgraph reads, after the formal inputs (Graph::captured).
+    for (const Graph* sub : subgraphs_of(node)) {
+      for (size_t k = sub->inputs.size() - sub->captured; k < sub->inputs.size(); ++k) {
+        node.inputs.push_back(ref(sub->value_name(sub->inputs[k])));
+      }
+    }
     g_.nodes.push_back(std::move(node));
     return Status::ok();
   }
 
   std::string base_dir_;
+  Importer* parent_;
   Graph g_;
   std::unordered_map<std::string, int> ids_;
+  std::unordered_set<std::string> local_;  // subgraphs: the names this graph defines
+  std::vector<int> captured_;              // subgraphs: values read from enclosing graphs
 };
 
 }  // namespace

@@ -22,59 +22,212 @@ std::vector<int64_t> read_longs(const flatbuffers::Vector<int64_t>* v) {
   return out;
 }
 
-Expected<Attribute> read_attribute(const fb::Attribute& a, const std::string& where) {
-  Attribute out;
-  out.kind = static_cast<Attribute::Kind>(a.kind());
-  switch (a.kind()) {
-    case fb::AttributeKind::Float:
-      out.f = a.f();
-      break;
-    case fb::AttributeKind::Int:
-      out.i = a.i();
-      break;
-    case fb::AttributeKind::String:
-      out.s = a.s() ? a.s()->str() : "";
-      break;
-    case fb::AttributeKind::Ints:
-      out.ints = read_longs(a.ints());
-      break;
-    case fb::AttributeKind::Floats:
-      if (a.floats()) out.floats.assign(a.floats()->begin(), a.floats()->end());
-      break;
-    case fb::AttributeKind::Strings:
-      if (a.strings()) {
-        for (const auto* s : *a.strings()) out.strings.push_back(s ? s->str() : "");
-      }
-      break;
-    case fb::AttributeKind::Tensor: {
-      const fb::InlineTensor* t = a.t();
-      if (!t || !dtype_is_valid(t->dtype()) || t->dtype() == static_cast<int32_t>(DType::kString)) {
-        return invalid_model(where, ": tensor has no valid non-string dtype");
-      }
-      const Shape shape = read_longs(t->shape());
-      auto n = checked_numel(shape);
-      if (!n) return invalid_model(where, ": ", n.status().message());
-      size_t bytes = static_cast<size_t>(*n) * dtype_size(static_cast<DType>(t->dtype()));
-      size_t have = t->data() ? t->data()->size() : 0;
-      if (have != bytes) {
-        return invalid_model(where, ": tensor holds ", have, " bytes, its shape needs ", bytes);
-      }
-      TERN_ASSIGN_OR_RETURN(out.t, Tensor::allocate(static_cast<DType>(t->dtype()), shape));
-      if (bytes) std::memcpy(out.t.raw(), t->data()->data(), bytes);
-      break;
-    }
-    default:
-      return invalid_model(where, ": unknown attribute kind ", static_cast<int>(a.kind()));
-  }
-  return out;
-}
-
 Status check_index(int id, size_t count, bool allow_missing, const std::string& where) {
   if ((allow_missing && id == -1) || (id >= 0 && static_cast<size_t>(id) < count)) {
     return Status::ok();
   }
   return invalid_model(where, " refers to value ", id, ", but the graph has ", count, " values");
 }
+
+// Builds a Graph (and its subgraphs) from the verified buffer; constants point into the mapping.
+struct GraphReader {
+  std::shared_ptr<void> keep;
+  const uint8_t* data;
+  uint64_t data_offset;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Segment>>* segments;
+  int64_t opset;  // every graph's, subgraphs included
+
+  size_t segment_count() const { return segments ? segments->size() : 0; }
+
+  Status read(const fb::Graph& fg, int depth, Graph* out) {
+    if (depth > Graph::kMaxSubgraphDepth) {
+      return invalid_model("subgraphs nest deeper than ", Graph::kMaxSubgraphDepth, " levels");
+    }
+    Graph& g = *out;
+    const size_t nseg = segment_count();
+    const size_t nv = fg.values() ? fg.values()->size() : 0;
+    std::unordered_set<std::string> names;
+    for (size_t i = 0; i < nv; ++i) {
+      const fb::Value* v = fg.values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      Value val;
+      val.name = v->name() ? v->name()->str() : "";
+      const std::string where = str_cat("value ", i, " '", val.name, "'");
+      if (val.name.empty() || !names.insert(val.name).second) {
+        return invalid_model(where, ": names must be non-empty and unique");
+      }
+      if (v->dtype() != 0 && !dtype_is_valid(v->dtype())) {
+        return invalid_model(where, ": dtype ", v->dtype(), " is not valid");
+      }
+      val.type.dtype = static_cast<DType>(v->dtype());
+      val.type.has_shape = v->has_shape();
+      if (v->shape()) {
+        for (const fb::Dim* d : *v->shape()) {
+          val.type.dims.push_back(
+              Dim{d->value() < 0 ? -1 : d->value(), d->symbol() ? d->symbol()->str() : ""});
+        }
+      }
+      if (v->segment() != -1) {
+        if (v->segment() < 0 || static_cast<size_t>(v->segment()) >= nseg) {
+          return invalid_model(where, ": segment ", v->segment(), " out of range (", nseg, ")");
+        }
+        if (dtype_size(val.type.dtype) == 0 || val.type.dtype == DType::kString) {
+          return invalid_model(where, ": constant without a non-string dtype");
+        }
+        const Shape shape = read_longs(v->const_shape());
+        auto n = checked_numel(shape);
+        if (!n) return invalid_model(where, ": ", n.status().message());
+        const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v->segment()));
+        const uint64_t bytes = static_cast<uint64_t>(*n) * dtype_size(val.type.dtype);
+        if (bytes != s->length()) {
+          return invalid_model(where, ": shape ", shape_str(shape), " needs ", bytes,
+                               " bytes, its segment holds ", s->length());
+        }
+        void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
+        val.constant = Tensor::wrap(val.type.dtype, shape, ptr, keep);
+      }
+      if (v->packed() && v->packed()->size()) {
+        if (!val.constant)
+          return invalid_model(where, ": packed data on a value that is not a constant");
+        for (size_t k = 0; k < v->packed()->size(); ++k) {
+          const fb::PackedData* pd = v->packed()->Get(static_cast<flatbuffers::uoffset_t>(k));
+          if (!pd->key() || pd->key()->size() == 0) {
+            return invalid_model(where, ": packed data ", k, " has no key");
+          }
+          if (pd->segment() < 0 || static_cast<size_t>(pd->segment()) >= nseg) {
+            return invalid_model(where, ": packed data ", k, " segment ", pd->segment(),
+                                 " out of range (", nseg, ")");
+          }
+          const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(pd->segment()));
+          void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
+          val.packed.push_back(PackedData{
+              pd->key()->str(),
+              Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(s->length())}, ptr, keep)});
+        }
+      }
+      g.values.push_back(std::move(val));
+    }
+    if (fg.nodes()) {
+      for (size_t i = 0; i < fg.nodes()->size(); ++i) {
+        const fb::Node* n = fg.nodes()->Get(static_cast<flatbuffers::uoffset_t>(i));
+        Node node;
+        node.name = n->name() ? n->name()->str() : "";
+        node.op_type = n->op_type() ? n->op_type()->str() : "";
+        node.domain = n->domain() ? n->domain()->str() : "";
+        const std::string where = str_cat("node ", i, " '", node.name, "' (", node.op_type, ")");
+        if (node.op_type.empty()) return invalid_model(where, ": no op type");
+        if (n->inputs()) {
+          for (int id : *n->inputs()) {
+            TERN_RETURN_IF_ERROR(check_index(id, nv, true, where + ": an input"));
+            node.inputs.push_back(id);
+          }
+        }
+        if (n->outputs()) {
+          for (int id : *n->outputs()) {
+            TERN_RETURN_IF_ERROR(check_index(id, nv, true, where + ": an output"));
+            node.outputs.push_back(id);
+          }
+        }
+        if (n->attributes()) {
+          for (const fb::Attribute* a : *n->attributes()) {
+            std::string name = a->name() ? a->name()->str() : "";
+            if (name.empty()) return invalid_model(where, ": an attribute has no name");
+            TERN_ASSIGN_OR_RETURN(Attribute attr,
+                                  attribute(*a, str_cat(where, ": attribute '", name, "'"), depth));
+            node.attrs.set(name, std::move(attr));
+          }
+        }
+        g.nodes.push_back(std::move(node));
+      }
+    }
+    if (fg.inputs()) {
+      for (int id : *fg.inputs()) {
+        TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph input"));
+        g.inputs.push_back(id);
+      }
+    }
+    if (fg.outputs()) {
+      for (int id : *fg.outputs()) {
+        TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph output"));
+        g.outputs.push_back(id);
+      }
+    }
+    if (fg.captured() > g.inputs.size()) {
+      return invalid_model("a graph captures ", fg.captured(), " outer values but has ",
+                           g.inputs.size(), " inputs");
+    }
+    g.captured = fg.captured();
+    return Status::ok();
+  }
+
+  Expected<std::shared_ptr<const Graph>> subgraph(const fb::Graph* fg, const std::string& where,
+                                                  int depth) {
+    if (!fg) return invalid_model(where, ": the subgraph is missing");
+    Graph g;
+    g.opset = opset;
+    TERN_RETURN_IF_ERROR(read(*fg, depth + 1, &g).with_prefix(where));
+    return std::make_shared<const Graph>(std::move(g));
+  }
+
+  Expected<Attribute> attribute(const fb::Attribute& a, const std::string& where, int depth) {
+    Attribute out;
+    out.kind = static_cast<Attribute::Kind>(a.kind());
+    switch (a.kind()) {
+      case fb::AttributeKind::Float:
+        out.f = a.f();
+        break;
+      case fb::AttributeKind::Int:
+        out.i = a.i();
+        break;
+      case fb::AttributeKind::String:
+        out.s = a.s() ? a.s()->str() : "";
+        break;
+      case fb::AttributeKind::Ints:
+        out.ints = read_longs(a.ints());
+        break;
+      case fb::AttributeKind::Floats:
+        if (a.floats()) out.floats.assign(a.floats()->begin(), a.floats()->end());
+        break;
+      case fb::AttributeKind::Strings:
+        if (a.strings()) {
+          for (const auto* s : *a.strings()) out.strings.push_back(s ? s->str() : "");
+        }
+        break;
+      case fb::AttributeKind::Tensor: {
+        const fb::InlineTensor* t = a.t();
+        if (!t || !dtype_is_valid(t->dtype()) ||
+            t->dtype() == static_cast<int32_t>(DType::kString)) {
+          return invalid_model(where, ": tensor has no valid non-string dtype");
+        }
+        const Shape shape = read_longs(t->shape());
+        auto n = checked_numel(shape);
+        if (!n) return invalid_model(where, ": ", n.status().message());
+        size_t bytes = static_cast<size_t>(*n) * dtype_size(static_cast<DType>(t->dtype()));
+        size_t have = t->data() ? t->data()->size() : 0;
+        if (have != bytes) {
+          return invalid_model(where, ": tensor holds ", have, " bytes, its shape needs ", bytes);
+        }
+        TERN_ASSIGN_OR_RETURN(out.t, Tensor::allocate(static_cast<DType>(t->dtype()), shape));
+        if (bytes) std::memcpy(out.t.raw(), t->data()->data(), bytes);
+        break;
+      }
+      case fb::AttributeKind::Graph: {
+        TERN_ASSIGN_OR_RETURN(out.g, subgraph(a.g(), where, depth));
+        break;
+      }
+      case fb::AttributeKind::Graphs: {
+        if (!a.graphs()) break;
+        for (const fb::Graph* sub : *a.graphs()) {
+          TERN_ASSIGN_OR_RETURN(auto g, subgraph(sub, where, depth));
+          out.graphs.push_back(std::move(g));
+        }
+        break;
+      }
+      default:
+        return invalid_model(where, ": unknown attribute kind ", static_cast<int>(a.kind()));
+    }
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -112,118 +265,15 @@ Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_
   }
   const fb::Graph* fg = m->graph();
   if (!fg || !fg->values()) return invalid_model("the .tern file has no graph");
+  GraphReader reader{keep, data, data_offset, segments, m->opset()};
   Graph g;
+  TERN_RETURN_IF_ERROR(reader.read(*fg, 0, &g));
   g.opset = m->opset();
+  if (g.captured != 0) return invalid_model("the main graph cannot capture outer values");
   if (m->producer()) g.producer = m->producer()->str();
   if (m->metadata()) {
     for (const auto* e : *m->metadata()) {
       g.metadata.emplace_back(e->key() ? e->key()->str() : "", e->value() ? e->value()->str() : "");
-    }
-  }
-  const size_t nv = fg->values()->size();
-  std::unordered_set<std::string> names;
-  for (size_t i = 0; i < nv; ++i) {
-    const fb::Value* v = fg->values()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    Value val;
-    val.name = v->name() ? v->name()->str() : "";
-    const std::string where = str_cat("value ", i, " '", val.name, "'");
-    if (val.name.empty() || !names.insert(val.name).second) {
-      return invalid_model(where, ": names must be non-empty and unique");
-    }
-    if (v->dtype() != 0 && !dtype_is_valid(v->dtype())) {
-      return invalid_model(where, ": dtype ", v->dtype(), " is not valid");
-    }
-    val.type.dtype = static_cast<DType>(v->dtype());
-    val.type.has_shape = v->has_shape();
-    if (v->shape()) {
-      for (const fb::Dim* d : *v->shape()) {
-        val.type.dims.push_back(
-            Dim{d->value() < 0 ? -1 : d->value(), d->symbol() ? d->symbol()->str() : ""});
-      }
-    }
-    if (v->segment() != -1) {
-      if (v->segment() < 0 || static_cast<size_t>(v->segment()) >= nseg) {
-        return invalid_model(where, ": segment ", v->segment(), " out of range (", nseg, ")");
-      }
-      if (dtype_size(val.type.dtype) == 0 || val.type.dtype == DType::kString) {
-        return invalid_model(where, ": constant without a non-string dtype");
-      }
-      const Shape shape = read_longs(v->const_shape());
-      auto n = checked_numel(shape);
-      if (!n) return invalid_model(where, ": ", n.status().message());
-      const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v->segment()));
-      const uint64_t bytes = static_cast<uint64_t>(*n) * dtype_size(val.type.dtype);
-      if (bytes != s->length()) {
-        return invalid_model(where, ": shape ", shape_str(shape), " needs ", bytes,
-                             " bytes, its segment holds ", s->length());
-      }
-      void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
-      val.constant = Tensor::wrap(val.type.dtype, shape, ptr, keep);
-    }
-    if (v->packed() && v->packed()->size()) {
-      if (!val.constant)
-        return invalid_model(where, ": packed data on a value that is not a constant");
-      for (size_t k = 0; k < v->packed()->size(); ++k) {
-        const fb::PackedData* pd = v->packed()->Get(static_cast<flatbuffers::uoffset_t>(k));
-        if (!pd->key() || pd->key()->size() == 0) {
-          return invalid_model(where, ": packed data ", k, " has no key");
-        }
-        if (pd->segment() < 0 || static_cast<size_t>(pd->segment()) >= nseg) {
-          return invalid_model(where, ": packed data ", k, " segment ", pd->segment(),
-                               " out of range (", nseg, ")");
-        }
-        const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(pd->segment()));
-        void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
-        val.packed.push_back(PackedData{
-            pd->key()->str(),
-            Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(s->length())}, ptr, keep)});
-      }
-    }
-    g.values.push_back(std::move(val));
-  }
-  if (fg->nodes()) {
-    for (size_t i = 0; i < fg->nodes()->size(); ++i) {
-      const fb::Node* n = fg->nodes()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      Node node;
-      node.name = n->name() ? n->name()->str() : "";
-      node.op_type = n->op_type() ? n->op_type()->str() : "";
-      node.domain = n->domain() ? n->domain()->str() : "";
-      const std::string where = str_cat("node ", i, " '", node.name, "' (", node.op_type, ")");
-      if (node.op_type.empty()) return invalid_model(where, ": no op type");
-      if (n->inputs()) {
-        for (int id : *n->inputs()) {
-          TERN_RETURN_IF_ERROR(check_index(id, nv, true, where + ": an input"));
-          node.inputs.push_back(id);
-        }
-      }
-      if (n->outputs()) {
-        for (int id : *n->outputs()) {
-          TERN_RETURN_IF_ERROR(check_index(id, nv, true, where + ": an output"));
-          node.outputs.push_back(id);
-        }
-      }
-      if (n->attributes()) {
-        for (const fb::Attribute* a : *n->attributes()) {
-          std::string name = a->name() ? a->name()->str() : "";
-          if (name.empty()) return invalid_model(where, ": an attribute has no name");
-          TERN_ASSIGN_OR_RETURN(Attribute attr,
-                                read_attribute(*a, str_cat(where, ": attribute '", name, "'")));
-          node.attrs.set(name, std::move(attr));
-        }
-      }
-      g.nodes.push_back(std::move(node));
-    }
-  }
-  if (fg->inputs()) {
-    for (int id : *fg->inputs()) {
-      TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph input"));
-      g.inputs.push_back(id);
-    }
-  }
-  if (fg->outputs()) {
-    for (int id : *fg->outputs()) {
-      TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph output"));
-      g.outputs.push_back(id);
     }
   }
   return g;

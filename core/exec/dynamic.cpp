@@ -34,6 +34,8 @@ Status Executor::run_dynamic(const std::vector<const Tensor*>& ordered,
   for (size_t n : order_) {
     OpContext ctx;
     ctx.flags = &flags;
+    ctx.weights = weights_;
+    ctx.subgraphs = subgraphs_;
     TERN_RETURN_IF_ERROR(make_node_context(g, g.nodes[n], g.describe_node(n), values, &ctx));
     const Node& node = g.nodes[n];
     std::vector<Tensor> outs;

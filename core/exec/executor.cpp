@@ -131,7 +131,12 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   }
   if (st.is_ok()) plan.set_ran_eagerly();
   if (profiler_) {
-    ProfileEvent e{"run", "run", profiler_->since_start_us(t0), 0, Profiler::thread_number(), {}};
+    ProfileEvent e{run_category_,
+                   run_category_,
+                   profiler_->since_start_us(t0),
+                   0,
+                   Profiler::thread_number(),
+                   {}};
     e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
     e.args = {{"steps", std::to_string(plan.steps.size())},
               {"threads", std::to_string(threads)},

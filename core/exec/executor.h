@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/exec/arena_pool.h"
@@ -39,6 +40,14 @@ class Executor {
 
   // Bytes of run arenas held (in use and kept for the next runs), host and devices together.
   size_t arena_bytes() const;
+  // What kernels prepared during dynamic runs get (OpContext::weights, ::subgraphs).
+  void set_services(WeightCache* weights, SubgraphCompiler* subgraphs) {
+    weights_ = weights;
+    subgraphs_ = subgraphs;
+  }
+  // The profile category (and name) of a run's event: "run", or "subgraph" for the runs of a
+  // subgraph inside a control-flow step.
+  void set_run_category(std::string c) { run_category_ = std::move(c); }
 
  private:
   Status run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
@@ -63,6 +72,9 @@ class Executor {
 
   const std::vector<Backend*>& backends_;
   Profiler* profiler_;
+  WeightCache* weights_ = nullptr;
+  SubgraphCompiler* subgraphs_ = nullptr;
+  std::string run_category_ = "run";
   // Every plan's runs take their arenas from these.
   mutable ArenaPool host_arenas_;
   mutable std::mutex pools_mu_;

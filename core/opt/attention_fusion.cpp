@@ -294,6 +294,7 @@ bool attention_context(const PlanGraph& pg, const AttentionMatch& m, const Node&
   const Graph& g = *pg.graph;
   ctx->flags = pg.flags;
   ctx->weights = pg.weights;
+  ctx->subgraphs = pg.subgraphs;
   const std::string where =
       str_cat("fused Attention (mha fastpath) of ", g.describe_node(m.matmul_qk), " .. ",
               g.describe_node(m.matmul_v));

@@ -104,6 +104,7 @@ size_t fuse_residual_adds(PlanGraph& pg) {
       auto ctx = std::make_unique<OpContext>();
       ctx->flags = pg.flags;
       ctx->weights = pg.weights;
+      ctx->subgraphs = pg.subgraphs;
       if (!make_node_context(g, *fused, fused_where(g, static_cast<size_t>(c), n, anchor),
                              pg.values, ctx.get())
                .is_ok()) {
@@ -134,6 +135,7 @@ bool refit_residual(PlanGraph& pg, const FusionRecord& f, OpContext* ctx) {
   if (!shapes_fit(pg, g.nodes[f.conv], g.nodes[f.add], f.side, f.chain)) return false;
   ctx->flags = pg.flags;
   ctx->weights = pg.weights;
+      ctx->subgraphs = pg.subgraphs;
   if (!make_node_context(g, *f.node, fused_where(g, f.conv, f.add, f.anchor), pg.values, ctx)
            .is_ok()) {
     return false;

@@ -92,6 +92,7 @@ Expected<int> Partitioner::to_plain(int id, size_t consumer) {
   OpContext ctx;
   ctx.flags = pg_.flags;
   ctx.weights = pg_.weights;
+  ctx.subgraphs = pg_.subgraphs;
   TERN_RETURN_IF_ERROR(make_node_context(
       g_, *node, str_cat("reorder of '", g_.value_name(id), "' to plain"), pg_.values, &ctx));
   PlanStep step;

@@ -173,6 +173,7 @@ Status PlanTemplate::instantiate_steps(PlanGraph& pg,
         }
         ctx->flags = pg.flags;
         ctx->weights = pg.weights;
+        ctx->subgraphs = pg.subgraphs;
         for (size_t i = 0; i < s.inputs.size(); ++i) {
           if (s.inputs[i] >= 0)
             ctx->inputs[i].block = plan->values[static_cast<size_t>(s.inputs[i])].block;

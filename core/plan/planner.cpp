@@ -24,6 +24,7 @@ ShapeInputs PlannerContext::shape_inputs(const std::vector<Shape>& shapes,
   in.backends = planning_backends.empty() ? backends : planning_backends;
   in.flags = &flags;
   in.weights = weights;
+  in.subgraphs = subgraphs;
   in.labels = &labels;
   return in;
 }

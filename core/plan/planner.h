@@ -34,7 +34,8 @@ struct PlannerContext {
   std::vector<Backend*> planning_backends;      // shape arithmetic (SessionConfig::planning_host)
   const std::vector<AttentionMatch>* attention = nullptr;
   WeightStore* weights = nullptr;
-  std::vector<std::string> labels;  // Graph::describe_node of every node
+  SubgraphCompiler* subgraphs = nullptr;  // the session's, for control-flow kernels
+  std::vector<std::string> labels;        // Graph::describe_node of every node
 
   // What shape inference needs of this context for one set of input shapes.
   ShapeInputs shape_inputs(const std::vector<Shape>& shapes, const std::vector<DType>& dtypes,

@@ -118,6 +118,7 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
   pg->order = in.order;
   pg->flags = in.flags;
   pg->weights = in.weights;
+  pg->subgraphs = in.subgraphs;
   pg->values.assign(g.values.size(), PlannedValue{});
   pg->ctxs.clear();
   pg->ctxs.resize(g.nodes.size());
@@ -150,6 +151,7 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     auto ctx = std::make_unique<OpContext>();
     ctx->flags = in.flags;
     ctx->weights = in.weights;
+    ctx->subgraphs = in.subgraphs;
     Status st = make_node_context(g, node, in.labels ? (*in.labels)[n] : g.describe_node(n),
                                   pg->values, ctx.get());
     if (!st.is_ok() && ctx->needs_values) {
@@ -159,6 +161,12 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
       return Status::ok();
     }
     TERN_RETURN_IF_ERROR(st);
+    if (ctx->outputs_from_run) {
+      *planned = false;
+      *dynamic_reason = ctx->where + ": its output shapes are known only when it runs";
+      if (memo) memo->nodes.assign(g.nodes.size(), ShapeMemo::Entry{});
+      return Status::ok();
+    }
     const bool all_known = std::all_of(ctx->inputs.begin(), ctx->inputs.end(),
                                        [](const TensorInfo& t) { return !t.present || t.value; });
     const bool from_shapes = std::all_of(ctx->output_values.begin(), ctx->output_values.end(),

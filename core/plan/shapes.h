@@ -26,6 +26,7 @@ struct ShapeInputs {
   std::vector<Backend*> backends;               // host ones compute shape math
   const FlagValues* flags = nullptr;
   WeightCache* weights = nullptr;
+  SubgraphCompiler* subgraphs = nullptr;
   // Graph::describe_node of every node, made once (null: made here when needed).
   const std::vector<std::string>* labels = nullptr;
 };

@@ -39,7 +39,7 @@ TEST_SUITE("api") {
   TEST_CASE("version, ABI and status names") {
     CHECK(std::string(tern_version()) == "0.1.0");
     CHECK(tern_abi_version() == 1);
-    CHECK(tern_format_version() == 1);
+    CHECK(tern_format_version() == 2);
     CHECK(std::string(tern_status_name(TERN_OK)) == "TERN_OK");
     CHECK(std::string(tern_status_name(TERN_ERR_INVALID_MODEL)) == "TERN_ERR_INVALID_MODEL");
     CHECK(std::string(tern_status_name(static_cast<tern_status>(99))) == "TERN_UNKNOWN_STATUS");
