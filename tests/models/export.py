@@ -6,7 +6,9 @@ case for each (../shared/tools/ort_reference/make_reference.py; needs node and o
   tests/models/export.py [--out DIR] [--reference] [NAME ...]
 
 NAME: gpt_decoder (prefill and decode graphs, KV cache as inputs/outputs), var_encoder (any
-sequence length up to 512). Without NAME, every model. Prints each file written.
+sequence length up to 512), lstm and gru (2 layers, bidirectional, initial states), greedy_loop
+(a data-dependent Loop), streaming_vad (an If on the sample rate, LSTM state in and out).
+Without NAME, every model. Prints each file written.
 """
 import argparse
 import os
@@ -20,6 +22,10 @@ sys.path.insert(0, HERE)
 MODELS = {
     "gpt_decoder": ("transformers", "export_gpt_decoder", {"seq": 32, "past": 40}),
     "var_encoder": ("transformers", "export_var_encoder", {"seq": 77}),
+    "lstm": ("recurrent", "export_lstm", {"batch": 1, "seq": 200}),
+    "gru": ("recurrent", "export_gru", {"batch": 1, "seq": 200}),
+    "greedy_loop": ("recurrent", "export_greedy_loop", {}),
+    "streaming_vad": ("recurrent", "export_streaming_vad", {}),
 }
 
 

@@ -23,6 +23,8 @@ struct VecOps {
   void (*erf)(const float* x, float* y, int64_t n);
   // y[i] = 1 / (1 + exp(-x[i])), relative error about 3e-7 (y may be x)
   void (*sigmoid)(const float* x, float* y, int64_t n);
+  // y[i] = tanh(x[i]), absolute and relative error below 4e-7, also near 0 (y may be x)
+  void (*tanh)(const float* x, float* y, int64_t n);
   // One row of LayerNormalization: y = (x - mean) / sqrt(var + eps) * scale (+ bias when not
   // null), the mean and then the variance of the deviations summed in 16 lanes (y may be x).
   void (*layer_norm)(const float* x, const float* scale, const float* bias, float eps, float* y,

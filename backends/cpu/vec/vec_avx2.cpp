@@ -21,7 +21,8 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx2Ops = {"avx2",        vec_avx2::scale,   vec_avx2::max,        vec_avx2::exp_sum,
-                         vec_avx2::erf, vec_avx2::sigmoid, vec_avx2::layer_norm, vec_avx2::binary};
+const VecOps kAvx2Ops = {"avx2",          vec_avx2::scale,   vec_avx2::max,  vec_avx2::exp_sum,
+                         vec_avx2::erf,   vec_avx2::sigmoid, vec_avx2::tanh, vec_avx2::layer_norm,
+                         vec_avx2::binary};
 }  // namespace tern::vec_detail
 #endif

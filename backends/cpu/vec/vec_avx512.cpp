@@ -23,7 +23,8 @@
 
 namespace tern::vec_detail {
 const VecOps kAvx512Ops = {
-    "avx512",        vec_avx512::scale,   vec_avx512::max,        vec_avx512::exp_sum,
-    vec_avx512::erf, vec_avx512::sigmoid, vec_avx512::layer_norm, vec_avx512::binary};
+    "avx512",          vec_avx512::scale,   vec_avx512::max,  vec_avx512::exp_sum,
+    vec_avx512::erf,   vec_avx512::sigmoid, vec_avx512::tanh, vec_avx512::layer_norm,
+    vec_avx512::binary};
 }  // namespace tern::vec_detail
 #endif

@@ -54,6 +54,22 @@ inline float32x4_t sigmoid4(float32x4_t x) {
   return vdivq_f32(vdupq_n_f32(1.0f), vaddq_f32(vdupq_n_f32(1.0f), exp4(vnegq_f32(x))));
 }
 
+// vec_impl.inc's rational approximation on [-7.9, 7.9]; NaN stays NaN.
+inline float32x4_t tanh4(float32x4_t x) {
+  const float32x4_t c = vmaxq_f32(vminq_f32(x, vdupq_n_f32(7.90531110763549805f)),
+                                  vdupq_n_f32(-7.90531110763549805f));
+  const float32x4_t x2 = vmulq_f32(c, c);
+  static const float kP[] = {2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
+                             1.48572235717979e-05f, 6.37261928875436e-04f,  4.89352455891786e-03f};
+  static const float kQ[] = {1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f};
+  float32x4_t p = vdupq_n_f32(-2.76076847742355e-16f);
+  for (float k : kP) p = vfmaq_f32(vdupq_n_f32(k), p, x2);
+  float32x4_t q = vdupq_n_f32(1.19825839466702e-06f);
+  for (float k : kQ) q = vfmaq_f32(vdupq_n_f32(k), q, x2);
+  const uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
+  return vbslq_f32(nan, x, vdivq_f32(vmulq_f32(c, p), q));
+}
+
 // y[i] = f(x[i]) four at a time; the last 1-3 through a padded copy.
 template <typename F>
 void map4(const float* x, float* y, int64_t n, F f) {
@@ -130,6 +146,10 @@ void sigmoid(const float* x, float* y, int64_t n) {
   map4(x, y, n, sigmoid4);
 }
 
+void tanh(const float* x, float* y, int64_t n) {
+  map4(x, y, n, tanh4);
+}
+
 // The row reductions in 16 lanes as 4 registers, like the other builds.
 float sum16(const float* x, int64_t n, float mean, bool squares) {
   float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
@@ -180,7 +200,8 @@ void binary(int op, const float* a, int a_step, const float* b, int b_step, floa
 }  // namespace tern::vec_neon
 
 namespace tern::vec_detail {
-const VecOps kNeonOps = {"neon",        vec_neon::scale,   vec_neon::max,        vec_neon::exp_sum,
-                         vec_neon::erf, vec_neon::sigmoid, vec_neon::layer_norm, vec_neon::binary};
+const VecOps kNeonOps = {"neon",          vec_neon::scale,   vec_neon::max,  vec_neon::exp_sum,
+                         vec_neon::erf,   vec_neon::sigmoid, vec_neon::tanh, vec_neon::layer_norm,
+                         vec_neon::binary};
 }  // namespace tern::vec_detail
 #endif
