@@ -22,6 +22,8 @@ const char* attribute_kind_name(Attribute::Kind k) {
       return "graph";
     case Attribute::Kind::kGraphs:
       return "graphs";
+    case Attribute::Kind::kType:
+      return "type";
   }
   return "unknown";
 }

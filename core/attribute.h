@@ -24,7 +24,8 @@ struct Attribute {
     kFloats = 6,
     kInts = 7,
     kStrings = 8,
-    kGraphs = 10
+    kGraphs = 10,
+    kType = 13,  // a value type (Optional's `type`): ints holds {dtype, elem, seq_elem}
   };
   Kind kind = Kind::kInt;
   int64_t i = 0;

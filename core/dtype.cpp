@@ -46,8 +46,8 @@ bool dtype_is_signed_int(DType t) {
 }
 
 bool dtype_is_unsigned_int(DType t) {
-  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
-         t == DType::kUInt64 || t == DType::kUInt4 || t == DType::kUInt2;
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 || t == DType::kUInt64 ||
+         t == DType::kUInt4 || t == DType::kUInt2;
 }
 
 size_t dtype_size(DType t) {
@@ -82,6 +82,8 @@ size_t dtype_size(DType t) {
     case DType::kString:
       return sizeof(std::string);
     case DType::kUndefined:
+    case DType::kSequence:  // no elements of their own: a payload (core/tensor.h)
+    case DType::kOptional:
       return 0;
   }
   return 0;
@@ -89,6 +91,10 @@ size_t dtype_size(DType t) {
 
 const char* dtype_name(DType t) {
   switch (t) {
+    case DType::kSequence:
+      return "sequence";
+    case DType::kOptional:
+      return "optional";
     case DType::kFloat32:
       return "float32";
     case DType::kUInt8:

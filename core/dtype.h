@@ -34,12 +34,21 @@ enum class DType : int32_t {
   kFloat8E8M0 = 24,
   kUInt2 = 25,
   kInt2 = 26,
+  // Not element types: the kinds of value a graph passes besides tensors (ONNX's sequence and
+  // optional types). Such a value is a rank-0 Tensor whose payload holds the elements
+  // (Tensor::sequence, Tensor::optional). Never in files as constants, never in tern_dtype.
+  kSequence = 0x1001,
+  kOptional = 0x1002,
 };
 
 // True for the values listed above other than kUndefined.
 bool dtype_is_valid(int32_t value);
 // True for the types of tern_dtype in the C API (float32 ... uint64, bfloat16).
 bool dtype_in_c_api(int32_t value);
+// kSequence or kOptional: a value that is not a tensor.
+inline bool dtype_is_composite(DType t) {
+  return t == DType::kSequence || t == DType::kOptional;
+}
 // Bytes per element in memory; 0 for kUndefined. kString elements are std::string objects.
 size_t dtype_size(DType t);
 // Bits per element in files (4 and 2 for the packed types, 8 * dtype_size otherwise).

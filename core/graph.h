@@ -19,9 +19,13 @@ struct Dim {
 };
 
 struct ValueType {
-  DType dtype = DType::kUndefined;
-  bool has_shape = false;  // false: rank unknown
+  DType dtype = DType::kUndefined;  // kSequence / kOptional for values that are not tensors
+  bool has_shape = false;           // false: rank unknown (a tensor's, or a sequence element's)
   std::vector<Dim> dims;
+  // A sequence's element dtype; an optional's element: a tensor dtype or kSequence (then
+  // seq_elem is the sequence's element dtype).
+  DType elem = DType::kUndefined;
+  DType seq_elem = DType::kUndefined;
 };
 
 // A constant's data already laid out for one kernel family (weights packed ahead of time by

@@ -10,6 +10,8 @@ static IOInfo io_info(const Graph& g, int id) {
   info.value = id;
   info.name = v.name;
   info.dtype = v.constant ? v.constant->dtype() : v.type.dtype;
+  info.elem = v.type.elem;
+  info.seq_elem = v.type.seq_elem;
   if (v.constant) {
     info.has_shape = true;
     info.dims = v.constant->shape();
@@ -31,7 +33,7 @@ Expected<std::shared_ptr<const Model>> Model::create(Graph graph, std::shared_pt
       m->optional_inputs_.push_back(io_info(graph, id));
       continue;
     }
-    if (!dtype_is_valid(static_cast<int32_t>(v.type.dtype))) {
+    if (!dtype_is_valid(static_cast<int32_t>(v.type.dtype)) && !dtype_is_composite(v.type.dtype)) {
       return invalid_model("graph input '", v.name, "' has no valid element type");
     }
     m->inputs_.push_back(io_info(graph, id));

@@ -15,7 +15,10 @@ struct IOInfo {
   std::string name;
   DType dtype = DType::kUndefined;
   bool has_shape = false;
-  std::vector<int64_t> dims;  // -1 for a dynamic dim
+  std::vector<int64_t> dims;  // -1 for a dynamic dim; a sequence's or optional's elements' dims
+  // dtype kSequence / kOptional: what the value holds (ValueType::elem, ::seq_elem).
+  DType elem = DType::kUndefined;
+  DType seq_elem = DType::kUndefined;
 };
 
 class Model {

@@ -46,7 +46,9 @@ Status make_node_context(const Graph& g, const Node& node, std::string where,
   }
   TERN_RETURN_IF_ERROR(infer_node(*schema, *ctx));
   for (size_t i = 0; i < ctx->outputs.size(); ++i) {
-    if (ctx->outputs[i].present && ctx->outputs[i].dtype == DType::kUndefined) {
+    // (A node whose outputs only its run knows may not know their dtype either.)
+    if (ctx->outputs[i].present && ctx->outputs[i].dtype == DType::kUndefined &&
+        !ctx->outputs_from_run) {
       return internal_error(ctx->where, ": shape inference left output ", i, " untyped");
     }
   }
@@ -73,8 +75,8 @@ Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends
         args.outputs.push_back(nullptr);
         continue;
       }
-      // Outputs known only when the node runs: the kernel allocates them.
-      if (!ctx.outputs_from_run) {
+      // Outputs known only when the node runs, sequences and optionals: the kernel makes them.
+      if (!ctx.outputs_from_run && !dtype_is_composite(ctx.outputs[i].dtype)) {
         TERN_ASSIGN_OR_RETURN((*outputs)[i],
                               Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
       }
@@ -89,9 +91,12 @@ Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends
     b->set_num_threads(threads);
     ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms)};
     TERN_RETURN_IF_ERROR((*kernel)->run(args, exec).with_prefix(ctx.where));
-    for (size_t i = 0; ctx.outputs_from_run && i < ctx.outputs.size(); ++i) {
+    for (size_t i = 0; i < ctx.outputs.size(); ++i) {
       const Tensor& t = (*outputs)[i];
-      if (ctx.outputs[i].present && (!t.defined() || t.dtype() != ctx.outputs[i].dtype)) {
+      const bool made = ctx.outputs_from_run || dtype_is_composite(ctx.outputs[i].dtype);
+      const bool dtype_ok =
+          ctx.outputs[i].dtype == DType::kUndefined || t.dtype() == ctx.outputs[i].dtype;
+      if (made && ctx.outputs[i].present && (!t.defined() || !dtype_ok)) {
         return internal_error(ctx.where, ": output ", i, " is ",
                               t.defined() ? dtype_name(t.dtype()) : "missing", ", inference said ",
                               dtype_name(ctx.outputs[i].dtype));

@@ -28,6 +28,29 @@ Status with_budget_note(Status st, const MemoryBudget* budget) {
                        " bytes; ", budget->used(), " in use)");
 }
 
+// A sequence or optional input against the model's declaration: element dtypes.
+Status check_composite(const IOInfo& info, const Tensor& t) {
+  auto dtype_ok = [](DType want, DType got) {
+    return want == DType::kUndefined || got == DType::kUndefined || want == got;
+  };
+  if (const SequenceData* s = t.as_sequence()) {
+    for (const Tensor& item : s->items) {
+      if (!dtype_ok(info.elem, item.dtype())) {
+        return invalid_argument("input '", info.name, "' must be a sequence of ",
+                                dtype_name(info.elem), ", an element is ",
+                                dtype_name(item.dtype()));
+      }
+    }
+    return Status::ok();
+  }
+  const OptionalData* o = t.as_optional();
+  if (o && o->value && !dtype_ok(info.elem, o->value->dtype())) {
+    return invalid_argument("input '", info.name, "' must be an optional ", dtype_name(info.elem),
+                            ", it holds a ", dtype_name(o->value->dtype()));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
@@ -302,7 +325,9 @@ Status Session::check_inputs(const std::vector<std::string>& names,
       return invalid_argument("input '", it->name, "' must be ", dtype_name(it->dtype), ", got ",
                               dtype_name(t->dtype()));
     }
-    if (it->has_shape) {
+    if (dtype_is_composite(t->dtype())) {
+      TERN_RETURN_IF_ERROR(check_composite(*it, *t));
+    } else if (it->has_shape) {
       bool ok = t->rank() == it->dims.size();
       for (size_t d = 0; ok && d < it->dims.size(); ++d) {
         ok = it->dims[d] < 0 || it->dims[d] == t->shape()[d];

@@ -200,7 +200,46 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  auto data = std::make_shared<SequenceData>();
+  data->elem = elem;
+  data->items = std::move(items);
+  Tensor t;
+  t.dtype_ = DType::kSequence;
+  t.data_ = data.get();
+  t.keepalive_ = std::move(data);
+  return t;
+}
+
+Tensor Tensor::optional(DType elem, DType seq_elem, std::optional<Tensor> value) {
+  auto data = std::make_shared<OptionalData>();
+  data->elem = elem;
+  data->seq_elem = seq_elem;
+  if (value) data->value = std::make_shared<const Tensor>(std::move(*value));
+  Tensor t;
+  t.dtype_ = DType::kOptional;
+  t.data_ = data.get();
+  t.keepalive_ = std::move(data);
+  return t;
+}
+
 Expected<Tensor> Tensor::clone() const {
+  // Sequences and optionals: a new payload holding copies of the elements.
+  if (const SequenceData* s = as_sequence()) {
+    std::vector<Tensor> items;
+    for (const Tensor& item : s->items) {
+      TERN_ASSIGN_OR_RETURN(Tensor c, item.clone());
+      items.push_back(std::move(c));
+    }
+    return sequence(s->elem, std::move(items));
+  }
+  if (const OptionalData* o = as_optional()) {
+    std::optional<Tensor> v;
+    if (o->value) {
+      TERN_ASSIGN_OR_RETURN(v, o->value->clone());
+    }
+    return optional(o->elem, o->seq_elem, std::move(v));
+  }
   if (!on_host()) {
     return internal_error("clone of a tensor on ", device_.name(), " (needs its backend's copy)");
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,35 @@ Expected<int64_t> checked_numel(const Shape& shape);
 int64_t numel(const Shape& shape);  // for shapes already validated
 std::string shape_str(const Shape& shape);
 
+class Tensor;
+
+// The payloads of the values that are not tensors (DType kSequence, kOptional).
+struct SequenceData {
+  DType elem = DType::kUndefined;  // every element's dtype
+  std::vector<Tensor> items;
+};
+struct OptionalData {
+  DType elem = DType::kUndefined;       // a tensor dtype, or kSequence
+  DType seq_elem = DType::kUndefined;   // elem kSequence: the sequence's element dtype
+  std::shared_ptr<const Tensor> value;  // null: the optional holds nothing
+};
+
 class Tensor {
  public:
   Tensor() = default;
+  // A sequence of tensors of dtype `elem` (any shapes): a rank-0 value of dtype kSequence whose
+  // payload holds them. Immutable; copies share the payload.
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  // An optional holding `value` (a tensor or a sequence) or nothing: a rank-0 value of dtype
+  // kOptional. `elem`/`seq_elem` describe what it may hold (see OptionalData).
+  static Tensor optional(DType elem, DType seq_elem, std::optional<Tensor> value);
+  // The payload of a kSequence / kOptional value (null for any other dtype).
+  const SequenceData* as_sequence() const {
+    return dtype_ == DType::kSequence ? static_cast<const SequenceData*>(data_) : nullptr;
+  }
+  const OptionalData* as_optional() const {
+    return dtype_ == DType::kOptional ? static_cast<const OptionalData*>(data_) : nullptr;
+  }
   // Owned, zero-initialised storage, aligned to kAlignment.
   static Expected<Tensor> allocate(DType dtype, Shape shape);
   // Wraps existing data; `keepalive` owns whatever must outlive the tensor (may be null).
@@ -50,7 +77,7 @@ class Tensor {
   // Same storage, new shape of equal element count.
   Tensor reshaped(Shape shape) const;
   // Deep copy into owned host storage (host tensors only: device tensors are copied by their
-  // backend, see backends::copy_tensor).
+  // backend, see backends::copy_tensor); a sequence's or optional's elements are copied too.
   Expected<Tensor> clone() const;
   // Reads element i converted to int64 (integer and bool tensors) or double (floats). Every
   // dtype is covered: the float8/float4 types decode, strings read as 0 / NaN.

@@ -83,9 +83,7 @@ Status infer_if(OpContext& ctx) {
     }
     DType dtype = first.dtype;
     for (const auto& o : outs) dtype = dtype == DType::kUndefined ? o[i].dtype : dtype;
-    if (dtype == DType::kUndefined) {
-      return unsupported("output ", i, "'s type is known only when a branch runs");
-    }
+    known = known && dtype != DType::kUndefined;  // else the branch's run tells
     ctx.set_output(i, dtype, first.shape);
   }
   ctx.outputs_from_run = !known;

@@ -114,9 +114,7 @@ Status infer_loop(OpContext& ctx) {
   }
   for (size_t k = 0; k < scans; ++k) {
     const TensorInfo& o = outs[1 + carried + k];
-    if (o.dtype == DType::kUndefined) {
-      return unsupported("scan output ", k, "'s type is known only when the body runs");
-    }
+    known = known && o.dtype != DType::kUndefined;  // else the body's run tells
     Shape s = o.shape;
     s.insert(s.begin(), trips ? *trips : 0);
     ctx.set_output(carried + k, o.dtype, s);

@@ -112,6 +112,8 @@ Status infer_unsqueeze(OpContext& ctx) {
 
 Status infer_identity(OpContext& ctx) {
   ctx.set_output(0, ctx.inputs[0].dtype, ctx.inputs[0].shape);
+  // A sequence or optional passes through as it is (the kernel hands on the value).
+  ctx.outputs_from_run = dtype_is_composite(ctx.inputs[0].dtype);
   return Status::ok();
 }
 
@@ -128,6 +130,26 @@ Expected<std::unique_ptr<Kernel>> make_copy(const OpContext& ctx) {
   });
 }
 
+// Identity of any value: tensors as make_copy, strings element by element, sequences and
+// optionals handed on (they are immutable).
+Expected<std::unique_ptr<Kernel>> make_identity(const OpContext& ctx) {
+  const DType dt = ctx.inputs[0].dtype;
+  if (dtype_is_composite(dt)) {
+    return make_kernel("reference", 0, [](int, const KernelArgs& a, const ExecContext&) {
+      *a.outputs[0] = *a.inputs[0];
+      return Status::ok();
+    });
+  }
+  if (dt == DType::kString) {
+    return make_kernel("reference", 0, [](int, const KernelArgs& a, const ExecContext&) {
+      ops::copy_elements(DType::kString, a.inputs[0]->raw(), 0, a.outputs[0]->raw(), 0,
+                         a.inputs[0]->numel());
+      return Status::ok();
+    });
+  }
+  return make_copy(ctx);
+}
+
 }  // namespace
 
 void register_op_reshape(OpRegistry& r) {
@@ -135,7 +157,7 @@ void register_op_reshape(OpRegistry& r) {
   r.add({"Flatten", 1, 1, 1, 1, infer_flatten, make_copy, {}});
   r.add({"Squeeze", 1, 2, 1, 1, infer_squeeze, make_copy, {1}});
   r.add({"Unsqueeze", 1, 2, 1, 1, infer_unsqueeze, make_copy, {1}});
-  r.add({"Identity", 1, 1, 1, 1, infer_identity, make_copy, {}});
+  r.add({"Identity", 1, 1, 1, 1, infer_identity, make_identity, {}});
 }
 
 }  // namespace tern

@@ -160,9 +160,7 @@ Status infer_scan(OpContext& ctx) {
   }
   for (size_t k = 0; k < p.scan_outs; ++k) {
     const TensorInfo& o = outs[p.states + k];
-    if (o.dtype == DType::kUndefined) {
-      return unsupported("scan output ", k, "'s type is known only when the body runs");
-    }
+    known = known && o.dtype != DType::kUndefined;  // else the body's run tells
     Shape s = o.shape;
     int64_t axis = p.out_axes[k];
     if (!p.batched) {

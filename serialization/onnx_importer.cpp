@@ -135,25 +135,57 @@ class Importer {
 
   Status read_type(const onnx::ValueInfoProto& vi, int id) {
     if (!vi.has_type()) return Status::ok();
-    if (!vi.type().has_tensor_type()) {
-      return unsupported("only tensor types are supported (sequences, maps and optionals are not)");
+    return read_type_proto(vi.type(), &g_.values[static_cast<size_t>(id)].type, 0);
+  }
+
+  // A tensor type; a sequence of tensors; an optional tensor or sequence of tensors (maps and
+  // sequences of sequences are refused).
+  static Status read_type_proto(const onnx::TypeProto& tp, ValueType* type, int depth) {
+    if (tp.has_sequence_type()) {
+      const auto& inner = tp.sequence_type().elem_type();
+      if (depth > 1 || !inner.has_tensor_type()) {
+        return unsupported("only sequences of tensors are supported");
+      }
+      ValueType elem;
+      TERN_RETURN_IF_ERROR(read_type_proto(inner, &elem, depth + 1));
+      type->dtype = DType::kSequence;
+      type->elem = elem.dtype;
+      type->has_shape = elem.has_shape;
+      type->dims = elem.dims;
+      return Status::ok();
     }
-    const auto& tt = vi.type().tensor_type();
-    ValueType& type = g_.values[static_cast<size_t>(id)].type;
+    if (tp.has_optional_type()) {
+      const auto& inner = tp.optional_type().elem_type();
+      if (depth > 0 || (!inner.has_tensor_type() && !inner.has_sequence_type())) {
+        return unsupported("only optional tensors and optional sequences are supported");
+      }
+      ValueType elem;
+      TERN_RETURN_IF_ERROR(read_type_proto(inner, &elem, depth + 1));
+      type->dtype = DType::kOptional;
+      type->elem = elem.dtype;
+      type->seq_elem = elem.elem;
+      type->has_shape = elem.has_shape;
+      type->dims = elem.dims;
+      return Status::ok();
+    }
+    if (!tp.has_tensor_type()) {
+      return unsupported("only tensor, sequence and optional types are supported (maps are not)");
+    }
+    const auto& tt = tp.tensor_type();
     if (tt.elem_type() != 0) {
       if (!dtype_is_valid(tt.elem_type())) {
         return unsupported("element type ", tt.elem_type(), " is not supported");
       }
-      type.dtype = static_cast<DType>(tt.elem_type());
+      type->dtype = static_cast<DType>(tt.elem_type());
     }
     if (tt.has_shape()) {
-      type.has_shape = true;
-      type.dims.clear();
+      type->has_shape = true;
+      type->dims.clear();
       for (const auto& d : tt.shape().dim()) {
         Dim dim;
         if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();
         if (d.has_dim_param()) dim.symbol = d.dim_param();
-        type.dims.push_back(dim);
+        type->dims.push_back(dim);
       }
     }
     return Status::ok();
@@ -190,6 +222,14 @@ class Importer {
       case onnx::AttributeProto::TENSOR: {
         out.kind = Attribute::Kind::kTensor;
         TERN_ASSIGN_OR_RETURN(out.t, tensor_from_onnx(a.t(), base_dir_));
+        break;
+      }
+      case onnx::AttributeProto::TYPE_PROTO: {
+        ValueType t;
+        TERN_RETURN_IF_ERROR(read_type_proto(a.tp(), &t, 0));
+        out.kind = Attribute::Kind::kType;
+        out.ints = {static_cast<int64_t>(t.dtype), static_cast<int64_t>(t.elem),
+                    static_cast<int64_t>(t.seq_elem)};
         break;
       }
       case onnx::AttributeProto::GRAPH: {

@@ -1,5 +1,6 @@
 #include "serialization/onnx_tensor.h"
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <cerrno>
@@ -230,6 +231,59 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
     }
   }
   return out;
+}
+
+namespace {
+
+Expected<Tensor> sequence_from_onnx(const onnx::SequenceProto& s) {
+  if (s.elem_type() != onnx::SequenceProto::TENSOR && s.tensor_values_size() == 0 &&
+      s.elem_type() != onnx::SequenceProto::UNDEFINED) {
+    return unsupported("only sequences of tensors are supported");
+  }
+  std::vector<Tensor> items;
+  DType elem = DType::kUndefined;
+  for (const auto& t : s.tensor_values()) {
+    TERN_ASSIGN_OR_RETURN(Tensor item, tensor_from_onnx(t, ""));
+    elem = item.dtype();
+    items.push_back(std::move(item));
+  }
+  return Tensor::sequence(elem, std::move(items));
+}
+
+}  // namespace
+
+Expected<Tensor> read_onnx_value_file(const std::string& path, const std::string& kind,
+                                      std::string* name) {
+  if (kind == "tensor") return read_onnx_tensor_file(path, name);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error("cannot open '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (kind == "sequence") {
+    onnx::SequenceProto s;
+    if (!s.ParseFromString(ss.str())) return invalid_model("'", path, "' is not a SequenceProto");
+    if (name) *name = s.name();
+    return sequence_from_onnx(s);
+  }
+  if (kind == "optional") {
+    onnx::OptionalProto o;
+    if (!o.ParseFromString(ss.str())) return invalid_model("'", path, "' is not an OptionalProto");
+    if (name) *name = o.name();
+    if (o.has_tensor_value()) {
+      TERN_ASSIGN_OR_RETURN(Tensor t, tensor_from_onnx(o.tensor_value(), ""));
+      const DType dt = t.dtype();
+      return Tensor::optional(dt, DType::kUndefined, std::move(t));
+    }
+    if (o.has_sequence_value()) {
+      TERN_ASSIGN_OR_RETURN(Tensor s, sequence_from_onnx(o.sequence_value()));
+      const DType elem = s.as_sequence()->elem;
+      return Tensor::optional(DType::kSequence, elem, std::move(s));
+    }
+    const bool seq = o.elem_type() == onnx::OptionalProto::SEQUENCE;
+    return Tensor::optional(seq ? DType::kSequence : DType::kUndefined, DType::kUndefined,
+                            std::nullopt);
+  }
+  return unsupported("values of kind '", kind, "' are not supported");
 }
 
 Expected<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name) {

@@ -15,5 +15,10 @@ namespace tern::serialization {
 Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir);
 // Reads a serialized TensorProto file (the .pb files of ONNX test cases).
 Expected<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
+// Reads a test case's value file of the given kind: "tensor" (a TensorProto), "sequence" (a
+// SequenceProto of tensors) or "optional" (an OptionalProto of a tensor or a sequence), as a
+// Tensor of that kind (Tensor::sequence, Tensor::optional).
+Expected<Tensor> read_onnx_value_file(const std::string& path, const std::string& kind,
+                                      std::string* name = nullptr);
 
 }  // namespace tern::serialization

@@ -55,10 +55,26 @@ struct GraphReader {
       if (val.name.empty() || !names.insert(val.name).second) {
         return invalid_model(where, ": names must be non-empty and unique");
       }
-      if (v->dtype() != 0 && !dtype_is_valid(v->dtype())) {
+      const auto composite = [](int32_t d) {
+        return dtype_is_composite(static_cast<DType>(d));
+      };
+      if (v->dtype() != 0 && !dtype_is_valid(v->dtype()) && !composite(v->dtype())) {
         return invalid_model(where, ": dtype ", v->dtype(), " is not valid");
       }
       val.type.dtype = static_cast<DType>(v->dtype());
+      if (composite(v->dtype())) {
+        const int32_t elem = v->elem(), seq_elem = v->seq_elem();
+        const bool elem_ok = elem == 0 || dtype_is_valid(elem) ||
+                             (v->dtype() == static_cast<int32_t>(DType::kOptional) &&
+                              elem == static_cast<int32_t>(DType::kSequence));
+        if (!elem_ok || (seq_elem != 0 && !dtype_is_valid(seq_elem)) || v->segment() != -1) {
+          return invalid_model(where, ": a ", dtype_name(val.type.dtype),
+                               " value with element type ", elem, "/", seq_elem,
+                               v->segment() != -1 ? " and constant data" : "");
+        }
+        val.type.elem = static_cast<DType>(elem);
+        val.type.seq_elem = static_cast<DType>(seq_elem);
+      }
       val.type.has_shape = v->has_shape();
       if (v->shape()) {
         for (const fb::Dim* d : *v->shape()) {
@@ -183,6 +199,10 @@ struct GraphReader {
         break;
       case fb::AttributeKind::Ints:
         out.ints = read_longs(a.ints());
+        break;
+      case fb::AttributeKind::Type:
+        out.ints = read_longs(a.ints());
+        if (out.ints.size() != 3) return invalid_model(where, ": a type attribute holds 3 ints");
         break;
       case fb::AttributeKind::Floats:
         if (a.floats()) out.floats.assign(a.floats()->begin(), a.floats()->end());

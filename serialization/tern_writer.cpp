@@ -78,7 +78,8 @@ class Builder {
       packed = b_.CreateVector(list);
     }
     return fb::CreateValue(b_, b_.CreateString(v.name), static_cast<int32_t>(dtype),
-                           v.type.has_shape, b_.CreateVector(dims), segment, const_shape, packed);
+                           v.type.has_shape, b_.CreateVector(dims), segment, const_shape, packed,
+                           static_cast<int32_t>(v.type.elem), static_cast<int32_t>(v.type.seq_elem));
   }
 
   flatbuffers::Offset<fb::Attribute> attribute(const std::string& name, const Attribute& a) {
@@ -99,7 +100,9 @@ class Builder {
     }
     auto n = b_.CreateString(name);
     auto s = a.kind == Attribute::Kind::kString ? b_.CreateString(a.s) : 0;
-    auto ints = a.kind == Attribute::Kind::kInts ? b_.CreateVector(a.ints) : 0;
+    auto ints = a.kind == Attribute::Kind::kInts || a.kind == Attribute::Kind::kType
+                    ? b_.CreateVector(a.ints)
+                    : 0;
     auto floats = a.kind == Attribute::Kind::kFloats ? b_.CreateVector(a.floats) : 0;
     auto strings = a.kind == Attribute::Kind::kStrings ? b_.CreateVectorOfStrings(a.strings) : 0;
     return fb::CreateAttribute(b_, n, static_cast<fb::AttributeKind>(a.kind), a.i, a.f, s, ints,
@@ -110,9 +113,12 @@ class Builder {
   const SegmentPlan& plan_;
 };
 
+// Whether the graph needs format 2: subgraphs, or values that are sequences or optionals.
 bool has_subgraphs(const Graph& g) {
   return std::any_of(g.nodes.begin(), g.nodes.end(),
-                     [](const Node& n) { return !subgraphs_of(n).empty(); });
+                     [](const Node& n) { return !subgraphs_of(n).empty(); }) ||
+         std::any_of(g.values.begin(), g.values.end(),
+                     [](const Value& v) { return dtype_is_composite(v.type.dtype); });
 }
 
 // Builds the FlatBuffer with the given data_offset; segment offsets are relative to it.

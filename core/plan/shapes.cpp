@@ -132,6 +132,12 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     if (g.values[v].constant) pg->values[v] = PlannedValue::of_constant(&*g.values[v].constant);
   }
   for (size_t i = 0; i < in.inputs->size(); ++i) {
+    if (dtype_is_composite(in.dtypes[i])) {  // sequences and optionals have no arena place
+      *planned = false;
+      *dynamic_reason = str_cat("input '", (*in.inputs)[i].name, "' is a ",
+                                dtype_name(in.dtypes[i]));
+      return Status::ok();
+    }
     PlannedValue& pv = pg->values[static_cast<size_t>((*in.inputs)[i].value)];
     pv = PlannedValue{};
     pv.where = PlannedValue::Where::kInput;
@@ -183,9 +189,11 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const int id = node.outputs[i];
       if (id < 0) continue;
-      if (ctx->outputs[i].dtype == DType::kString) {  // std::string objects never live in arenas
+      const DType dt = ctx->outputs[i].dtype;
+      if (dt == DType::kString || dtype_is_composite(dt)) {  // no arena place for these
         *planned = false;
-        *dynamic_reason = ctx->where + " computes strings";
+        *dynamic_reason = str_cat(ctx->where, " computes ",
+                                  dt == DType::kString ? "strings" : dtype_name(dt), "s");
         if (memo) memo->nodes.assign(g.nodes.size(), ShapeMemo::Entry{});
         return Status::ok();
       }

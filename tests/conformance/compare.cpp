@@ -44,6 +44,34 @@ std::string fmt(double v) {
 }  // namespace
 
 bool outputs_match(const Tensor& got, const Tensor& want, const Tolerance& tol, std::string* why) {
+  // Sequences element by element; optionals by what they hold.
+  if (const tern::SequenceData* w = want.as_sequence()) {
+    const tern::SequenceData* g = got.as_sequence();
+    if (!g) {
+      *why = tern::str_cat("got a ", tern::dtype_name(got.dtype()), ", expected a sequence");
+      return false;
+    }
+    if (g->items.size() != w->items.size()) {
+      *why = tern::str_cat("a sequence of ", g->items.size(), ", expected ", w->items.size());
+      return false;
+    }
+    for (size_t i = 0; i < w->items.size(); ++i) {
+      if (!outputs_match(g->items[i], w->items[i], tol, why)) {
+        *why = tern::str_cat("sequence element ", i, ": ", *why);
+        return false;
+      }
+    }
+    return true;
+  }
+  if (const tern::OptionalData* w = want.as_optional()) {
+    const tern::OptionalData* g = got.as_optional();
+    if (!g || (g->value == nullptr) != (w->value == nullptr)) {
+      *why = tern::str_cat("got ", g ? (g->value ? "a full" : "an empty") : "no",
+                           " optional, expected ", w->value ? "a full one" : "an empty one");
+      return false;
+    }
+    return !w->value || outputs_match(*g->value, *w->value, tol, why);
+  }
   if (!same_header(got, want, why)) return false;
   const int64_t n = want.numel();
   if (want.dtype() == DType::kString) {

@@ -118,10 +118,6 @@ std::string type_kind(const onnx::TypeProto& t) {
   return "tensor";
 }
 
-tern::Expected<Tensor> read_tensor(const std::string& path) {
-  return tern::serialization::read_onnx_tensor_file(path);
-}
-
 // The graph input each input_<k>.pb of a data set feeds. Every input has a file (the usual
 // case): by position. Fewer files: the inputs with an initializer are optional (their default
 // the initializer) and the files feed the others, by the name each tensor carries when it names
@@ -195,18 +191,14 @@ CaseResult run_case(const std::string& dir, const RunConfig& cfg) {
     return finish(Outcome::kError, "model.onnx is not a readable ModelProto");
   }
   const auto& gp = mp.graph();
-  for (const auto& vi : gp.input()) {
-    if (type_kind(vi.type()) != "tensor") {
-      return finish(Outcome::kUnsupported,
-                    tern::str_cat("input '", vi.name(), "' is a ", type_kind(vi.type()),
-                                  "; sessions take tensors only"));
-    }
-  }
-  for (const auto& vi : gp.output()) {
-    if (type_kind(vi.type()) != "tensor") {
-      return finish(Outcome::kUnsupported,
-                    tern::str_cat("output '", vi.name(), "' is a ", type_kind(vi.type()),
-                                  "; sessions return tensors only"));
+  std::map<std::string, std::string> kinds;  // by graph input and output name
+  for (const auto* list : {&gp.input(), &gp.output()}) {
+    for (const auto& vi : *list) {
+      kinds[vi.name()] = type_kind(vi.type());
+      if (kinds[vi.name()] == "map") {
+        return finish(Outcome::kUnsupported,
+                      tern::str_cat("'", vi.name(), "' is a map; Tern has no map values"));
+      }
     }
   }
   auto model = tern::serialization::load_model_file(dir + "/model.onnx");
@@ -240,7 +232,8 @@ CaseResult run_case(const std::string& dir, const RunConfig& cfg) {
     if (!names) return finish(Outcome::kError, names.status().message());
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < names->size(); ++i) {
-      auto t = read_tensor(set + "/input_" + std::to_string(i) + ".pb");
+      auto t = tern::serialization::read_onnx_value_file(
+          set + "/input_" + std::to_string(i) + ".pb", kinds[(*names)[i]]);
       if (!t) {
         return finish(outcome_of(t.status()),
                       tern::str_cat("input ", i, ": ", t.status().message()));
@@ -260,7 +253,8 @@ CaseResult run_case(const std::string& dir, const RunConfig& cfg) {
     }
     const std::vector<Tensor>& outs = per_run[0];
     for (size_t k = 0; k < out_names.size(); ++k) {
-      auto want = read_tensor(set + "/output_" + std::to_string(k) + ".pb");
+      auto want = tern::serialization::read_onnx_value_file(
+          set + "/output_" + std::to_string(k) + ".pb", kinds[out_names[k]]);
       if (!want) {
         return finish(outcome_of(want.status()),
                       "expected output " + std::to_string(k) + ": " + want.status().message());

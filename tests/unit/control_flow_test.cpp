@@ -395,6 +395,49 @@ TEST_SUITE("control_flow") {
     std::remove("loop_profile.json");
   }
 
+  TEST_CASE("Sequences: a Loop carries one, an Optional wraps it; both through a .tern file") {
+    // seq = []; for i in 0..3: seq.insert(x * i); y = ConcatFromSequence(seq, new_axis);
+    // opt = Optional(seq); n = OptionalHasElement(opt).
+    Builder m;
+    m.g.opset = 18;
+    m.input("x", DType::kFloat32, {2});
+    const int trips = m.constant("M", scalar_i64(4));
+    Attributes empty_attrs;
+    empty_attrs.set("dtype", attr_int(1));
+    const int empty = m.node1("SequenceEmpty", {}, "empty", empty_attrs);
+    Builder body;
+    const int i = body.input("i", DType::kInt64);
+    const int cond = body.input("cond", DType::kBool);
+    const int seq = body.input("seq", DType::kSequence);
+    Attributes to_float;
+    to_float.set("to", attr_int(1));
+    const int fi = body.node1("Cast", {i}, "fi", to_float);
+    const int item = body.node1("Mul", {body.capture("x"), fi}, "item");
+    body.outputs({body.node1("Identity", {cond}, "cond_out"),
+                  body.node1("SequenceInsert", {seq, item}, "seq_out")});
+    const int all = m.control("Loop", {trips, -1, empty}, {"all"}, {{"body", &body}})[0];
+    Attributes stack;
+    stack.set("axis", attr_int(0));
+    stack.set("new_axis", attr_int(1));
+    const int y = m.node1("ConcatFromSequence", {all}, "y", stack);
+    const int opt = m.node1("Optional", {all}, "opt");
+    const int has = m.node1("OptionalHasElement", {opt}, "has");
+    m.outputs({y, all, has});
+    auto s = session_of(m.g);
+    const Tensor x = make_f32({2}, {1.5f, -2});
+    for (int pass = 0; pass < 2; ++pass) {
+      CAPTURE(pass);
+      auto again = pass ? round_trip(*s, "sequence_model.tern") : nullptr;
+      Session& sess = pass ? *again : *s;
+      const auto out = run_named(sess, {{"x", x}}, {"y", "all", "has"});
+      REQUIRE(out[0].shape() == Shape{4, 2});
+      CHECK(values_f32(out[0]) == std::vector<float>{0, 0, 1.5f, -2, 3, -4, 4.5f, -6});
+      REQUIRE(out[1].as_sequence() != nullptr);
+      CHECK(out[1].as_sequence()->items.size() == 4);
+      CHECK(out[2].int_at(0) == 1);
+    }
+  }
+
   TEST_CASE("Bad control flow is refused by name: unknown body op, wrong counts, bad condition") {
     Builder m;
     m.g.opset = 17;
