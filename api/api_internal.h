@@ -17,6 +17,9 @@ struct tern_tensor {
   tern::Tensor t;
   mutable std::string device_name = {};  // tern_tensor_device's answer
 };
+struct tern_value {
+  tern::Tensor t;  // a tensor, or a sequence or optional (tern::Tensor::sequence / ::optional)
+};
 struct tern_model {
   std::shared_ptr<const tern::Model> m;
 };

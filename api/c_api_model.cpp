@@ -36,9 +36,37 @@ tern_status io_info(const tern_model* m, size_t i, Io which, tern_dtype* dtype, 
                                                    : "output",
                      " index ", i, " is out of range (the model has ", list.size(), ")");
     const tern::IOInfo& info = list[i];
-    if (dtype) *dtype = static_cast<tern_dtype>(info.dtype);
+    // A sequence's or optional's: the dtype of the tensors it holds.
+    const tern::DType dt = info.dtype == tern::DType::kSequence   ? info.elem
+                           : info.dtype != tern::DType::kOptional ? info.dtype
+                           : info.elem == tern::DType::kSequence  ? info.seq_elem
+                                                                  : info.elem;
+    if (dtype) *dtype = static_cast<tern_dtype>(dt);
     if (rank) *rank = info.has_shape ? info.dims.size() : 0;
     if (shape) *shape = info.has_shape && !info.dims.empty() ? info.dims.data() : nullptr;
+    return Status::ok();
+  });
+}
+
+tern_status io_kind(const tern_model* m, size_t i, Io which, tern_value_kind* kind,
+                    tern_dtype* elem, int* holds_sequence) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(m, "model is NULL");
+    const auto& list = io_list(m, which);
+    TERN_API_REQUIRE(i < list.size(), which == Io::kInput ? "input" : "output", " index ", i,
+                     " is out of range (the model has ", list.size(), ")");
+    const tern::IOInfo& info = list[i];
+    const bool seq = info.dtype == tern::DType::kSequence;
+    const bool opt = info.dtype == tern::DType::kOptional;
+    const bool opt_seq = opt && info.elem == tern::DType::kSequence;
+    if (kind) *kind = seq ? TERN_VALUE_SEQUENCE : opt ? TERN_VALUE_OPTIONAL : TERN_VALUE_TENSOR;
+    if (elem) {
+      *elem = static_cast<tern_dtype>(seq       ? info.elem
+                                      : opt_seq ? info.seq_elem
+                                      : opt     ? info.elem
+                                                : info.dtype);
+    }
+    if (holds_sequence) *holds_sequence = opt_seq ? 1 : 0;
     return Status::ok();
   });
 }
@@ -46,6 +74,15 @@ tern_status io_info(const tern_model* m, size_t i, Io which, tern_dtype* dtype, 
 }  // namespace
 
 extern "C" {
+
+tern_status tern_model_input_kind(const tern_model* m, size_t i, tern_value_kind* kind,
+                                  tern_dtype* elem, int* holds_sequence) {
+  return io_kind(m, i, Io::kInput, kind, elem, holds_sequence);
+}
+tern_status tern_model_output_kind(const tern_model* m, size_t i, tern_value_kind* kind,
+                                   tern_dtype* elem, int* holds_sequence) {
+  return io_kind(m, i, Io::kOutput, kind, elem, holds_sequence);
+}
 
 tern_status tern_model_load_file(const char* path, tern_model** out) {
   return tern::api::guard([&]() -> Status {

@@ -191,34 +191,56 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
   });
 }
 
+}  // extern "C"
+
+namespace {
+
+// The part tern_session_run and tern_session_run_values share: argument checks and the run.
+Status run_session(tern_session* s, const tern_run_options* r, const char* const* input_names,
+                   const std::vector<const tern::Tensor*>& ins, const char* const* output_names,
+                   size_t n_outputs, bool outputs_given, std::vector<tern::Tensor>* results) {
+  TERN_API_REQUIRE(s, "session is NULL");
+  TERN_API_REQUIRE(ins.empty() || input_names,
+                   "input_names or inputs is NULL with n_inputs = ", ins.size());
+  TERN_API_REQUIRE(n_outputs == 0 || (output_names && outputs_given),
+                   "output_names or outputs is NULL with n_outputs = ", n_outputs);
+  std::vector<std::string> in_names, out_names;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    TERN_API_REQUIRE(input_names[i], "input_names[", i, "] is NULL");
+    TERN_API_REQUIRE(ins[i], "inputs[", i, "] ('", input_names[i], "') is NULL");
+    in_names.emplace_back(input_names[i]);
+  }
+  for (size_t j = 0; j < n_outputs; ++j) {
+    TERN_API_REQUIRE(output_names[j], "output_names[", j, "] is NULL");
+    out_names.emplace_back(output_names[j]);
+  }
+  return s->s->run(in_names, ins, out_names, results, r ? &r->flags : nullptr,
+                   r ? &r->output_device : nullptr);
+}
+
+}  // namespace
+
+extern "C" {
+
 tern_status tern_session_run(tern_session* s, const tern_run_options* r,
                              const char* const* input_names, const tern_tensor* const* inputs,
                              size_t n_inputs, const char* const* output_names, size_t n_outputs,
                              tern_tensor** outputs) {
   return tern::api::guard([&]() -> Status {
-    TERN_API_REQUIRE(s, "session is NULL");
-    TERN_API_REQUIRE(n_inputs == 0 || (input_names && inputs),
-                     "input_names or inputs is NULL with n_inputs = ", n_inputs);
-    TERN_API_REQUIRE(n_outputs == 0 || (output_names && outputs),
-                     "output_names or outputs is NULL with n_outputs = ", n_outputs);
-    std::vector<std::string> in_names, out_names;
+    TERN_API_REQUIRE(n_inputs == 0 || inputs, "inputs is NULL with n_inputs = ", n_inputs);
     std::vector<const tern::Tensor*> ins;
-    for (size_t i = 0; i < n_inputs; ++i) {
-      TERN_API_REQUIRE(input_names[i], "input_names[", i, "] is NULL");
-      TERN_API_REQUIRE(inputs[i], "inputs[", i, "] ('", input_names[i], "') is NULL");
-      in_names.emplace_back(input_names[i]);
-      ins.push_back(&inputs[i]->t);
-    }
-    for (size_t j = 0; j < n_outputs; ++j) {
-      TERN_API_REQUIRE(output_names[j], "output_names[", j, "] is NULL");
-      out_names.emplace_back(output_names[j]);
-    }
+    for (size_t i = 0; i < n_inputs; ++i) ins.push_back(inputs[i] ? &inputs[i]->t : nullptr);
     std::vector<tern::Tensor> results;
-    TERN_RETURN_IF_ERROR(s->s->run(in_names, ins, out_names, &results, r ? &r->flags : nullptr,
-                                   r ? &r->output_device : nullptr));
+    TERN_RETURN_IF_ERROR(
+        run_session(s, r, input_names, ins, output_names, n_outputs, outputs != nullptr, &results));
     for (size_t j = 0; j < results.size(); ++j) {
+      if (tern::dtype_is_composite(results[j].dtype())) {
+        return tern::unsupported("output '", output_names[j], "' is a ",
+                                 tern::dtype_name(results[j].dtype()),
+                                 "; run the session with tern_session_run_values");
+      }
       if (!tern::dtype_in_c_api(static_cast<int32_t>(results[j].dtype()))) {
-        return tern::unsupported("output '", out_names[j], "' has dtype ",
+        return tern::unsupported("output '", output_names[j], "' has dtype ",
                                  tern::dtype_name(results[j].dtype()),
                                  ", which tern_dtype cannot express (string and the 8/4/2-bit "
                                  "quantization types are internal)");
@@ -227,6 +249,32 @@ tern_status tern_session_run(tern_session* s, const tern_run_options* r,
     std::vector<std::unique_ptr<tern_tensor>> handles;
     for (auto& t : results)
       handles.push_back(std::make_unique<tern_tensor>(tern_tensor{std::move(t)}));
+    for (size_t j = 0; j < n_outputs; ++j) outputs[j] = handles[j].release();
+    return Status::ok();
+  });
+}
+
+tern_status tern_session_run_values(tern_session* s, const tern_run_options* r,
+                                    const char* const* input_names, const tern_value* const* inputs,
+                                    size_t n_inputs, const char* const* output_names,
+                                    size_t n_outputs, tern_value** outputs) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(n_inputs == 0 || inputs, "inputs is NULL with n_inputs = ", n_inputs);
+    std::vector<const tern::Tensor*> ins;
+    for (size_t i = 0; i < n_inputs; ++i) ins.push_back(inputs[i] ? &inputs[i]->t : nullptr);
+    std::vector<tern::Tensor> results;
+    TERN_RETURN_IF_ERROR(
+        run_session(s, r, input_names, ins, output_names, n_outputs, outputs != nullptr, &results));
+    for (size_t j = 0; j < results.size(); ++j) {
+      const tern::DType dt = results[j].dtype();
+      if (!tern::dtype_is_composite(dt) && !tern::dtype_in_c_api(static_cast<int32_t>(dt))) {
+        return tern::unsupported("output '", output_names[j], "' has dtype ", tern::dtype_name(dt),
+                                 ", which tern_dtype cannot express");
+      }
+    }
+    std::vector<std::unique_ptr<tern_value>> handles;
+    for (auto& t : results)
+      handles.push_back(std::make_unique<tern_value>(tern_value{std::move(t)}));
     for (size_t j = 0; j < n_outputs; ++j) outputs[j] = handles[j].release();
     return Status::ok();
   });

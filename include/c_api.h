@@ -172,7 +172,8 @@ TERN_API size_t tern_model_output_count(const tern_model* m);
 TERN_API const char* tern_model_output_name(const tern_model* m, size_t i);
 /* Declared dtype and shape of input i. *shape lives as long as the model; -1 marks a dynamic
  * dim. *rank is 0 and *shape NULL when the model declares no shape. Any of the out pointers may
- * be NULL. TERN_ERR_INVALID_ARGUMENT for a NULL model or i out of range. */
+ * be NULL. TERN_ERR_INVALID_ARGUMENT for a NULL model or i out of range. For an input that is a
+ * sequence or an optional (tern_model_input_kind), dtype and shape are those of its tensors. */
 TERN_API tern_status tern_model_input_info(const tern_model* m, size_t i, tern_dtype* dtype,
                                            size_t* rank, const int64_t** shape);
 TERN_API tern_status tern_model_output_info(const tern_model* m, size_t i, tern_dtype* dtype,
@@ -188,6 +189,53 @@ TERN_API const char* tern_model_optional_input_name(const tern_model* m, size_t 
 TERN_API tern_status tern_model_optional_input_info(const tern_model* m, size_t i,
                                                     tern_dtype* dtype, size_t* rank,
                                                     const int64_t** shape);
+
+/* ---- Values: sequences and optionals ----------------------------------------------------------
+ * Besides tensors, a model's inputs and outputs may be sequences of tensors or optionals (holding
+ * a tensor, a sequence, or nothing): ONNX's sequence and optional types. A tern_value holds any
+ * of the three, and tern_session_run_values takes and returns them; tern_session_run keeps taking
+ * and returning tensors, so a model whose inputs and outputs are all tensors needs none of this.
+ * Values are immutable once made. Handles follow the tensor rules: every function that makes a
+ * handle gives one the caller destroys. */
+
+typedef struct tern_value tern_value;
+typedef enum { TERN_VALUE_TENSOR = 0, TERN_VALUE_SEQUENCE = 1, TERN_VALUE_OPTIONAL = 2 } tern_value_kind;
+
+/* Whether input (or output) i is a tensor, a sequence or an optional, and the dtype of the
+ * tensors it holds. *holds_sequence (for an optional: whether it holds a sequence) may be NULL,
+ * like the other out pointers. TERN_ERR_INVALID_ARGUMENT for a NULL model or i out of range. */
+TERN_API tern_status tern_model_input_kind(const tern_model* m, size_t i, tern_value_kind* kind,
+                                           tern_dtype* elem, int* holds_sequence);
+TERN_API tern_status tern_model_output_kind(const tern_model* m, size_t i, tern_value_kind* kind,
+                                            tern_dtype* elem, int* holds_sequence);
+/* A value holding tensor t. The value shares t's data (no copy) and keeps it alive: t may be
+ * destroyed first; data t borrows (tern_tensor_create_from_data) must stay valid, and its deleter
+ * runs, once both are destroyed. Host tensors only. */
+TERN_API tern_status tern_value_from_tensor(const tern_tensor* t, tern_value** out);
+/* A sequence of the n tensors items[0..n) (shared as above), all of dtype `elem` (their shapes may
+ * differ). n may be 0 (then items may be NULL): an empty sequence of `elem`. */
+TERN_API tern_status tern_value_create_sequence(tern_dtype elem, const tern_tensor* const* items,
+                                                size_t n, tern_value** out);
+/* An optional holding v (a tensor or a sequence value, shared), or nothing when v is NULL. */
+TERN_API tern_status tern_value_create_optional(const tern_value* v, tern_value** out);
+/* Destroys a value (NULL is ignored). */
+TERN_API void tern_value_destroy(tern_value* v);
+/* The value's kind. TERN_ERR_INVALID_ARGUMENT for NULL arguments. */
+TERN_API tern_status tern_value_get_kind(const tern_value* v, tern_value_kind* kind);
+/* The tensor of a TERN_VALUE_TENSOR value: a new handle sharing the value's data.
+ * TERN_ERR_INVALID_ARGUMENT for NULL arguments or another kind. */
+TERN_API tern_status tern_value_get_tensor(const tern_value* v, tern_tensor** out);
+/* A sequence's length (0 for NULL or another kind) and its elements' dtype (0 likewise). */
+TERN_API size_t tern_value_sequence_length(const tern_value* v);
+TERN_API tern_dtype tern_value_sequence_dtype(const tern_value* v);
+/* Element i of a sequence: a new tensor handle sharing its data. TERN_ERR_INVALID_ARGUMENT for
+ * NULL arguments, another kind or i out of range. */
+TERN_API tern_status tern_value_sequence_at(const tern_value* v, size_t i, tern_tensor** out);
+/* Whether an optional holds something: 1 or 0; -1 for NULL or another kind. */
+TERN_API int tern_value_optional_has_value(const tern_value* v);
+/* What an optional holds (a tensor or a sequence value, shared). TERN_ERR_INVALID_ARGUMENT for
+ * NULL arguments, another kind, or an optional that holds nothing. */
+TERN_API tern_status tern_value_optional_get(const tern_value* v, tern_value** out);
 
 /* ---- Sessions -------------------------------------------------------------------------------- */
 
@@ -287,6 +335,15 @@ TERN_API tern_status tern_session_run(tern_session* s, const tern_run_options* r
                                       const tern_tensor* const* inputs, size_t n_inputs,
                                       const char* const* output_names, size_t n_outputs,
                                       tern_tensor** outputs);
+/* tern_session_run with values: inputs[i] may be a tensor, sequence or optional value, and
+ * outputs[j] receives a new value of the output's kind (a tensor output as a TERN_VALUE_TENSOR
+ * value). Everything else as tern_session_run; a model with sequence or optional outputs must be
+ * run this way (tern_session_run refuses them with TERN_ERR_UNSUPPORTED). */
+TERN_API tern_status tern_session_run_values(tern_session* s, const tern_run_options* r,
+                                             const char* const* input_names,
+                                             const tern_value* const* inputs, size_t n_inputs,
+                                             const char* const* output_names, size_t n_outputs,
+                                             tern_value** outputs);
 /* Writes the session's model as .tern after its graph optimizations (constant folding, fusions),
  * with the weights its kernels packed into layouts of their own stored beside the plain ones. A
  * session created from that file skips the optimizations and uses the packed weights in place

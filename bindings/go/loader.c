@@ -63,6 +63,32 @@ static __typeof__(&tern_model_optional_input_name) p_tern_model_optional_input_n
 const char* tern_model_optional_input_name(const tern_model* m, size_t i) { return p_tern_model_optional_input_name(m, i); }
 static __typeof__(&tern_model_optional_input_info) p_tern_model_optional_input_info;
 tern_status tern_model_optional_input_info(const tern_model* m, size_t i, tern_dtype* dtype, size_t* rank, const int64_t** shape) { return p_tern_model_optional_input_info(m, i, dtype, rank, shape); }
+static __typeof__(&tern_model_input_kind) p_tern_model_input_kind;
+tern_status tern_model_input_kind(const tern_model* m, size_t i, tern_value_kind* kind, tern_dtype* elem, int* holds_sequence) { return p_tern_model_input_kind(m, i, kind, elem, holds_sequence); }
+static __typeof__(&tern_model_output_kind) p_tern_model_output_kind;
+tern_status tern_model_output_kind(const tern_model* m, size_t i, tern_value_kind* kind, tern_dtype* elem, int* holds_sequence) { return p_tern_model_output_kind(m, i, kind, elem, holds_sequence); }
+static __typeof__(&tern_value_from_tensor) p_tern_value_from_tensor;
+tern_status tern_value_from_tensor(const tern_tensor* t, tern_value** out) { return p_tern_value_from_tensor(t, out); }
+static __typeof__(&tern_value_create_sequence) p_tern_value_create_sequence;
+tern_status tern_value_create_sequence(tern_dtype elem, const tern_tensor* const* items, size_t n, tern_value** out) { return p_tern_value_create_sequence(elem, items, n, out); }
+static __typeof__(&tern_value_create_optional) p_tern_value_create_optional;
+tern_status tern_value_create_optional(const tern_value* v, tern_value** out) { return p_tern_value_create_optional(v, out); }
+static __typeof__(&tern_value_destroy) p_tern_value_destroy;
+void tern_value_destroy(tern_value* v) { p_tern_value_destroy(v); }
+static __typeof__(&tern_value_get_kind) p_tern_value_get_kind;
+tern_status tern_value_get_kind(const tern_value* v, tern_value_kind* kind) { return p_tern_value_get_kind(v, kind); }
+static __typeof__(&tern_value_get_tensor) p_tern_value_get_tensor;
+tern_status tern_value_get_tensor(const tern_value* v, tern_tensor** out) { return p_tern_value_get_tensor(v, out); }
+static __typeof__(&tern_value_sequence_length) p_tern_value_sequence_length;
+size_t tern_value_sequence_length(const tern_value* v) { return p_tern_value_sequence_length(v); }
+static __typeof__(&tern_value_sequence_dtype) p_tern_value_sequence_dtype;
+tern_dtype tern_value_sequence_dtype(const tern_value* v) { return p_tern_value_sequence_dtype(v); }
+static __typeof__(&tern_value_sequence_at) p_tern_value_sequence_at;
+tern_status tern_value_sequence_at(const tern_value* v, size_t i, tern_tensor** out) { return p_tern_value_sequence_at(v, i, out); }
+static __typeof__(&tern_value_optional_has_value) p_tern_value_optional_has_value;
+int tern_value_optional_has_value(const tern_value* v) { return p_tern_value_optional_has_value(v); }
+static __typeof__(&tern_value_optional_get) p_tern_value_optional_get;
+tern_status tern_value_optional_get(const tern_value* v, tern_value** out) { return p_tern_value_optional_get(v, out); }
 static __typeof__(&tern_session_options_create) p_tern_session_options_create;
 tern_status tern_session_options_create(tern_session_options** out) { return p_tern_session_options_create(out); }
 static __typeof__(&tern_session_options_destroy) p_tern_session_options_destroy;
@@ -95,6 +121,8 @@ static __typeof__(&tern_session_create) p_tern_session_create;
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o, tern_session** out) { return p_tern_session_create(m, o, out); }
 static __typeof__(&tern_session_run) p_tern_session_run;
 tern_status tern_session_run(tern_session* s, const tern_run_options* r, const char* const* input_names, const tern_tensor* const* inputs, size_t n_inputs, const char* const* output_names, size_t n_outputs, tern_tensor** outputs) { return p_tern_session_run(s, r, input_names, inputs, n_inputs, output_names, n_outputs, outputs); }
+static __typeof__(&tern_session_run_values) p_tern_session_run_values;
+tern_status tern_session_run_values(tern_session* s, const tern_run_options* r, const char* const* input_names, const tern_value* const* inputs, size_t n_inputs, const char* const* output_names, size_t n_outputs, tern_value** outputs) { return p_tern_session_run_values(s, r, input_names, inputs, n_inputs, output_names, n_outputs, outputs); }
 static __typeof__(&tern_session_save_optimized) p_tern_session_save_optimized;
 tern_status tern_session_save_optimized(const tern_session* s, const char* path, size_t* packed_count) { return p_tern_session_save_optimized(s, path, packed_count); }
 static __typeof__(&tern_session_destroy) p_tern_session_destroy;
@@ -288,6 +316,32 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_model_optional_input_name) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_optional_input_name", path); return tern_go_load_error; }
   p_tern_model_optional_input_info = (__typeof__(&tern_model_optional_input_info))dlsym(h, "tern_model_optional_input_info");
   if (!p_tern_model_optional_input_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_optional_input_info", path); return tern_go_load_error; }
+  p_tern_model_input_kind = (__typeof__(&tern_model_input_kind))dlsym(h, "tern_model_input_kind");
+  if (!p_tern_model_input_kind) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_input_kind", path); return tern_go_load_error; }
+  p_tern_model_output_kind = (__typeof__(&tern_model_output_kind))dlsym(h, "tern_model_output_kind");
+  if (!p_tern_model_output_kind) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_output_kind", path); return tern_go_load_error; }
+  p_tern_value_from_tensor = (__typeof__(&tern_value_from_tensor))dlsym(h, "tern_value_from_tensor");
+  if (!p_tern_value_from_tensor) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_from_tensor", path); return tern_go_load_error; }
+  p_tern_value_create_sequence = (__typeof__(&tern_value_create_sequence))dlsym(h, "tern_value_create_sequence");
+  if (!p_tern_value_create_sequence) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_create_sequence", path); return tern_go_load_error; }
+  p_tern_value_create_optional = (__typeof__(&tern_value_create_optional))dlsym(h, "tern_value_create_optional");
+  if (!p_tern_value_create_optional) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_create_optional", path); return tern_go_load_error; }
+  p_tern_value_destroy = (__typeof__(&tern_value_destroy))dlsym(h, "tern_value_destroy");
+  if (!p_tern_value_destroy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_destroy", path); return tern_go_load_error; }
+  p_tern_value_get_kind = (__typeof__(&tern_value_get_kind))dlsym(h, "tern_value_get_kind");
+  if (!p_tern_value_get_kind) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_get_kind", path); return tern_go_load_error; }
+  p_tern_value_get_tensor = (__typeof__(&tern_value_get_tensor))dlsym(h, "tern_value_get_tensor");
+  if (!p_tern_value_get_tensor) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_get_tensor", path); return tern_go_load_error; }
+  p_tern_value_sequence_length = (__typeof__(&tern_value_sequence_length))dlsym(h, "tern_value_sequence_length");
+  if (!p_tern_value_sequence_length) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_sequence_length", path); return tern_go_load_error; }
+  p_tern_value_sequence_dtype = (__typeof__(&tern_value_sequence_dtype))dlsym(h, "tern_value_sequence_dtype");
+  if (!p_tern_value_sequence_dtype) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_sequence_dtype", path); return tern_go_load_error; }
+  p_tern_value_sequence_at = (__typeof__(&tern_value_sequence_at))dlsym(h, "tern_value_sequence_at");
+  if (!p_tern_value_sequence_at) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_sequence_at", path); return tern_go_load_error; }
+  p_tern_value_optional_has_value = (__typeof__(&tern_value_optional_has_value))dlsym(h, "tern_value_optional_has_value");
+  if (!p_tern_value_optional_has_value) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_optional_has_value", path); return tern_go_load_error; }
+  p_tern_value_optional_get = (__typeof__(&tern_value_optional_get))dlsym(h, "tern_value_optional_get");
+  if (!p_tern_value_optional_get) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_value_optional_get", path); return tern_go_load_error; }
   p_tern_session_options_create = (__typeof__(&tern_session_options_create))dlsym(h, "tern_session_options_create");
   if (!p_tern_session_options_create) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_create", path); return tern_go_load_error; }
   p_tern_session_options_destroy = (__typeof__(&tern_session_options_destroy))dlsym(h, "tern_session_options_destroy");
@@ -320,6 +374,8 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_create) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_create", path); return tern_go_load_error; }
   p_tern_session_run = (__typeof__(&tern_session_run))dlsym(h, "tern_session_run");
   if (!p_tern_session_run) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_run", path); return tern_go_load_error; }
+  p_tern_session_run_values = (__typeof__(&tern_session_run_values))dlsym(h, "tern_session_run_values");
+  if (!p_tern_session_run_values) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_run_values", path); return tern_go_load_error; }
   p_tern_session_save_optimized = (__typeof__(&tern_session_save_optimized))dlsym(h, "tern_session_save_optimized");
   if (!p_tern_session_save_optimized) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_save_optimized", path); return tern_go_load_error; }
   p_tern_session_destroy = (__typeof__(&tern_session_destroy))dlsym(h, "tern_session_destroy");

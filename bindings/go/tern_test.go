@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // sharedModel is ../shared/models/NAME/model.onnx, or skips the test.
@@ -317,5 +318,81 @@ func TestErrorsCarryStatusAndMessage(t *testing.T) {
 	r2, err2 := s2.Run(map[string]*Tensor{"x": y}, []string{"softmax_0.tmp_0"})
 	if err1 != nil || err2 != nil || !bytes.Equal(r1[0].Bytes(), r2[0].Bytes()) {
 		t.Fatalf("round trip: %v %v", err1, err2)
+	}
+}
+
+// sequencesModel is the repository's model with sequence and optional inputs and outputs
+// (tests/fuzz/make_seeds.py).
+func sequencesModel(t *testing.T) string {
+	p, _ := filepath.Abs(filepath.Join("..", "..", "tests", "fuzz", "corpus", "tern_loader",
+		"sequences.tern"))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing", p)
+	}
+	return p
+}
+
+func TestSequencesAndOptionals(t *testing.T) {
+	m, err := LoadModel(sequencesModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := NewSession(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	vec := func(a, b float32) *Tensor {
+		x, err := NewTensorFromBytes(Float32, []int64{2},
+			unsafe.Slice((*byte)(unsafe.Pointer(&[2]float32{a, b})), 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	seq, err := NewSequence(Float32, []*Tensor{vec(1, 2), vec(3, 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := NewTensorFromBytes(Float32, []int64{3, 2}, make([]byte, 24))
+	xv, _ := NewTensorValue(x)
+	ev, _ := NewTensorValue(vec(5, 6))
+	outs, err := s.RunValues(map[string]*Value{"seq": seq, "x": xv, "extra": ev},
+		[]string{"joined", "longer", "wrapped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := outs[0].Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := joined.Float32s(); len(f) != 4 || f[0] != 1 || f[3] != 4 {
+		t.Fatalf("joined = %v, want [1 2 3 4]", f)
+	}
+	if k, _ := outs[1].Kind(); k != SequenceValue || outs[1].Len() != 3 {
+		t.Fatalf("longer: kind %v, length %d; want a sequence of 3", k, outs[1].Len())
+	}
+	last, _ := outs[1].At(2)
+	if f, _ := last.Float32s(); f[0] != 5 || f[1] != 6 {
+		t.Fatalf("longer[2] = %v, want [5 6]", f)
+	}
+	if !outs[2].HasValue() {
+		t.Fatal("wrapped holds nothing")
+	}
+	inner, err := outs[2].Get()
+	if err != nil || inner.Len() != 2 {
+		t.Fatalf("wrapped holds %v (%v), want the sequence of 2", inner, err)
+	}
+	// Refusals carry the status and Tern's message.
+	if _, err := outs[0].At(0); err == nil || err.(*Error).Status != StatusInvalidArgument {
+		t.Fatalf("At on a tensor value: %v, want INVALID_ARGUMENT", err)
+	}
+	empty, _ := NewOptional(nil)
+	if _, err := empty.Get(); err == nil || !strings.Contains(err.Error(), "holds nothing") {
+		t.Fatalf("Get of an empty optional: %v", err)
+	}
+	if _, err := s.Run(map[string]*Tensor{"x": x}, []string{"joined"}); err == nil {
+		t.Fatal("Run without the sequence input succeeded")
 	}
 }

@@ -72,16 +72,15 @@ int cmd_bench(const std::vector<std::string>& args) {
   Prepared p;
   if (int rc = prepare("bench", setup, &p)) return rc;
   size_t activation_bytes = 0, packed_bytes = 0;
-  TensorList outputs;
+  ValueList outputs;
   std::vector<double> times;
   double first_ms = 0;
   for (int r = 0; r < warmup + runs; ++r) {
-    for (tern_tensor* t : outputs.v) tern_tensor_destroy(t);
-    outputs.v.assign(p.out_names.size(), nullptr);
+    outputs.reset(p.out_names.size());
     auto t0 = Clock::now();
-    tern_status s = tern_session_run(p.session.get(), p.run_options.get(), p.in_names.data(),
-                                     p.inputs.v.data(), p.inputs.v.size(), p.out_names.data(),
-                                     p.out_names.size(), outputs.v.data());
+    tern_status s = tern_session_run_values(
+        p.session.get(), p.run_options.get(), p.in_names.data(), p.values.v.data(),
+        p.values.v.size(), p.out_names.data(), p.out_names.size(), outputs.v.data());
     if (s != TERN_OK) return fail("running the model", s);
     const double ms = ms_since(t0);
     if (r == 0) first_ms = ms;
@@ -105,11 +104,12 @@ int cmd_bench(const std::vector<std::string>& args) {
         "{\"model\":\"%s\",\"threads\":%d,\"runs\":%d,\"warmup\":%d,\"min_ms\":%.4f,"
         "\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"max_ms\":%.4f,\"mean_ms\":%.4f,"
         "\"throughput_per_s\":%.2f,\"load_ms\":%.3f,\"model_load_ms\":%.3f,"
-        "\"session_create_ms\":%.3f,\"first_run_ms\":%.3f,\"activation_bytes\":%zu,\"packed_weight_bytes\":%zu,"
+        "\"session_create_ms\":%.3f,\"first_run_ms\":%.3f,\"activation_bytes\":%zu,\"packed_weight_"
+        "bytes\":%zu,"
         "\"peak_rss_bytes\":%zu}\n",
         setup.model_path.c_str(), threads, runs, warmup, times.front(), percentile(times, 0.5),
-        percentile(times, 0.9), times.back(), mean, 1000.0 / mean, load_ms, p.load_ms,
-        p.create_ms, first_ms, activation_bytes, packed_bytes, rss);
+        percentile(times, 0.9), times.back(), mean, 1000.0 / mean, load_ms, p.load_ms, p.create_ms,
+        first_ms, activation_bytes, packed_bytes, rss);
   } else {
     std::printf("model %s, threads %d, %d runs after %d warm-up\n", setup.model_path.c_str(),
                 threads, runs, warmup);
@@ -118,9 +118,10 @@ int cmd_bench(const std::vector<std::string>& args) {
                 1000.0 / mean);
     std::printf("load: %.2f ms (model %.2f ms + session %.2f ms); first run %.3f ms\n", load_ms,
                 p.load_ms, p.create_ms, first_ms);
-    std::printf("memory: activations %.2f MiB planned, packed weights %.2f MiB, peak RSS %.1f MiB\n",
-                static_cast<double>(activation_bytes) / 1048576.0,
-                static_cast<double>(packed_bytes) / 1048576.0, static_cast<double>(rss) / 1048576.0);
+    std::printf(
+        "memory: activations %.2f MiB planned, packed weights %.2f MiB, peak RSS %.1f MiB\n",
+        static_cast<double>(activation_bytes) / 1048576.0,
+        static_cast<double>(packed_bytes) / 1048576.0, static_cast<double>(rss) / 1048576.0);
     if (!setup.profile_path.empty()) std::printf("profile: %s\n", setup.profile_path.c_str());
   }
   return 0;

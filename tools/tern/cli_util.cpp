@@ -25,6 +25,15 @@ std::string shape_text(const int64_t* shape, size_t rank) {
   return s + "]";
 }
 
+std::string io_type_text(tern_value_kind kind, int holds_sequence, tern_dtype dt,
+                         const int64_t* shape, size_t rank) {
+  std::string s = kind == TERN_VALUE_SEQUENCE ? "sequence of "
+                  : kind == TERN_VALUE_OPTIONAL
+                      ? (holds_sequence ? "optional sequence of " : "optional ")
+                      : "";
+  return s + dtype_label(dt) + " " + shape_text(shape, rank);
+}
+
 bool parse_int(const std::string& s, int lo, int hi, int* out) {
   char* end = nullptr;
   long v = std::strtol(s.c_str(), &end, 10);
@@ -197,40 +206,93 @@ int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
   // Every input, then the optional inputs (initializers) given a file; the arrays own the data
   // the tensors borrow, so they never move.
   p->arrays.reserve(n_in + files.size());
-  auto read_input = [&](const char* name, tern_tensor** t) -> int {
+  auto read_file = [&](const std::string& name, const std::string& file, tern_tensor** t) -> int {
     NpyArray& arr = p->arrays.emplace_back();
-    std::string err = read_npy(files.at(name), &arr);
+    std::string err = read_npy(file, &arr);
     if (!err.empty()) {
-      std::fprintf(stderr, "tern %s: input '%s': %s\n", cmd, name, err.c_str());
+      std::fprintf(stderr, "tern %s: input '%s': %s\n", cmd, name.c_str(), err.c_str());
       return 1;
     }
-    files.erase(name);
     const tern_status st =
         tern_tensor_create_from_data(arr.dtype, arr.shape.data(), arr.shape.size(), arr.data.data(),
                                      arr.data.size(), nullptr, nullptr, t);
-    return st == TERN_OK ? 0 : fail("preparing an input", st);
+    if (st != TERN_OK) return fail("preparing an input", st);
+    p->inputs.v.push_back(*t);
+    return 0;
   };
-  for (size_t i = 0; i < n_in; ++i) {
-    const char* name = tern_model_input_name(p->model.p, i);
-    p->in_names.push_back(name);
-    tern_tensor* t = nullptr;
-    if (files.count(name)) {
-      if (int rc = read_input(name, &t)) return rc;
-    } else {
+  // Input i's value: a tensor, a sequence (files separated by commas, or two random elements)
+  // or an optional ("none": empty; otherwise what it holds).
+  auto make_value = [&](size_t i, const char* name, bool optional_input) -> int {
+    tern_value_kind kind = TERN_VALUE_TENSOR;
+    tern_dtype elem = TERN_FLOAT32;
+    int holds_seq = 0;
+    if (!optional_input && (s = tern_model_input_kind(p->model.p, i, &kind, &elem, &holds_seq))) {
+      return fail("reading the model's inputs", s);
+    }
+    const bool given = files.count(name) != 0;
+    const std::string spec = given ? files.at(name) : "";
+    files.erase(name);
+    auto one = [&](const std::string& file, tern_tensor** t) -> int {
+      if (!file.empty()) return read_file(name, file, t);
       auto sh = setup.input_shapes.find(name);
       s = make_input(p->model.p, i, setup.zeros, rng,
-                     sh == setup.input_shapes.end() ? nullptr : &sh->second, &t);
+                     sh == setup.input_shapes.end() ? nullptr : &sh->second, t);
       if (s != TERN_OK) return fail("preparing an input", s);
+      p->inputs.v.push_back(*t);
+      return 0;
+    };
+    auto sequence = [&](const std::string& list, tern_value** out) -> int {
+      std::vector<std::string> parts;
+      if (!given) parts = {"", ""};  // two random elements
+      for (size_t at = 0; given && at < list.size();) {
+        const size_t comma = list.find(',', at);
+        parts.push_back(
+            list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        at = comma == std::string::npos ? list.size() : comma + 1;
+      }
+      std::vector<const tern_tensor*> items;
+      for (const std::string& f : parts) {
+        if (given && f.empty()) continue;
+        tern_tensor* t = nullptr;
+        if (int rc = one(f, &t)) return rc;
+        items.push_back(t);
+      }
+      s = tern_value_create_sequence(elem, items.data(), items.size(), out);
+      return s == TERN_OK ? 0 : fail("preparing a sequence input", s);
+    };
+    tern_value* v = nullptr;
+    if (kind == TERN_VALUE_SEQUENCE) {
+      if (int rc = sequence(spec, &v)) return rc;
+    } else if (kind == TERN_VALUE_OPTIONAL) {
+      tern_value* inner = nullptr;
+      if (spec != "none") {
+        if (holds_seq) {
+          if (int rc = sequence(spec, &inner)) return rc;
+        } else {
+          tern_tensor* t = nullptr;
+          if (int rc = one(spec, &t)) return rc;
+          if ((s = tern_value_from_tensor(t, &inner)) != TERN_OK) return fail("an input", s);
+        }
+      }
+      s = tern_value_create_optional(inner, &v);
+      tern_value_destroy(inner);
+      if (s != TERN_OK) return fail("preparing an optional input", s);
+    } else {
+      tern_tensor* t = nullptr;
+      if (int rc = one(spec, &t)) return rc;
+      if ((s = tern_value_from_tensor(t, &v)) != TERN_OK) return fail("preparing an input", s);
     }
-    p->inputs.v.push_back(t);
+    p->values.v.push_back(v);
+    p->in_names.push_back(name);
+    return 0;
+  };
+  for (size_t i = 0; i < n_in; ++i) {
+    if (int rc = make_value(i, tern_model_input_name(p->model.p, i), false)) return rc;
   }
   for (size_t i = 0; i < n_opt; ++i) {
     const char* name = tern_model_optional_input_name(p->model.p, i);
     if (!files.count(name)) continue;  // its initializer
-    tern_tensor* t = nullptr;
-    if (int rc = read_input(name, &t)) return rc;
-    p->in_names.push_back(name);
-    p->inputs.v.push_back(t);
+    if (int rc = make_value(i, name, true)) return rc;
   }
   if (!files.empty()) {
     std::fprintf(stderr, "tern %s: the model has no input named '%s'\n", cmd,

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
-#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,19 +30,36 @@ struct TensorList {
     for (tern_tensor* t : v) tern_tensor_destroy(t);
   }
 };
+struct ValueList {
+  std::vector<tern_value*> v;
+  ~ValueList() {
+    for (tern_value* x : v) tern_value_destroy(x);
+  }
+  void reset(size_t n) {
+    for (tern_value* x : v) tern_value_destroy(x);
+    v.assign(n, nullptr);
+  }
+};
+// "float32 [1,3]", "sequence of float32 [2]", "optional sequence of int64 [?]": what a model
+// input or output is.
+std::string io_type_text(tern_value_kind kind, int holds_sequence, tern_dtype dt,
+                         const int64_t* shape, size_t rank);
 
 std::string shape_text(const int64_t* shape, size_t rank);
 bool parse_int(const std::string& s, int lo, int hi, int* out);
 
-// Random (or zero) data for input i: the given shape, else the declared one with dynamic dims 1.
+// Random (or zero) data for input i (for a sequence or optional input, one of its tensors): the
+// given shape, else the declared one with dynamic dims 1.
 tern_status make_input(const tern_model* m, size_t i, bool zeros, std::mt19937& rng,
                        const std::vector<int64_t>* given_shape, tern_tensor** out);
 
 // The options `run` and `bench` share, and what preparing them yields.
 struct RunSetup {
   std::string model_path, backends = "cpu", profile_path;
-  std::map<std::string, std::string> input_files;                 // --input NAME=FILE.npy
-  std::map<std::string, std::vector<int64_t>> input_shapes;       // --shape NAME=1x3x8x8
+  // --input NAME=FILE.npy; for a sequence input NAME=A.npy,B.npy,... (NAME= for an empty one);
+  // for an optional input NAME=none gives an empty optional.
+  std::map<std::string, std::string> input_files;
+  std::map<std::string, std::vector<int64_t>> input_shapes;        // --shape NAME=1x3x8x8
   std::vector<std::pair<std::string, std::string>> session_flags;  // --flag
   std::vector<std::pair<std::string, std::string>> run_flags;      // --run-flag
   int threads = 0, interop = 0, seed = 0;
@@ -59,7 +76,8 @@ struct Prepared {
   std::unique_ptr<tern_run_options, void (*)(tern_run_options*)> run_options{
       nullptr, tern_run_options_destroy};
   std::vector<NpyArray> arrays;  // data the borrowed input tensors point into
-  TensorList inputs;
+  TensorList inputs;             // the tensors the input values hold
+  ValueList values;              // by in_names: what runs take (tern_session_run_values)
   std::vector<const char*> in_names, out_names;
   double load_ms = 0, create_ms = 0;  // file to model; model to ready session
 };

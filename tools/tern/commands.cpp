@@ -23,10 +23,10 @@ namespace tern_cli {
 
 namespace {
 
-void print_output(const char* name, tern_tensor* t) {
+void print_tensor(const std::string& label, tern_tensor* t) {
   tern_dtype dt = tern_tensor_dtype(t);
   size_t rank = tern_tensor_rank(t);
-  std::printf("output '%s': %s %s", name, dtype_label(dt),
+  std::printf("%s: %s %s", label.c_str(), dtype_label(dt),
               shape_text(tern_tensor_shape(t), rank).c_str());
   if (dt == TERN_FLOAT32 && tern_tensor_byte_size(t) > 0) {
     const float* p = static_cast<const float*>(tern_tensor_data(t));
@@ -54,6 +54,66 @@ void print_output(const char* name, tern_tensor* t) {
   } else {
     std::printf("\n");
   }
+}
+
+// Calls fn(label suffix, tensor) for each tensor a value holds: "" for a tensor, "[i]" for a
+// sequence's elements, "?" for an optional's (or "[i]" of its sequence). Returns false when a
+// handle could not be made (after printing why).
+template <class Fn>
+bool for_each_tensor(tern_value* v, Fn&& fn) {
+  tern_value_kind kind = TERN_VALUE_TENSOR;
+  if (tern_value_get_kind(v, &kind) != TERN_OK) return false;
+  if (kind == TERN_VALUE_OPTIONAL) {
+    if (tern_value_optional_has_value(v) != 1) return true;
+    tern_value* inner = nullptr;
+    if (tern_value_optional_get(v, &inner) != TERN_OK) return false;
+    const bool ok = for_each_tensor(inner, fn);
+    tern_value_destroy(inner);
+    return ok;
+  }
+  if (kind == TERN_VALUE_SEQUENCE) {
+    for (size_t i = 0; i < tern_value_sequence_length(v); ++i) {
+      tern_tensor* t = nullptr;
+      if (tern_value_sequence_at(v, i, &t) != TERN_OK) return false;
+      fn(i, t);
+      tern_tensor_destroy(t);
+    }
+    return true;
+  }
+  tern_tensor* t = nullptr;
+  if (tern_value_get_tensor(v, &t) != TERN_OK) return false;
+  fn(static_cast<size_t>(-1), t);
+  tern_tensor_destroy(t);
+  return true;
+}
+
+// One output: a tensor's summary, or a sequence's length and each element's, or whether an
+// optional holds something.
+void print_output(const char* name, tern_value* v) {
+  tern_value_kind kind = TERN_VALUE_TENSOR;
+  (void)tern_value_get_kind(v, &kind);
+  if (kind == TERN_VALUE_SEQUENCE) {
+    std::printf("output '%s': sequence of %zu\n", name, tern_value_sequence_length(v));
+  } else if (kind == TERN_VALUE_OPTIONAL) {
+    std::printf("output '%s': optional, %s\n", name,
+                tern_value_optional_has_value(v) == 1 ? "holds" : "empty");
+  }
+  for_each_tensor(v, [&](size_t i, tern_tensor* t) {
+    // (Built piece by piece: GCC 12 warns falsely on some std::string concatenations.)
+    std::string label;
+    if (i != static_cast<size_t>(-1)) {
+      label = "  [";
+      label += std::to_string(i);
+      label += "]";
+    } else if (kind == TERN_VALUE_TENSOR) {
+      label = "output '";
+      label += name;
+      label += "'";
+    } else {
+      label = "  value";
+    }
+    print_tensor(label, t);
+  });
 }
 
 std::string safe_file_name(std::string name) {
@@ -107,13 +167,13 @@ int cmd_run(const std::vector<std::string>& args) {
   tern_run_options* run_opts = prep.run_options.get();
   const int threads = setup.threads, interop = setup.interop;
   const double load_ms = prep.load_ms, create_ms = prep.create_ms;
-  auto& inputs = prep.inputs;
+  auto& inputs = prep.values;
   auto& in_names = prep.in_names;
   auto& out_names = prep.out_names;
   tern_status s = TERN_OK;
   auto t0 = Clock::now();
   std::vector<double> times;
-  TensorList outputs;
+  ValueList outputs;
   double cpu_ms = 0, wall_ms = 0;
   auto cpu_now = [] {
     timespec ts{};
@@ -121,12 +181,12 @@ int cmd_run(const std::vector<std::string>& args) {
     return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
   };
   for (int r = 0; r < runs + 1; ++r) {
-    for (tern_tensor* t : outputs.v) tern_tensor_destroy(t);
-    outputs.v.assign(out_names.size(), nullptr);
+    outputs.reset(out_names.size());
     t0 = Clock::now();
     double c0 = cpu_now();
-    s = tern_session_run(session, run_opts, in_names.data(), inputs.v.data(), inputs.v.size(),
-                         out_names.data(), out_names.size(), outputs.v.data());
+    s = tern_session_run_values(session, run_opts, in_names.data(), inputs.v.data(),
+                                inputs.v.size(), out_names.data(), out_names.size(),
+                                outputs.v.data());
     if (s != TERN_OK) return fail("running the model", s);
     times.push_back(ms_since(t0));
     if (r > 0) {
@@ -143,17 +203,29 @@ int cmd_run(const std::vector<std::string>& args) {
                    ec.message().c_str());
       return 1;
     }
+    // A tensor as NAME.npy; a sequence as NAME_0.npy, NAME_1.npy, ...; an optional as what it
+    // holds (nothing for an empty one).
     for (size_t j = 0; j < out_names.size(); ++j) {
-      tern_tensor* t = outputs.v[j];
-      std::string path = out_dir + "/" + safe_file_name(out_names[j]) + ".npy";
-      std::string err =
-          write_npy(path, tern_tensor_dtype(t), tern_tensor_shape(t), tern_tensor_rank(t),
-                    tern_tensor_data(t), tern_tensor_byte_size(t));
+      std::string err;
+      const bool ok = for_each_tensor(outputs.v[j], [&](size_t i, tern_tensor* t) {
+        std::string path = out_dir;
+        path += "/";
+        path += safe_file_name(out_names[j]);
+        if (i != static_cast<size_t>(-1)) {
+          path += "_";
+          path += std::to_string(i);
+        }
+        path += ".npy";
+        if (!err.empty()) return;
+        err = write_npy(path, tern_tensor_dtype(t), tern_tensor_shape(t), tern_tensor_rank(t),
+                        tern_tensor_data(t), tern_tensor_byte_size(t));
+        if (err.empty()) std::printf("wrote %s\n", path.c_str());
+      });
+      if (!ok) return fail("reading an output", TERN_ERR_INTERNAL);
       if (!err.empty()) {
         std::fprintf(stderr, "tern run: %s\n", err.c_str());
         return 1;
       }
-      std::printf("wrote %s\n", path.c_str());
     }
   }
   double first = times.front();
@@ -240,8 +312,16 @@ int cmd_info(const std::vector<std::string>& all_args) {
       if ((s = k.info(model.p, i, &dt, &rank, &shape)) != TERN_OK) {
         return fail("reading model info", s);
       }
-      std::printf("%s '%s': %s %s\n", k.label, k.name(model.p, i), dtype_label(dt),
-                  shape_text(shape, rank).c_str());
+      tern_value_kind kind = TERN_VALUE_TENSOR;
+      int holds_seq = 0;
+      if (k.info == tern_model_input_info) {
+        s = tern_model_input_kind(model.p, i, &kind, nullptr, &holds_seq);
+      } else if (k.info == tern_model_output_info) {
+        s = tern_model_output_kind(model.p, i, &kind, nullptr, &holds_seq);
+      }
+      if (s != TERN_OK) return fail("reading model info", s);
+      std::printf("%s '%s': %s\n", k.label, k.name(model.p, i),
+                  io_type_text(kind, holds_seq, dt, shape, rank).c_str());
     }
   }
   return 0;
@@ -289,11 +369,11 @@ int cmd_convert(const std::vector<std::string>& args) {
   tern_status s = TERN_OK;
   if (!setup.input_files.empty() || !setup.input_shapes.empty()) {
     // Dynamic input shapes: one run builds the plan (and packs the weights) for these.
-    TensorList outputs;
-    outputs.v.assign(prep.out_names.size(), nullptr);
-    s = tern_session_run(prep.session.get(), prep.run_options.get(), prep.in_names.data(),
-                         prep.inputs.v.data(), prep.inputs.v.size(), prep.out_names.data(),
-                         prep.out_names.size(), outputs.v.data());
+    ValueList outputs;
+    outputs.reset(prep.out_names.size());
+    s = tern_session_run_values(prep.session.get(), prep.run_options.get(), prep.in_names.data(),
+                                prep.values.v.data(), prep.values.v.size(), prep.out_names.data(),
+                                prep.out_names.size(), outputs.v.data());
     if (s != TERN_OK) return fail("running the model", s);
   }
   size_t packed = 0;

@@ -21,11 +21,13 @@ mod model;
 mod session;
 pub mod sys;
 mod tensor;
+mod value;
 
 pub use error::{Error, Result, Status};
 pub use model::{Model, ValueInfo};
 pub use session::{RunOptions, Session, SessionOptions};
 pub use tensor::{DType, Element, Tensor, TensorView};
+pub use value::{Value, ValueKind};
 
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;

@@ -137,6 +137,10 @@ impl Session {
 
     /// Runs the model on named inputs (borrowed for the call) and returns the named outputs, in
     /// the order asked.
+    pub(crate) fn raw(&self) -> *mut sys::tern_session {
+        self.ptr.as_ptr()
+    }
+
     pub fn run(&self, inputs: &[(&str, &Tensor)], outputs: &[&str]) -> Result<Vec<Tensor>> {
         self.run_impl(std::ptr::null(), inputs, outputs)
     }

@@ -44,6 +44,15 @@ pub struct tern_session_options {
 pub struct tern_run_options {
     _opaque: [u8; 0],
 }
+#[repr(C)]
+pub struct tern_value {
+    _opaque: [u8; 0],
+}
+
+pub type tern_value_kind = c_int;
+pub const TERN_VALUE_TENSOR: tern_value_kind = 0;
+pub const TERN_VALUE_SEQUENCE: tern_value_kind = 1;
+pub const TERN_VALUE_OPTIONAL: tern_value_kind = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -158,5 +167,19 @@ extern "C" {
     pub fn tern_flag_get(name: *const c_char, buf: *mut c_char, len: usize) -> tern_status;
     pub fn tern_flag_set(name: *const c_char, value: *const c_char) -> tern_status;
     pub fn tern_flag_describe(name: *const c_char, source: *mut *const c_char, scope: *mut *const c_char, default_value: *mut *const c_char, env_var: *mut *const c_char) -> tern_status;
+    pub fn tern_model_input_kind(m: *const tern_model, i: usize, kind: *mut tern_value_kind, elem: *mut tern_dtype, holds_sequence: *mut c_int) -> tern_status;
+    pub fn tern_model_output_kind(m: *const tern_model, i: usize, kind: *mut tern_value_kind, elem: *mut tern_dtype, holds_sequence: *mut c_int) -> tern_status;
+    pub fn tern_value_from_tensor(t: *const tern_tensor, out: *mut *mut tern_value) -> tern_status;
+    pub fn tern_value_create_sequence(elem: tern_dtype, items: *const *const tern_tensor, n: usize, out: *mut *mut tern_value) -> tern_status;
+    pub fn tern_value_create_optional(v: *const tern_value, out: *mut *mut tern_value) -> tern_status;
+    pub fn tern_value_destroy(v: *mut tern_value);
+    pub fn tern_value_get_kind(v: *const tern_value, kind: *mut tern_value_kind) -> tern_status;
+    pub fn tern_value_get_tensor(v: *const tern_value, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_value_sequence_length(v: *const tern_value) -> usize;
+    pub fn tern_value_sequence_dtype(v: *const tern_value) -> tern_dtype;
+    pub fn tern_value_sequence_at(v: *const tern_value, i: usize, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_value_optional_has_value(v: *const tern_value) -> c_int;
+    pub fn tern_value_optional_get(v: *const tern_value, out: *mut *mut tern_value) -> tern_status;
+    pub fn tern_session_run_values(s: *mut tern_session, r: *const tern_run_options, input_names: *const *const c_char, inputs: *const *const tern_value, n_inputs: usize, output_names: *const *const c_char, n_outputs: usize, outputs: *mut *mut tern_value) -> tern_status;
     pub fn tern_session_flag_get(s: *const tern_session, name: *const c_char, buf: *mut c_char, len: usize, source: *mut *const c_char) -> tern_status;
 }

@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use tern::backends;
-use tern::{DType, Model, Session, SessionOptions, Status, Tensor, TensorView};
+use tern::{DType, Model, Session, SessionOptions, Status, Tensor, TensorView, Value, ValueKind};
 
 fn assert_send_sync<T: Send + Sync>() {}
 fn assert_send<T: Send>() {}
@@ -161,4 +161,35 @@ fn errors_carry_status_and_message() {
     let y2 = s2.run(&[("x", &x)], &["softmax_0.tmp_0"]).unwrap();
     assert_eq!(y1[0].as_bytes(), y2[0].as_bytes());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sequences_and_optionals() {
+    // The repository's model with sequence and optional inputs and outputs (tests/fuzz/make_seeds.py).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/corpus/tern_loader/sequences.tern");
+    let model = Model::load(&path).unwrap();
+    let session = Session::with_defaults(&model).unwrap();
+    let a = Tensor::from_slice(&[2], &[1.0f32, 2.0]).unwrap();
+    let b = Tensor::from_slice(&[2], &[3.0f32, 4.0]).unwrap();
+    let seq = Value::sequence(DType::Float32, &[&a, &b]).unwrap();
+    let x = Value::from_tensor(&Tensor::zeros(DType::Float32, &[3, 2]).unwrap()).unwrap();
+    let extra = Value::from_tensor(&Tensor::from_slice(&[2], &[5.0f32, 6.0]).unwrap()).unwrap();
+    let out = session
+        .run_values(&[("seq", &seq), ("x", &x), ("extra", &extra)], &["joined", "longer", "wrapped"])
+        .unwrap();
+    assert_eq!(out[0].kind().unwrap(), ValueKind::Tensor);
+    assert_eq!(out[0].tensor().unwrap().as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(out[1].kind().unwrap(), ValueKind::Sequence);
+    assert_eq!(out[1].len(), 3);
+    assert_eq!(out[1].at(2).unwrap().as_slice::<f32>().unwrap(), &[5.0, 6.0]);
+    assert!(out[2].has_value());
+    assert_eq!(out[2].get().unwrap().len(), 2);
+    // Refusals carry the status and Tern's message.
+    let err = out[0].at(0).unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    let empty = Value::optional(None).unwrap();
+    assert!(!empty.has_value());
+    assert!(empty.get().unwrap_err().message.contains("holds nothing"));
+    let wrong = Tensor::zeros(DType::Int32, &[2]).unwrap();
+    assert!(Value::sequence(DType::Float32, &[&wrong]).unwrap_err().message.contains("int32"));
 }

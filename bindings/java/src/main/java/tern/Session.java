@@ -50,6 +50,27 @@ public final class Session implements AutoCloseable {
     return out;
   }
 
+  /** {@link #run} for models whose inputs or outputs are sequences or optionals: values in,
+   * values out (a tensor output as a tensor value); the caller closes them. */
+  public List<Value> runValues(Map<String, Value> inputs, List<String> outputs) {
+    String[] names = new String[inputs.size()];
+    Pointer[] values = new Pointer[inputs.size()];
+    int i = 0;
+    for (Map.Entry<String, Value> e : inputs.entrySet()) {
+      names[i] = e.getKey();
+      values[i] = e.getValue() == null ? null : e.getValue().handle();
+      i++;
+    }
+    String[] outNames = outputs.toArray(new String[0]);
+    Pointer[] results = new Pointer[outNames.length];
+    Tern.check(Tern.lib().tern_session_run_values(handle(), null, names, values,
+        new TernLibrary.SizeT(names.length), outNames, new TernLibrary.SizeT(outNames.length),
+        results));
+    List<Value> out = new ArrayList<>();
+    for (Pointer p : results) out.add(new Value(p));
+    return out;
+  }
+
   @Override
   public void close() {
     Pointer h = handle;

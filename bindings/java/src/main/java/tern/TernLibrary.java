@@ -64,6 +64,24 @@ public interface TernLibrary extends Library {
       SizeT nInputs, String[] outputNames, SizeT nOutputs, Pointer[] outputs);
   void tern_session_destroy(Pointer s);
 
+  int tern_model_input_kind(Pointer m, SizeT i, IntByReference kind, IntByReference elem,
+      IntByReference holdsSequence);
+  int tern_model_output_kind(Pointer m, SizeT i, IntByReference kind, IntByReference elem,
+      IntByReference holdsSequence);
+  int tern_value_from_tensor(Pointer t, PointerByReference out);
+  int tern_value_create_sequence(int elem, Pointer[] items, SizeT n, PointerByReference out);
+  int tern_value_create_optional(Pointer v, PointerByReference out);
+  void tern_value_destroy(Pointer v);
+  int tern_value_get_kind(Pointer v, IntByReference kind);
+  int tern_value_get_tensor(Pointer v, PointerByReference out);
+  SizeT tern_value_sequence_length(Pointer v);
+  int tern_value_sequence_dtype(Pointer v);
+  int tern_value_sequence_at(Pointer v, SizeT i, PointerByReference out);
+  int tern_value_optional_has_value(Pointer v);
+  int tern_value_optional_get(Pointer v, PointerByReference out);
+  int tern_session_run_values(Pointer s, Pointer runOptions, String[] inputNames,
+      Pointer[] inputs, SizeT nInputs, String[] outputNames, SizeT nOutputs, Pointer[] outputs);
+
   int tern_set_num_threads(int n);
   int tern_get_num_threads();
   int tern_set_num_interop_threads(int n);

@@ -256,6 +256,37 @@ public final class TernTest {
       expect(IllegalStateException.class, t::bytes);
     });
 
+    test("sequences and optionals through runValues", () -> {
+      // The repository's model with sequence and optional inputs and outputs
+      // (tests/fuzz/make_seeds.py), relative to bindings/java.
+      Path path = Path.of("..", "..", "tests", "fuzz", "corpus", "tern_loader", "sequences.tern");
+      try (Model model = Model.load(path.toString()); Session s = new Session(model);
+           Tensor a = Tensor.fromFloats(new long[] {2}, new float[] {1, 2});
+           Tensor b = Tensor.fromFloats(new long[] {2}, new float[] {3, 4});
+           Tensor x = Tensor.zeros(DType.FLOAT32, 3, 2);
+           Tensor e = Tensor.fromFloats(new long[] {2}, new float[] {5, 6});
+           Value seq = Value.sequence(DType.FLOAT32, a, b); Value xv = Value.of(x);
+           Value ev = Value.of(e)) {
+        List<Value> out = s.runValues(Map.of("seq", seq, "x", xv, "extra", ev),
+            List.of("joined", "longer", "wrapped"));
+        try (Tensor joined = out.get(0).tensor(); Tensor last = out.get(1).at(2);
+             Value inner = out.get(2).get()) {
+          check(Arrays.equals(joined.floats(), new float[] {1, 2, 3, 4}), "joined");
+          check(out.get(1).kind() == Value.Kind.SEQUENCE && out.get(1).length() == 3, "longer");
+          check(Arrays.equals(last.floats(), new float[] {5, 6}), "longer[2]");
+          check(out.get(2).hasValue() && inner.length() == 2, "wrapped");
+        }
+        TernException err = expect(TernException.class, () -> out.get(0).at(0));
+        check(err.status() == Status.INVALID_ARGUMENT, err.toString());
+        try (Value empty = Value.optional(null)) {
+          check(!empty.hasValue(), "empty optional");
+          err = expect(TernException.class, empty::get);
+          check(err.ternMessage().contains("holds nothing"), err.toString());
+        }
+        for (Value v : out) v.close();
+      }
+    });
+
     System.out.println(passed + " passed, " + failed + " failed"
         + (skipped > 0 ? " (" + skipped + " skipped for missing files)" : ""));
     System.exit(failed == 0 ? 0 : 1);
