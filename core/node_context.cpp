@@ -55,56 +55,69 @@ Status make_node_context(const Graph& g, const Node& node, std::string where,
   return Status::ok();
 }
 
-Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
-                     const FlagValues& flags, std::vector<Tensor>* outputs) {
+Expected<std::unique_ptr<Kernel>> prepare_on_host(const OpContext& ctx,
+                                                  const std::vector<Backend*>& backends,
+                                                  Backend** backend) {
   Status last = unsupported(ctx.where, ": no backend can evaluate it");
-  const int threads = static_cast<int>(flags[FlagId::kNumThreads]);
   for (Backend* b : backends) {
     if (!b->is_host()) continue;
     auto kernel = b->prepare(ctx);
-    if (!kernel) {
-      last = kernel.status().with_prefix(ctx.where);
-      if (last.code() != Code::kUnsupported) return last;
-      continue;
+    if (kernel) {
+      *backend = b;
+      return kernel;
     }
-    KernelArgs args;
-    for (const TensorInfo& in : ctx.inputs) args.inputs.push_back(in.present ? in.value : nullptr);
-    outputs->assign(ctx.outputs.size(), Tensor());
-    for (size_t i = 0; i < ctx.outputs.size(); ++i) {
-      if (!ctx.outputs[i].present) {  // an omitted optional output: nothing to compute
-        args.outputs.push_back(nullptr);
-        continue;
-      }
-      // Outputs known only when the node runs, sequences and optionals: the kernel makes them.
-      if (!ctx.outputs_from_run && !dtype_is_composite(ctx.outputs[i].dtype)) {
-        TERN_ASSIGN_OR_RETURN((*outputs)[i],
-                              Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
-      }
-      args.outputs.push_back(&(*outputs)[i]);
-    }
-    std::shared_ptr<void> workspace;
-    if (size_t ws = (*kernel)->workspace_bytes()) {
-      workspace = aligned_buffer(ws);
-      if (!workspace) return out_of_memory(ctx.where, ": workspace of ", ws, " bytes");
-      args.workspace = workspace.get();
-    }
-    b->set_num_threads(threads);
-    ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms)};
-    TERN_RETURN_IF_ERROR((*kernel)->run(args, exec).with_prefix(ctx.where));
-    for (size_t i = 0; i < ctx.outputs.size(); ++i) {
-      const Tensor& t = (*outputs)[i];
-      const bool made = ctx.outputs_from_run || dtype_is_composite(ctx.outputs[i].dtype);
-      const bool dtype_ok =
-          ctx.outputs[i].dtype == DType::kUndefined || t.dtype() == ctx.outputs[i].dtype;
-      if (made && ctx.outputs[i].present && (!t.defined() || !dtype_ok)) {
-        return internal_error(ctx.where, ": output ", i, " is ",
-                              t.defined() ? dtype_name(t.dtype()) : "missing", ", inference said ",
-                              dtype_name(ctx.outputs[i].dtype));
-      }
-    }
-    return Status::ok();
+    last = kernel.status().with_prefix(ctx.where);
+    if (last.code() != Code::kUnsupported) return last;
   }
   return last;
+}
+
+Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend,
+                    const FlagValues& flags, std::vector<Tensor>* outputs) {
+  const int threads = static_cast<int>(flags[FlagId::kNumThreads]);
+  KernelArgs args;
+  for (const TensorInfo& in : ctx.inputs) args.inputs.push_back(in.present ? in.value : nullptr);
+  outputs->assign(ctx.outputs.size(), Tensor());
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    if (!ctx.outputs[i].present) {  // an omitted optional output: nothing to compute
+      args.outputs.push_back(nullptr);
+      continue;
+    }
+    // Outputs known only when the node runs, sequences and optionals: the kernel makes them.
+    if (!ctx.outputs_from_run && !dtype_is_composite(ctx.outputs[i].dtype)) {
+      TERN_ASSIGN_OR_RETURN((*outputs)[i],
+                            Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
+    }
+    args.outputs.push_back(&(*outputs)[i]);
+  }
+  std::shared_ptr<void> workspace;
+  if (size_t ws = kernel.workspace_bytes()) {
+    workspace = aligned_buffer(ws);
+    if (!workspace) return out_of_memory(ctx.where, ": workspace of ", ws, " bytes");
+    args.workspace = workspace.get();
+  }
+  backend->set_num_threads(threads);
+  ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms)};
+  TERN_RETURN_IF_ERROR(kernel.run(args, exec).with_prefix(ctx.where));
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    const Tensor& t = (*outputs)[i];
+    const bool made = ctx.outputs_from_run || dtype_is_composite(ctx.outputs[i].dtype);
+    const bool dtype_ok =
+        ctx.outputs[i].dtype == DType::kUndefined || t.dtype() == ctx.outputs[i].dtype;
+    if (made && ctx.outputs[i].present && (!t.defined() || !dtype_ok)) {
+      return internal_error(ctx.where, ": output ", i, " is ",
+                            t.defined() ? dtype_name(t.dtype()) : "missing", ", inference said ",
+                            dtype_name(ctx.outputs[i].dtype));
+    }
+  }
+  return Status::ok();
+}
+
+Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
+                     const FlagValues& flags, std::vector<Tensor>* outputs) {
+  Backend* backend = nullptr;
+  TERN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, prepare_on_host(ctx, backends, &backend));
+  return run_prepared(ctx, *kernel, backend, flags, outputs);
 }
 
 }  // namespace tern

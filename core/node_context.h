@@ -46,4 +46,15 @@ Status make_node_context(const Graph& graph, const Node& node, std::string where
 Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
                      const FlagValues& flags, std::vector<Tensor>* outputs);
 
+// The kernel evaluate_node would run: the first host backend's that prepares one; *backend
+// receives that backend.
+Expected<std::unique_ptr<Kernel>> prepare_on_host(const OpContext& ctx,
+                                                  const std::vector<Backend*>& backends,
+                                                  Backend** backend);
+// Runs a kernel prepared for ctx (by `backend`, a host backend) now: fresh host outputs (made by
+// the kernel where the outputs are known only when it runs, or are sequences or optionals),
+// scratch allocated here.
+Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend,
+                    const FlagValues& flags, std::vector<Tensor>* outputs);
+
 }  // namespace tern

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/op_registry.h"
+#include "core/plan/static_prefix.h"
 #include "core/transfer.h"
 
 namespace tern {
@@ -113,6 +114,7 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   pc.attention = &s->patterns_;
   pc.weights = s->weights_.get();
   pc.subgraphs = s->subgraphs_.get();
+  pc.prefixes = std::make_shared<StaticPrefixes>();
   for (size_t n = 0; n < g.nodes.size(); ++n) pc.labels.push_back(g.describe_node(n));
   s->planner_ = std::make_unique<Planner>(std::move(pc));
   s->executor_ = std::make_unique<Executor>(s->graph_, s->order_, s->model_->inputs(),

@@ -11,86 +11,149 @@ namespace tern {
 namespace {
 
 // ---- NonMaxSuppression --------------------------------------------------------------------------
+// Greedy selection per batch and class: candidates above the score threshold in descending score
+// order (ties by index), each kept unless its IoU with a box kept before exceeds the threshold,
+// at most max_output_boxes_per_class of them. The number selected is known only when it runs.
 
 struct Box {
-  double y1, x1, y2, x2;
+  float y1, x1, y2, x2, area;
 };
 
-Box box_at(const Tensor& boxes, int64_t b, int64_t i, int64_t n, bool center) {
-  const int64_t o = (b * n + i) * 4;
-  const double v0 = boxes.float_at(o), v1 = boxes.float_at(o + 1), v2 = boxes.float_at(o + 2),
-               v3 = boxes.float_at(o + 3);
-  if (center) return {v1 - v3 / 2, v0 - v2 / 2, v1 + v3 / 2, v0 + v2 / 2};
-  return {std::min(v0, v2), std::min(v1, v3), std::max(v0, v2), std::max(v1, v3)};
-}
-
-double iou(const Box& a, const Box& b) {
-  const double ih = std::max(0.0, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
-  const double iw = std::max(0.0, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
-  const double inter = ih * iw;
-  const double uni = (a.y2 - a.y1) * (a.x2 - a.x1) + (b.y2 - b.y1) * (b.x2 - b.x1) - inter;
-  return uni > 0 ? inter / uni : 0.0;
-}
-
-Expected<std::vector<int64_t>> nms(const OpContext& ctx, const Tensor& boxes, const Tensor& scores,
-                                   const Tensor* max_out, const Tensor* iou_t, const Tensor* score_t) {
-  TERN_ASSIGN_OR_RETURN(int64_t cpb, ctx.attrs().get_int("center_point_box", 0));
-  if (boxes.rank() != 3 || boxes.shape()[2] != 4 || scores.rank() != 3 ||
-      scores.shape()[0] != boxes.shape()[0] || scores.shape()[2] != boxes.shape()[1]) {
-    return invalid_argument(ctx.where, ": boxes must be [B, N, 4] and scores [B, C, N]");
-  }
-  const int64_t batches = boxes.shape()[0], n = boxes.shape()[1], classes = scores.shape()[1];
-  const int64_t limit = max_out && max_out->numel() ? max_out->int_at(0) : 0;
-  const double iou_th = iou_t && iou_t->numel() ? iou_t->float_at(0) : 0.0;
-  const bool has_score_th = score_t && score_t->numel();
-  const double score_th = has_score_th ? score_t->float_at(0) : 0.0;
-  std::vector<int64_t> out;
-  for (int64_t b = 0; b < batches; ++b) {
-    for (int64_t c = 0; c < classes; ++c) {
-      std::vector<int64_t> cand;
-      for (int64_t i = 0; i < n; ++i) {
-        if (!has_score_th || scores.float_at((b * classes + c) * n + i) > score_th) cand.push_back(i);
-      }
-      std::stable_sort(cand.begin(), cand.end(), [&](int64_t l, int64_t r) {
-        return scores.float_at((b * classes + c) * n + l) > scores.float_at((b * classes + c) * n + r);
-      });
-      std::vector<int64_t> kept;
-      for (int64_t i : cand) {
-        if (static_cast<int64_t>(kept.size()) >= limit) break;
-        const Box bi = box_at(boxes, b, i, n, cpb != 0);
-        bool keep = true;
-        for (int64_t k : kept) {
-          if (iou(bi, box_at(boxes, b, k, n, cpb != 0)) > iou_th) {
-            keep = false;
-            break;
-          }
-        }
-        if (keep) kept.push_back(i);
-      }
-      for (int64_t k : kept) out.insert(out.end(), {b, c, k});
+// Batch b's boxes, corners ordered (center_point_box 1: [x_center, y_center, width, height]).
+std::vector<Box> read_boxes(const Tensor& boxes, int64_t b, int64_t n, bool center) {
+  std::vector<Box> out(static_cast<size_t>(n));
+  const bool f32 = boxes.dtype() == DType::kFloat32;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = (b * n + i) * 4;
+    float v[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = f32 ? boxes.data<float>()[o + k] : static_cast<float>(boxes.float_at(o + k));
     }
+    Box& x = out[static_cast<size_t>(i)];
+    if (center) {
+      x = {v[1] - v[3] / 2, v[0] - v[2] / 2, v[1] + v[3] / 2, v[0] + v[2] / 2, 0};
+    } else {
+      x = {std::min(v[0], v[2]), std::min(v[1], v[3]), std::max(v[0], v[2]),
+           std::max(v[1], v[3]), 0};
+    }
+    x.area = (x.y2 - x.y1) * (x.x2 - x.x1);
   }
   return out;
 }
 
-const Tensor* opt_value(const OpContext& ctx, size_t i) {
-  return ctx.has_input(i) ? ctx.inputs[i].value : nullptr;
-}
+// The boxes kept so far, also ordered by their left edge, so that a candidate is tested only
+// against kept boxes whose horizontal extent can reach it: a detector keeps thousands, spread
+// over the image (and, with torchvision's per-class offsets, over disjoint regions per class).
+struct KeptBoxes {
+  std::vector<Box> boxes;
+  std::vector<uint32_t> by_x1;  // indices into boxes, ascending x1
+  float widest = 0;
+  void clear() {
+    boxes.clear();
+    by_x1.clear();
+    widest = 0;
+  }
+  void add(const Box& b) {
+    const auto at = std::upper_bound(by_x1.begin(), by_x1.end(), b.x1,
+                                     [&](float x, uint32_t k) { return x < boxes[k].x1; });
+    by_x1.insert(at, static_cast<uint32_t>(boxes.size()));
+    boxes.push_back(b);
+    widest = std::max(widest, b.x2 - b.x1);
+  }
+  // Whether a kept box overlaps `a` by more than `threshold` (IoU).
+  bool suppresses(const Box& a, float threshold) const {
+    // Kept boxes starting left of a.x1 - widest end before a begins: none of them overlaps.
+    auto k = std::lower_bound(by_x1.begin(), by_x1.end(), a.x1 - widest,
+                              [&](uint32_t i, float x) { return boxes[i].x1 < x; });
+    for (; k != by_x1.end() && boxes[*k].x1 <= a.x2; ++k) {
+      const Box& b = boxes[*k];
+      const float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
+      const float iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
+      if (ih <= 0 || iw <= 0) continue;
+      const float inter = ih * iw;
+      const float uni = a.area + b.area - inter;
+      if (uni > 0 && inter / uni > threshold) return true;
+    }
+    return false;
+  }
+};
+
+struct NmsParams {
+  bool center = false;
+};
 
 Status infer_nms(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(auto sel, nms(ctx, *ctx.inputs[0].value, *ctx.inputs[1].value,
-                                      opt_value(ctx, 2), opt_value(ctx, 3), opt_value(ctx, 4)));
-  ctx.set_output(0, DType::kInt64, {static_cast<int64_t>(sel.size() / 3), 3});
-  ctx.output_values[0] = ops::make_int64_tensor(sel, {static_cast<int64_t>(sel.size() / 3), 3});
+  const Shape& b = ctx.inputs[0].shape;
+  const Shape& s = ctx.inputs[1].shape;
+  if (b.size() != 3 || b[2] != 4 || s.size() != 3 || s[0] != b[0] || s[2] != b[1]) {
+    return invalid_argument("boxes must be [B, N, 4] and scores [B, C, N], got ", shape_str(b),
+                            " and ", shape_str(s));
+  }
+  for (size_t i = 2; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && ctx.inputs[i].shape.size() > 1) {
+      return invalid_argument("input ", i, " '", ctx.input_names[i], "' must be a scalar");
+    }
+  }
+  ctx.set_output(0, DType::kInt64, {-1, 3});
+  ctx.outputs_from_run = true;  // how many boxes are selected
   return Status::ok();
 }
 
-Status run_nms(const int&, const KernelArgs&, const ExecContext&) {
-  return internal_error("NonMaxSuppression is computed during shape inference");
+Status run_nms(const NmsParams& p, const KernelArgs& a, const ExecContext&) {
+  const Tensor& boxes = *a.inputs[0];
+  const Tensor& scores = *a.inputs[1];
+  auto scalar = [&](size_t i) -> const Tensor* {
+    return i < a.inputs.size() && a.inputs[i] && a.inputs[i]->numel() ? a.inputs[i] : nullptr;
+  };
+  const int64_t batches = boxes.shape()[0], n = boxes.shape()[1], classes = scores.shape()[1];
+  const int64_t limit = scalar(2) ? scalar(2)->int_at(0) : 0;
+  const auto iou_th = static_cast<float>(scalar(3) ? scalar(3)->float_at(0) : 0.0);
+  const bool has_score_th = scalar(4) != nullptr;
+  const auto score_th = static_cast<float>(has_score_th ? scalar(4)->float_at(0) : 0.0);
+  std::vector<int64_t> out;
+  std::vector<float> sc(static_cast<size_t>(n));
+  std::vector<int64_t> cand, kept;
+  KeptBoxes soa;
+  for (int64_t b = 0; b < batches && limit > 0; ++b) {
+    const std::vector<Box> bx = read_boxes(boxes, b, n, p.center);
+    for (int64_t c = 0; c < classes; ++c) {
+      const int64_t base = (b * classes + c) * n;
+      cand.clear();
+      for (int64_t i = 0; i < n; ++i) {
+        sc[static_cast<size_t>(i)] = scores.dtype() == DType::kFloat32
+                                         ? scores.data<float>()[base + i]
+                                         : static_cast<float>(scores.float_at(base + i));
+        if (!has_score_th || sc[static_cast<size_t>(i)] > score_th) cand.push_back(i);
+      }
+      std::stable_sort(cand.begin(), cand.end(), [&](int64_t l, int64_t r) {
+        return sc[static_cast<size_t>(l)] > sc[static_cast<size_t>(r)];
+      });
+      kept.clear();
+      soa.clear();
+      for (int64_t i : cand) {
+        if (static_cast<int64_t>(kept.size()) >= limit) break;
+        const Box& bi = bx[static_cast<size_t>(i)];
+        if (!soa.suppresses(bi, iou_th)) {
+          kept.push_back(i);
+          soa.add(bi);
+        }
+      }
+      for (int64_t k : kept) out.insert(out.end(), {b, c, k});
+    }
+  }
+  const auto selected = static_cast<int64_t>(out.size() / 3);
+  TERN_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(DType::kInt64, {selected, 3}));
+  std::copy(out.begin(), out.end(), y.data<int64_t>());
+  *a.outputs[0] = std::move(y);
+  return Status::ok();
 }
 
-Expected<std::unique_ptr<Kernel>> make_nms(const OpContext&) {
-  return make_kernel("reference", 0, run_nms);
+Expected<std::unique_ptr<Kernel>> make_nms(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(int64_t cpb, ctx.attrs().get_int("center_point_box", 0));
+  if (ctx.inputs[0].dtype != ctx.inputs[1].dtype || !dtype_is_float(ctx.inputs[0].dtype)) {
+    return ops::dtype_error(ctx, 0, "float types (boxes and scores alike)");
+  }
+  return make_kernel("nms", NmsParams{cpb != 0}, run_nms);
 }
 
 // ---- CenterCropPad ------------------------------------------------------------------------------
@@ -308,7 +371,7 @@ Expected<std::unique_ptr<Kernel>> make_col2im(const OpContext& ctx) {
 }  // namespace
 
 void register_op_vision(OpRegistry& r) {
-  r.add({"NonMaxSuppression", 2, 5, 1, 1, infer_nms, make_nms, {0, 1, 2, 3, 4}});
+  r.add({"NonMaxSuppression", 2, 5, 1, 1, infer_nms, make_nms, {}});
   r.add({"CenterCropPad", 2, 2, 1, 1, infer_crop, make_crop, {1}});
   r.add({"AffineGrid", 2, 2, 1, 1, infer_affine, make_affine, {1}});
   r.add({"Col2Im", 3, 3, 1, 1, infer_col2im, make_col2im, {1, 2}});

@@ -37,7 +37,7 @@ Status Executor::run(const Plan& plan, std::vector<const Tensor*> inputs,
     if (b->is_host() || (!plan.dynamic && b == plan.device_backend)) used.push_back(b);
   }
   for (Backend* b : used) b->begin_run(flags);
-  Status st = plan.dynamic ? run_dynamic(inputs, wanted, flags, outputs)
+  Status st = plan.dynamic ? run_dynamic(plan, inputs, wanted, flags, outputs)
                            : run_static(plan, inputs, wanted, flags, output_device, outputs);
   for (Backend* b : used) b->end_run(flags);
   TERN_RETURN_IF_ERROR(st);

@@ -53,8 +53,20 @@ class Executor {
   Status run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
                     const std::vector<int>& wanted, const FlagValues& flags,
                     const Device& output_device, std::vector<Tensor>* outputs) const;
-  Status run_dynamic(const std::vector<const Tensor*>& inputs, const std::vector<int>& wanted,
+  Status run_dynamic(const Plan& plan, const std::vector<const Tensor*>& inputs,
+                     const std::vector<int>& wanted,
                      const FlagValues& flags, std::vector<Tensor>* outputs) const;
+  // Dynamic runs' kernels, prepared once per node and input signature (core/exec/dynamic.cpp).
+  struct DynamicKernel {
+    std::shared_ptr<const Kernel> kernel;
+    Backend* backend = nullptr;
+  };
+  Expected<std::shared_ptr<const DynamicKernel>> dynamic_kernel(size_t n,
+                                                                const OpContext& ctx) const;
+  void record_dynamic(const OpContext& ctx, const DynamicKernel& dk,
+                      const std::vector<Tensor>& outs, Profiler::Clock::time_point t0,
+                      const FlagValues& flags) const;
+  static constexpr size_t kMaxDynamicKernels = 4096;
   Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                             uint8_t* device_base, int threads, bool deterministic,
                             bool capture) const;
@@ -77,6 +89,8 @@ class Executor {
   std::string run_category_ = "run";
   // Every plan's runs take their arenas from these.
   mutable ArenaPool host_arenas_;
+  mutable std::mutex dynamic_mu_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const DynamicKernel>> dynamic_kernels_;
   mutable std::mutex pools_mu_;
   mutable std::map<Backend*, std::unique_ptr<ArenaPool>> device_arenas_;
 };

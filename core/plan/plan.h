@@ -74,6 +74,8 @@ class Plan {
   // values are strings: every run infers and computes node by node instead (no steps, no arena).
   bool dynamic = false;
   std::string dynamic_reason;
+  // A dynamic plan's nodes that plan statically, run first as a plan of their own (null: none).
+  std::shared_ptr<const struct StaticPrefix> prefix;
 
   // Memory the plan holds beyond the model and the session (values, steps, values computed while
   // planning, device copies of them): what the session's plan cache counts.

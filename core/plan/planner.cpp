@@ -9,6 +9,7 @@
 #include "core/plan/plan_template.h"
 #include "core/plan/schedule.h"
 #include "core/plan/shapes.h"
+#include "core/plan/static_prefix.h"
 
 namespace tern {
 
@@ -42,6 +43,12 @@ Expected<std::shared_ptr<const Plan>> build_plan_once(
   TERN_RETURN_IF_ERROR(infer_plan_shapes(in, &pg, &planned, &plan->dynamic_reason, &memo));
   if (!planned) {
     plan->dynamic = true;
+    // The nodes that plan statically all the same run first as a plan of their own; where that
+    // cannot be made, the whole graph runs node by node (which reports any real error).
+    if (pc.prefixes) {
+      auto prefix = pc.prefixes->find_or_make(in, pc.subgraphs);
+      if (prefix) plan->prefix = std::move(*prefix);
+    }
     return std::shared_ptr<const Plan>(std::move(plan));
   }
   optimize_plan_graph(pg, *pc.attention, [&](const OpContext& ctx) {

@@ -25,6 +25,8 @@
 
 namespace tern {
 
+class StaticPrefixes;
+
 // What a session gives the planner, fixed for the session's life.
 struct PlannerContext {
   const Graph* graph = nullptr;  // the session's optimized graph
@@ -35,6 +37,8 @@ struct PlannerContext {
   const std::vector<AttentionMatch>* attention = nullptr;
   WeightStore* weights = nullptr;
   SubgraphCompiler* subgraphs = nullptr;  // the session's, for control-flow kernels
+  // The session's static prefixes of dynamic plans (core/plan/static_prefix.h).
+  std::shared_ptr<StaticPrefixes> prefixes;
   std::vector<std::string> labels;        // Graph::describe_node of every node
 
   // What shape inference needs of this context for one set of input shapes.
