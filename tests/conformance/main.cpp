@@ -2,7 +2,7 @@
 //
 //   tern-conformance --dir DIR [--json FILE] [--backends LIST] [--filter SUBSTR] [--jobs N]
 //                    [--expect LIST_FILE] [--write-passing FILE] [--no-fork] [--timeout S]
-//                    [--strict]
+//                    [--strict] [--tolerance RTOL,ATOL] [--model-file model.tern]
 //
 // Each test runs in a child process (fork), so a crash or a hang is recorded as an error of that
 // test and the run goes on. The parent never initialises Tern, so forking is safe with OpenMP.
@@ -53,7 +53,8 @@ int usage(const char* msg) {
   std::cerr << "tern-conformance: " << msg << "\n"
             << "usage: tern-conformance --dir DIR [--json FILE] [--backends LIST] [--filter S]\n"
             << "       [--jobs N] [--threads N] [--expect FILE] [--write-passing FILE]\n"
-            << "       [--timeout SECONDS] [--no-fork] [--skip-missing] [--verbose] [--strict]\n";
+            << "       [--timeout SECONDS] [--no-fork] [--skip-missing] [--verbose] [--strict]\n"
+            << "       [--tolerance RTOL,ATOL] [--model-file model.tern]\n";
   return 2;
 }
 
@@ -292,6 +293,14 @@ int main(int argc, char** argv) {
       o.filter = v;
     } else if (a == "--jobs") {
       o.jobs = std::atoi(v);
+    } else if (a == "--tolerance") {
+      // RTOL,ATOL for every test (a model corpus), instead of the node tests' rules.
+      if (std::sscanf(v, "%lf,%lf", &o.run.rtol, &o.run.atol) != 2) {
+        return usage("--tolerance takes RTOL,ATOL");
+      }
+      o.run.tolerance_given = true;
+    } else if (a == "--model-file") {
+      o.run.model_file = v;
     } else if (a == "--threads") {
       o.run.threads = std::max(1, std::atoi(v));
     } else if (a == "--timeout") {

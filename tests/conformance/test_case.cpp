@@ -201,7 +201,7 @@ CaseResult run_case(const std::string& dir, const RunConfig& cfg) {
       }
     }
   }
-  auto model = tern::serialization::load_model_file(dir + "/model.onnx");
+  auto model = tern::serialization::load_model_file(dir + "/" + cfg.model_file);
   if (!model) return finish(outcome_of(model.status()), "load: " + model.status().message());
 
   tern::SessionConfig sc;
@@ -225,7 +225,12 @@ CaseResult run_case(const std::string& dir, const RunConfig& cfg) {
   if (sets.empty()) return finish(Outcome::kError, "no test_data_set_* directory");
 
   std::string note;
-  const Tolerance tol = tolerance_for(r.test, &note);
+  Tolerance tol = tolerance_for(r.test, &note);
+  if (cfg.tolerance_given) {
+    tol.rtol = cfg.rtol;
+    tol.atol = cfg.atol;
+    note.clear();
+  }
   const RandomCheck rc = random_check(r.test);
   for (const std::string& set : sets) {
     auto names = input_names_for(gp, set);

@@ -24,6 +24,14 @@ struct CaseResult {
 struct RunConfig {
   std::vector<std::string> backends{"cpu"};
   int threads = 1;
+  // The file of each test folder the model is loaded from (model.onnx: the ONNX file; a
+  // converted model.tern runs the same references through the .tern loader). The graph's inputs
+  // and outputs are read from model.onnx either way.
+  std::string model_file = "model.onnx";
+  // Set: every test compares with this tolerance (a model corpus: real models use rtol 1e-3,
+  // atol 1e-4) instead of the node tests' own.
+  bool tolerance_given = false;
+  double rtol = 0, atol = 0;
 };
 
 // The op a test exercises: the single node's type, or for an `_expanded` test the op of the

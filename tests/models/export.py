@@ -7,7 +7,8 @@ case for each (../shared/tools/ort_reference/make_reference.py; needs node and o
 
 NAME: gpt_decoder (prefill and decode graphs, KV cache as inputs/outputs), var_encoder (any
 sequence length up to 512), lstm and gru (2 layers, bidirectional, initial states), greedy_loop
-(a data-dependent Loop), streaming_vad (an If on the sample rate, LSTM state in and out).
+(a data-dependent Loop), streaming_vad (an If on the sample rate, LSTM state in and out),
+ssdlite and faster_rcnn (torchvision detectors on MobileNetV3).
 Without NAME, every model. Prints each file written.
 """
 import argparse
@@ -26,6 +27,8 @@ MODELS = {
     "gru": ("recurrent", "export_gru", {"batch": 1, "seq": 200}),
     "greedy_loop": ("recurrent", "export_greedy_loop", {}),
     "streaming_vad": ("recurrent", "export_streaming_vad", {}),
+    "ssdlite": ("detection", "export_ssdlite", {}),
+    "faster_rcnn": ("detection", "export_faster_rcnn", {}),
 }
 
 
