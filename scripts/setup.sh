@@ -13,22 +13,16 @@ packages=(
   golang-go libjna-java openjdk-17-jdk-headless  # the Go and Java bindings
   g++-aarch64-linux-gnu qemu-user-static python3-onnx  # the aarch64 minimal build under qemu
   libvulkan-dev glslc mesa-vulkan-drivers  # the Vulkan backend; lavapipe runs its tests on the CPU
+  python3-torch python3-torchvision python3-numpy  # tests/models: the model corpus and its check
 )
+# The model corpus' references come from ONNX Runtime, which npm installs: a machine whose Node.js
+# already ships npm keeps it (Debian's npm conflicts with such builds).
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 # Rust: a rustup toolchain in ~/.cargo/bin serves; else Debian's (the crate needs no newer one).
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   packages+=(cargo)
 fi
-# Extra packages for the main job ("scripts/setup.sh --main-job"): npm fetches the model. A
-# machine whose Node.js already ships npm keeps it (Debian's npm conflicts with such builds).
-if [ "${1:-}" = "--main-job" ] && ! command -v npm >/dev/null 2>&1; then
-  packages+=(npm)
-fi
-# Extra packages for the benchmarks and the model corpus ("scripts/setup.sh --bench"):
-# tests/models/export.py exports with PyTorch, tests/bench/* run ONNX Runtime from npm.
-if [ "${1:-}" = "--bench" ]; then
-  packages+=(python3-torch python3-torchvision python3-numpy)
-  command -v npm >/dev/null 2>&1 || packages+=(npm)
-fi
+# (--main-job and --bench, which once added npm and PyTorch, need nothing more: every run has them.)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

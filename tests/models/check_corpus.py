@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""Checks Tern on the model corpus against ONNX Runtime's outputs, from the ONNX file and from the
+model converted to .tern (ctest `model_corpus`).
+
+  tests/models/check_corpus.py BUILD_DIR [--models DIR] [NAME ...]
+
+For each model: exports it with tests/models/export.py and makes ONNX Runtime's reference outputs
+(../shared/tools/ort_reference/make_reference.py) into DIR/NAME/ (default ~/.cache/tern/corpus),
+again only when the export scripts changed; then runs BUILD_DIR/tern on the reference inputs, from
+model.onnx and from model.tern (`tern convert`), and compares every output with the reference:
+rtol 1e-3, atol 1e-4 (the real-model tolerance). A detector's detections are compared as a set
+of rows (box, score, label) in score order, where rows whose scores differ by less than the
+tolerance may come in either order. Prints a line per model and form, and "N passed, N failed".
+Needs python3-torch, python3-torchvision, python3-onnx, python3-numpy, node and onnxruntime-node
+(installed into ~/.cache/tern/ort on first use, as tests/bench/compare_ort does).
+"""
+import argparse
+import hashlib
+import importlib.machinery
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    import torch  # noqa: F401  (export.py's)
+    import torchvision  # noqa: F401
+except ImportError as e:
+    print(f"model_corpus skipped: {e} (scripts/setup.sh installs python3-torch, "
+          "python3-torchvision, python3-onnx, python3-numpy)")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RTOL, ATOL = 1e-3, 1e-4
+
+# name -> (reference inputs: NAME=VALUE arrays or file names under the export folder, dims for
+# generated inputs, output names compared as detection rows).
+CORPUS = {
+    "lstm": ({}, {"batch": 1, "seq": 200}, None),
+    "gru": ({}, {"batch": 1, "seq": 200}, None),
+    "greedy_loop": ({"h": ("normal", (1, 96)), "first": np.array([3], np.int64),
+                     "max_len": np.array(40, np.int64)}, {}, None),
+    "streaming_vad": ({"x": ("normal", (1, 512)), "sr": np.array(16000, np.int64),
+                       "h": ("normal", (1, 1, 64)), "c": ("normal", (1, 1, 64))}, {}, None),
+    "ssdlite": ({"images": "ssdlite.images.npy"}, {}, ("boxes", "scores", "labels")),
+    "faster_rcnn": ({"images": "faster_rcnn.images.npy"}, {}, ("boxes", "scores", "labels")),
+}
+
+
+def scripts_stamp():
+    h = hashlib.sha256()
+    for f in sorted(os.listdir(HERE)):
+        if f.endswith(".py") and f != "check_corpus.py":
+            h.update(open(os.path.join(HERE, f), "rb").read())
+    return h.hexdigest()
+
+
+def ort_package():
+    loader = importlib.machinery.SourceFileLoader(
+        "compare_ort", os.path.join(ROOT, "tests", "bench", "compare_ort"))
+    return loader.load_module().ensure_ort()
+
+
+def prepare(name, out, stamp):
+    """Exports NAME and makes its reference case in out/NAME (model.onnx, test_data_set_0,
+    inputs/*.npy) unless it is there for these scripts."""
+    case = os.path.join(out, name)
+    if os.path.exists(os.path.join(case, "stamp")) and \
+            open(os.path.join(case, "stamp")).read() == stamp:
+        return case
+    shutil.rmtree(case, ignore_errors=True)
+    os.makedirs(case)
+    export = os.path.join(out, "export")
+    os.makedirs(export, exist_ok=True)
+    subprocess.run(["/usr/bin/python3", os.path.join(HERE, "export.py"), "--out", export, name],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    given, dims, _ = CORPUS[name]
+    os.makedirs(os.path.join(case, "inputs"))
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "..", "shared", "tools", "ort_reference",
+                                            "make_reference.py"),
+           os.path.join(export, name + ".onnx"), case]
+    rng = np.random.default_rng(0)
+    for input_name, value in given.items():
+        if isinstance(value, str):
+            arr = np.load(os.path.join(export, value))
+        elif isinstance(value, tuple):
+            arr = rng.standard_normal(value[1]).astype(np.float32)
+        else:
+            arr = value
+        path = os.path.join(case, "inputs", input_name + ".npy")
+        np.save(path, arr)
+        cmd += ["--input", f"{input_name}={path}"]
+    for d, v in dims.items():
+        cmd += ["--dim", f"{d}={v}"]
+    env = dict(os.environ, ORT_NODE=ort_package())
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    # The tool writes rank-0 inputs as [1] (numpy's ascontiguousarray): Tern is fed the arrays
+    # given above, and every other input from the reference files.
+    model = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    names = [vi.name for vi in model.graph.input if vi.name not in inits]
+    for k, input_name in enumerate(names):
+        path = os.path.join(case, "inputs", input_name + ".npy")
+        if not os.path.exists(path):
+            t = onnx.load_tensor(os.path.join(case, "test_data_set_0", f"input_{k}.pb"))
+            np.save(path, numpy_helper.to_array(t))
+    open(os.path.join(case, "stamp"), "w").write(stamp)
+    return case
+
+
+def references(case):
+    out = {}
+    k = 0
+    while os.path.exists(os.path.join(case, "test_data_set_0", f"output_{k}.pb")):
+        t = onnx.load_tensor(os.path.join(case, "test_data_set_0", f"output_{k}.pb"))
+        out[t.name] = numpy_helper.to_array(t)
+        k += 1
+    return out
+
+
+def close(a, b):
+    return a.shape == b.shape and np.allclose(a.astype(np.float64), b.astype(np.float64),
+                                              rtol=RTOL, atol=ATOL)
+
+
+def detections_match(got, want, names):
+    """Rows (box, score, label) in descending score order; rows whose scores are within the
+    tolerance of each other form a group compared as a set."""
+    boxes, scores, labels = names
+    if got[boxes].shape != want[boxes].shape:
+        return f"{got[boxes].shape[0]} detections, expected {want[boxes].shape[0]}"
+    rows = lambda o: np.concatenate([o[boxes], o[scores][:, None], o[labels][:, None]], axis=1)
+    g, w = rows(got), rows(want)
+    if not close(np.sort(g[:, 4]), np.sort(w[:, 4])):
+        return "the scores differ"
+    used = np.zeros(len(g), bool)
+    for i, row in enumerate(w):
+        near = np.where(~used & np.isclose(g[:, 4], row[4], rtol=RTOL, atol=ATOL) &
+                        (g[:, 5] == row[5]) &
+                        np.all(np.isclose(g[:, :4], row[:4], rtol=RTOL, atol=ATOL), axis=1))[0]
+        if len(near) == 0:
+            return f"reference detection {i} {row.tolist()} has no match"
+        used[near[0]] = True
+    return ""
+
+
+def run_tern(build, model, case, out_dir):
+    cmd = [os.path.join(build, "tern"), "run", model, "--runs", "1", "--threads", "2",
+           "--output-dir", out_dir]
+    for f in sorted(os.listdir(os.path.join(case, "inputs"))):
+        cmd += ["--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, (p.stdout + p.stderr).strip().splitlines()[-1]
+    return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}, ""
+
+
+def check(build, name, case):
+    want = references(case)
+    tern_file = os.path.join(case, "model.tern")
+    p = subprocess.run([os.path.join(build, "tern"), "convert", os.path.join(case, "model.onnx"),
+                        tern_file], capture_output=True, text=True)
+    results = []
+    for form, model in (("onnx", os.path.join(case, "model.onnx")), ("tern", tern_file)):
+        if form == "tern" and p.returncode != 0:
+            results.append((form, "convert failed: " + (p.stdout + p.stderr).strip()))
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            got, err = run_tern(build, model, case, tmp)
+        if got is None:
+            results.append((form, err))
+            continue
+        why = ""
+        rows = CORPUS[name][2]
+        if rows:
+            why = detections_match(got, want, rows)
+        for out_name, ref in want.items():
+            if why or (rows and out_name in rows):
+                continue
+            if out_name not in got:
+                why = f"no output '{out_name}'"
+            elif not close(got[out_name], ref):
+                d = np.abs(got[out_name].astype(np.float64) - ref)
+                why = (f"output '{out_name}': max abs diff {d.max():.3g}" if got[out_name].shape ==
+                       ref.shape else f"output '{out_name}' is {got[out_name].shape}, expected "
+                       f"{ref.shape}")
+        results.append((form, why))
+    return results
+
+
+def main():
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        print("model_corpus skipped: node and npm are needed for ONNX Runtime's references")
+        return 77
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("build")
+    ap.add_argument("names", nargs="*")
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    ap.add_argument("--models", default=os.path.join(cache, "tern", "corpus"))
+    args = ap.parse_args()
+    stamp = scripts_stamp()
+    passed = failed = 0
+    for name in args.names or list(CORPUS):
+        case = prepare(name, args.models, stamp)
+        for form, why in check(os.path.abspath(args.build), name, case):
+            print(f"{name:16s} {form:5s} {'ok' if not why else 'FAIL: ' + why}")
+            passed += not why
+            failed += bool(why)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
