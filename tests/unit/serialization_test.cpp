@@ -95,6 +95,50 @@ TEST_SUITE("serialization") {
     std::remove("rt.tern");
   }
 
+  TEST_CASE("format versions: 1 without subgraphs, 2 with; files of format 1 still load and run") {
+    // A file written by a format-1 library (the fuzz seed, committed before format 2).
+    const std::vector<uint8_t> old = read_bytes(matmul_seed_model());
+    REQUIRE(old.size() > 8);
+    CHECK(fb::GetModel(old.data())->format_version() == 1);
+    auto keep = std::make_shared<std::vector<uint8_t>>(old);
+    auto g = serialization::load_tern(keep, keep->data(), keep->size());
+    REQUIRE_MESSAGE(g.has_value(), g.status().message());
+    CHECK(Model::create(std::move(*g), keep, "tern").has_value());
+    // Written now: a graph without subgraphs stays readable by format-1 readers.
+    REQUIRE(serialization::save_tern(sample_graph(), "v1.tern").is_ok());
+    const std::vector<uint8_t> plain = read_bytes("v1.tern");
+    std::remove("v1.tern");
+    CHECK(fb::GetModel(plain.data())->format_version() == 1);
+    // A graph whose node holds a subgraph needs format 2, and its subgraph comes back.
+    Graph with = sample_graph();
+    auto branch = std::make_shared<Graph>();
+    branch->opset = with.opset;
+    const int in = branch->add_value("z");
+    const int out = branch->add_value("z2");
+    branch->nodes.push_back(Node{"neg", "Neg", "", {in}, {out}, {}});
+    branch->inputs = {in};
+    branch->captured = 1;
+    branch->outputs = {out};
+    Attribute a;
+    a.kind = Attribute::Kind::kGraph;
+    a.g = branch;
+    with.nodes[1].attrs.set("branch", a);
+    with.nodes[1].inputs.push_back(with.nodes[0].outputs[0]);  // the captured value
+    REQUIRE(serialization::save_tern(with, "v2.tern").is_ok());
+    const std::vector<uint8_t> v2 = read_bytes("v2.tern");
+    std::remove("v2.tern");
+    CHECK(fb::GetModel(v2.data())->format_version() == 2);
+    auto keep2 = std::make_shared<std::vector<uint8_t>>(v2);
+    auto g2 = serialization::load_tern(keep2, keep2->data(), keep2->size());
+    REQUIRE_MESSAGE(g2.has_value(), g2.status().message());
+    const Attribute* back = g2->nodes[1].attrs.find("branch");
+    REQUIRE(back != nullptr);
+    REQUIRE(back->g != nullptr);
+    CHECK(back->g->captured == 1);
+    CHECK(back->g->nodes[0].op_type == "Neg");
+    CHECK(g2->nodes[1].inputs.size() == 2);
+  }
+
   TEST_CASE("the loader rejects a newer format version, bad segments and bad indices by name") {
     REQUIRE(serialization::save_tern(sample_graph(), "v.tern").is_ok());
     const std::vector<uint8_t> good = read_bytes("v.tern");
