@@ -147,7 +147,15 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext&) {
     }
     cond = outs[0].int_at(0) != 0;
     for (size_t j = 0; j < p.carried; ++j) state[j] = std::move(outs[1 + j]);
-    for (size_t k = 0; k < p.scans; ++k) scans[k].push_back(std::move(outs[1 + p.carried + k]));
+    for (size_t k = 0; k < p.scans; ++k) {
+      Tensor* out = a.outputs[p.carried + k];
+      if (out && out->defined()) {  // planned [M, ...]: written in place, no copy kept
+        TERN_RETURN_IF_ERROR(ops::place_part(outs[1 + p.carried + k], i, out->shape()[0], 0, false,
+                                             out, str_cat("scan output ", k)));
+      } else {
+        scans[k].push_back(std::move(outs[1 + p.carried + k]));
+      }
+    }
   }
   for (size_t j = 0; j < p.carried; ++j) {
     Tensor out = std::move(state[j]);
@@ -159,7 +167,7 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext&) {
   }
   for (size_t k = 0; k < p.scans; ++k) {
     Tensor* out = a.outputs[p.carried + k];
-    if (!out) continue;
+    if (!out || (out->defined() && scans[k].empty())) continue;  // written in place
     TERN_RETURN_IF_ERROR(ops::stack_axis(scans[k], 0, false, p.scan_dtypes[k], p.scan_shapes[k],
                                          out, str_cat("scan output ", k)));
   }

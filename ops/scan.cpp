@@ -177,9 +177,11 @@ Status infer_scan(OpContext& ctx) {
 
 // One scan (one batch item in opset 8) of `length` steps over the given states and scan inputs
 // (as the body sees them: no batch axis); final states and stacked scan outputs into `outs`.
+// `direct[k]` (may be null): the planned output scan output k is written into step by step (no
+// copy kept); outs[k] is then left undefined.
 Status scan_once(const ScanParams& p, const KernelArgs& a, std::vector<Tensor> state,
                  const std::vector<Tensor>& inputs, int64_t length, int64_t padded,
-                 std::vector<Tensor>* outs) {
+                 const std::vector<Tensor*>& direct, std::vector<Tensor>* outs) {
   std::vector<std::vector<Tensor>> parts(p.scan_outs);
   std::vector<Tensor> result;
   std::vector<const Tensor*> formal(p.states + p.scan_ins);
@@ -194,11 +196,25 @@ Status scan_once(const ScanParams& p, const KernelArgs& a, std::vector<Tensor> s
     TERN_RETURN_IF_ERROR(
         p.run->run(ops::call_inputs(a, p.body, formal), &result).with_prefix(str_cat("step ", t)));
     for (size_t j = 0; j < p.states; ++j) state[j] = std::move(result[j]);
-    for (size_t k = 0; k < p.scan_outs; ++k) parts[k].push_back(std::move(result[p.states + k]));
+    for (size_t k = 0; k < p.scan_outs; ++k) {
+      if (direct[k]) {
+        int64_t axis = p.out_axes[k];
+        if (axis < 0) axis += static_cast<int64_t>(result[p.states + k].rank()) + 1;
+        TERN_RETURN_IF_ERROR(ops::place_part(result[p.states + k], t, length, axis,
+                                             p.out_reverse[k] != 0, direct[k],
+                                             str_cat("scan output ", k)));
+      } else {
+        parts[k].push_back(std::move(result[p.states + k]));
+      }
+    }
   }
   outs->clear();
   for (size_t j = 0; j < p.states; ++j) outs->push_back(std::move(state[j]));
   for (size_t k = 0; k < p.scan_outs; ++k) {
+    if (direct[k]) {
+      outs->emplace_back();
+      continue;
+    }
     // Steps past a sequence's end (opset 8's sequence_lens) are zeros.
     while (static_cast<int64_t>(parts[k].size()) < padded) {
       const Shape elem = parts[k].empty() ? p.out_elems[k] : parts[k][0].shape();
@@ -227,9 +243,16 @@ Status run_scan(const ScanParams& p, const KernelArgs& a, const ExecContext&) {
     for (size_t j = 0; j < p.states; ++j) state.push_back(*a.inputs[j]);
     for (size_t i = 0; i < p.scan_ins; ++i) inputs.push_back(*a.inputs[p.states + i]);
     const int64_t length = scan0.shape()[static_cast<size_t>(p.in_axes[0])];
+    // Planned scan outputs are written in place as the steps make them.
+    std::vector<Tensor*> direct(p.scan_outs, nullptr);
+    for (size_t k = 0; k < p.scan_outs; ++k) {
+      Tensor* out = a.outputs[p.states + k];
+      if (out && out->defined() && length > 0) direct[k] = out;
+    }
     std::vector<Tensor> outs;
-    TERN_RETURN_IF_ERROR(scan_once(p, a, std::move(state), inputs, length, length, &outs));
+    TERN_RETURN_IF_ERROR(scan_once(p, a, std::move(state), inputs, length, length, direct, &outs));
     for (size_t o = 0; o < outs.size(); ++o) {
+      if (o >= p.states && direct[o - p.states]) continue;
       if (o < p.states && outs[o].raw() == a.inputs[o]->raw()) {
         TERN_ASSIGN_OR_RETURN(outs[o], outs[o].clone());  // a scan of length 0
       }
@@ -257,7 +280,8 @@ Status run_scan(const ScanParams& p, const KernelArgs& a, const ExecContext&) {
       return invalid_argument("sequence_lens[", b, "] is ", len, ", outside 0..", length);
     }
     std::vector<Tensor> outs;
-    TERN_RETURN_IF_ERROR(scan_once(p, a, std::move(state), inputs, len, length, &outs));
+    TERN_RETURN_IF_ERROR(scan_once(p, a, std::move(state), inputs, len, length,
+                                   std::vector<Tensor*>(p.scan_outs, nullptr), &outs));
     for (size_t o = 0; o < outs.size(); ++o) per_output[o].push_back(std::move(outs[o]));
   }
   for (size_t o = 0; o < a.outputs.size(); ++o) {

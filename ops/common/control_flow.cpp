@@ -109,6 +109,30 @@ Expected<Tensor> slice_axis(const Tensor& t, int64_t axis, int64_t i) {
   return out;
 }
 
+Status place_part(const Tensor& part, int64_t t, int64_t T, int64_t axis, bool reverse, Tensor* out,
+                  const std::string& what) {
+  Shape want = part.shape();
+  if (axis < 0 || axis > static_cast<int64_t>(want.size())) {
+    return invalid_argument(what, ": axis ", axis, " is outside a result of rank ",
+                            want.size() + 1);
+  }
+  want.insert(want.begin() + axis, T);
+  if (out->shape() != want || out->dtype() != part.dtype() || t >= T) {
+    return invalid_argument(what, ": iteration ", t, " gave ", dtype_name(part.dtype()), " ",
+                            shape_str(part.shape()), ", which does not fit the planned ",
+                            dtype_name(out->dtype()), " ", shape_str(out->shape()));
+  }
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < part.rank(); ++d) {
+    (static_cast<int64_t>(d) < axis ? outer : inner) *= part.shape()[d];
+  }
+  const int64_t slot = reverse ? T - 1 - t : t;
+  for (int64_t o = 0; o < outer; ++o) {
+    copy_elements(part.dtype(), part.raw(), o * inner, out->raw(), (o * T + slot) * inner, inner);
+  }
+  return Status::ok();
+}
+
 Status stack_axis(const std::vector<Tensor>& parts, int64_t axis, bool reverse, DType dtype,
                   const Shape& elem_shape, Tensor* out, const std::string& what) {
   const Shape elem = parts.empty() ? elem_shape : parts[0].shape();

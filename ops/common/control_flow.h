@@ -50,6 +50,12 @@ TensorInfo scalar_info(DType dtype);
 // one, otherwise a copy.
 Expected<Tensor> slice_axis(const Tensor& t, int64_t axis, int64_t i);
 
+// Copies `part` into slot t of `out`, the stack of T parts along its axis `axis` (slot T - 1 - t
+// when `reverse`): a scan output written in place as each iteration makes it. `out` must have the
+// part's dtype and shape with T inserted at `axis`.
+Status place_part(const Tensor& part, int64_t t, int64_t T, int64_t axis, bool reverse, Tensor* out,
+                  const std::string& what);
+
 // The tensors, all of one dtype and shape, stacked along a new axis `axis` of the result (rank
 // one more); `reverse` stacks them last to first. `elem_shape`/`dtype` give the result's shape
 // and dtype when `parts` is empty.
