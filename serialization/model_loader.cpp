@@ -17,17 +17,23 @@ bool is_tern(const uint8_t* data, size_t size) {
   return size >= 8 && std::memcmp(data + 4, "TERN", 4) == 0;
 }
 
-// Names the first op no schema exists for, so loading reports it before any session is made.
+// Names the first op no schema exists for, in the graph or any subgraph, so loading reports it
+// before any session is made.
 Status check_ops_known(const Graph& g) {
   const OpRegistry& ops = OpRegistry::global();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
+    if (n.op_type.empty()) return invalid_model(g.describe_node(i), ": the node has no op type");
     if (!n.domain.empty() && n.domain != "ai.onnx") {
       return unsupported(g.describe_node(i), ": op domain '", n.domain, "' is not supported");
     }
     if (!ops.find(n.op_type)) {
       return unsupported(g.describe_node(i), ": op type ", n.op_type, " (opset ", g.opset,
                          ") is not supported by Tern");
+    }
+    for (const Graph* sub : subgraphs_of(n)) {
+      TERN_RETURN_IF_ERROR(
+          check_ops_known(*sub).with_prefix(str_cat(g.describe_node(i), ": in a subgraph")));
     }
   }
   return Status::ok();
