@@ -3,6 +3,7 @@
 
 #include "api/api_internal.h"
 #include "backends/registry.h"
+#include "core/plan/static_prefix.h"
 #include "serialization/model_io.h"
 
 using tern::Status;
@@ -325,7 +326,12 @@ tern_status tern_session_memory_info(const tern_session* s, size_t* activation_b
     TERN_API_REQUIRE(plan,
                      "the session has no plan yet: its input shapes are dynamic, so the plan is "
                      "built by the first run");
-    if (activation_bytes) *activation_bytes = plan->arena_bytes;
+    // A dynamic plan's planned part is its static prefix (core/plan/static_prefix.h).
+    if (activation_bytes) {
+      *activation_bytes = plan->dynamic && plan->prefix
+                              ? plan->prefix->runner->memory().last_plan_arena_bytes
+                              : plan->arena_bytes;
+    }
     if (packed_weight_bytes) {
       *packed_weight_bytes = plan->packed_weight_bytes + s->s->memory().packed_weight_bytes;
     }

@@ -291,6 +291,12 @@ SessionMemory Session::memory() const {
   m.arena_bytes = executor_->arena_bytes();
   m.full_plans = planner_->full_plans();
   m.template_plans = planner_->template_plans();
+  // The subgraphs' nested sessions and dynamic plans' static prefixes.
+  const SubgraphRunner::Memory sub = subgraphs_->memory();
+  m.plans += sub.plans;
+  m.plan_bytes += sub.plan_bytes;
+  m.packed_weight_bytes += sub.packed_weight_bytes;
+  m.arena_bytes += sub.arena_bytes;
   std::lock_guard<std::mutex> lock(variants_mu_);
   for (const auto& [names, v] : variants_) {
     const SessionMemory vm = v->memory();

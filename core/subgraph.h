@@ -29,6 +29,14 @@ class SubgraphRunner {
   // tensor per graph output.
   virtual Status run(const std::vector<const Tensor*>& inputs,
                      std::vector<Tensor>* outputs) const = 0;
+
+  // What the subgraph's compiled form holds: its most recent plan's arena, and its session's
+  // plans, packed weights and run arenas (as SessionMemory counts them).
+  struct Memory {
+    size_t last_plan_arena_bytes = 0;
+    size_t plans = 0, plan_bytes = 0, packed_weight_bytes = 0, arena_bytes = 0;
+  };
+  virtual Memory memory() const = 0;
 };
 
 class SubgraphCompiler {

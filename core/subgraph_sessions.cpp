@@ -39,6 +39,17 @@ class NestedRunner final : public SubgraphRunner {
     return Status::ok();
   }
 
+  Memory memory() const override {
+    Memory m;
+    if (auto plan = session_->last_plan()) m.last_plan_arena_bytes = plan->arena_bytes;
+    const SessionMemory s = session_->memory();
+    m.plans = s.plans;
+    m.plan_bytes = s.plan_bytes;
+    m.packed_weight_bytes = s.packed_weight_bytes;
+    m.arena_bytes = s.arena_bytes;
+    return m;
+  }
+
   Status run(const std::vector<const Tensor*>& inputs,
              std::vector<Tensor>* outputs) const override {
     if (inputs.size() != slot_.size()) {
@@ -76,6 +87,19 @@ SubgraphSessions::~SubgraphSessions() = default;
 size_t SubgraphSessions::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return runners_.size();
+}
+
+SubgraphRunner::Memory SubgraphSessions::memory() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SubgraphRunner::Memory total;
+  for (const auto& [key, runner] : runners_) {
+    const SubgraphRunner::Memory m = runner->memory();
+    total.plans += m.plans;
+    total.plan_bytes += m.plan_bytes;
+    total.packed_weight_bytes += m.packed_weight_bytes;
+    total.arena_bytes += m.arena_bytes;
+  }
+  return total;
 }
 
 Expected<std::shared_ptr<const SubgraphRunner>> SubgraphSessions::compile(

@@ -27,6 +27,8 @@ class SubgraphSessions final : public SubgraphCompiler {
                                                           const FlagValues& flags) override;
   // Nested sessions made so far (their own nested ones not counted).
   size_t size() const;
+  // Their memory, added up (SubgraphRunner::Memory; nested ones included).
+  SubgraphRunner::Memory memory() const;
 
  private:
   Session* owner_;

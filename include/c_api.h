@@ -376,8 +376,11 @@ TERN_API tern_status tern_session_end_profiling(tern_session* s);
  * tensor, with buffers reused once their last reader ran; *packed_weight_bytes counts the weight
  * copies kernels made into their own layouts (oneDNN's blocked formats, packed GEMM panels).
  * Weights used in place from the model are not counted; graph outputs are allocated per run and
- * not counted either. Either pointer may be NULL. TERN_ERR_INVALID_ARGUMENT: s is NULL, or no
- * plan exists yet (dynamic input shapes before the first run). */
+ * not counted either. For a model whose shapes depend on values computed at run time (a
+ * detector), *activation_bytes is the arena of the part planned ahead (the nodes that do not
+ * depend on such values); the rest allocates per node. Subgraphs' packed weights are included.
+ * Either pointer may be NULL. TERN_ERR_INVALID_ARGUMENT: s is NULL, or no plan exists yet
+ * (dynamic input shapes before the first run). */
 TERN_API tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes,
                                               size_t* packed_weight_bytes);
 /* One figure of the session's memory and planning, by name:
