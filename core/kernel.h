@@ -34,6 +34,17 @@ struct TensorInfo {
   int block = 0;
 };
 
+// Back to a default TensorInfo, keeping the shape's storage (contexts made again for other shapes).
+inline void reset_info(TensorInfo* t) {
+  t->present = false;
+  t->dtype = DType::kUndefined;
+  t->shape.clear();
+  t->value = nullptr;
+  t->graph_constant = false;
+  t->packed = nullptr;
+  t->block = 0;
+}
+
 // Whether `s` ([1, C, 1, 1] or [C, 1, 1]) holds one value per channel of the rank-4 [N, C, H, W]
 // `out`, broadcasting over the rest: its memory order is the same in plain and blocked layouts.
 inline bool is_channel_vector(const Shape& s, const Shape& out) {

@@ -4,23 +4,29 @@
 
 namespace tern {
 
-Status make_node_context(const Graph& g, const Node& node, std::string where,
+Status make_node_context(const Graph& g, const Node& node, const std::string& where,
                          const std::vector<PlannedValue>& values, OpContext* ctx) {
   const OpSchema* schema = OpRegistry::global().find(node.op_type);
   if (!schema) return internal_error(where, ": no schema for ", node.op_type);
+  // Assigned field by field, so a context made again (a plan for other shapes) keeps the storage
+  // of its shapes and names.
   ctx->node = &node;
-  ctx->where = std::move(where);
+  ctx->where = where;
   ctx->opset = g.opset;
   ctx->needs_values = false;
   ctx->outputs_from_run = false;
   ctx->output_values.clear();
-  ctx->inputs.assign(node.inputs.size(), TensorInfo{});
-  ctx->input_names.assign(node.inputs.size(), std::string());
+  ctx->inputs.resize(node.inputs.size());
+  ctx->input_names.resize(node.inputs.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const int id = node.inputs[i];
-    if (id < 0) continue;
-    const PlannedValue& pv = values[static_cast<size_t>(id)];
     TensorInfo& ti = ctx->inputs[i];
+    const int id = node.inputs[i];
+    reset_info(&ti);
+    if (id < 0) {
+      ctx->input_names[i].clear();
+      continue;
+    }
+    const PlannedValue& pv = values[static_cast<size_t>(id)];
     ti.present = true;
     ti.dtype = pv.dtype;
     ti.shape = pv.shape;
@@ -33,8 +39,11 @@ Status make_node_context(const Graph& g, const Node& node, std::string where,
     }
     ctx->input_names[i] = g.value_name(id);
   }
-  ctx->outputs.assign(node.outputs.size(), TensorInfo{});
-  for (size_t i = 0; i < node.outputs.size(); ++i) ctx->outputs[i].present = node.outputs[i] >= 0;
+  ctx->outputs.resize(node.outputs.size());
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    reset_info(&ctx->outputs[i]);
+    ctx->outputs[i].present = node.outputs[i] >= 0;
+  }
   for (int vi : schema->value_inputs) {
     const size_t i = static_cast<size_t>(vi);
     if (ctx->has_input(i) && !ctx->inputs[i].value) {
@@ -58,7 +67,7 @@ Status make_node_context(const Graph& g, const Node& node, std::string where,
 Expected<std::unique_ptr<Kernel>> prepare_on_host(const OpContext& ctx,
                                                   const std::vector<Backend*>& backends,
                                                   Backend** backend) {
-  Status last = unsupported(ctx.where, ": no backend can evaluate it");
+  Status last = Status::ok();  // (the message is made only when it is needed)
   for (Backend* b : backends) {
     if (!b->is_host()) continue;
     auto kernel = b->prepare(ctx);
@@ -69,6 +78,7 @@ Expected<std::unique_ptr<Kernel>> prepare_on_host(const OpContext& ctx,
     last = kernel.status().with_prefix(ctx.where);
     if (last.code() != Code::kUnsupported) return last;
   }
+  if (last.is_ok()) return unsupported(ctx.where, ": no backend can evaluate it");
   return last;
 }
 

@@ -25,11 +25,25 @@ struct PlannedValue {
 
   static PlannedValue of_constant(const Tensor* t) {
     PlannedValue v;
-    v.where = Where::kConstant;
-    v.dtype = t->dtype();
-    v.shape = t->shape();
-    v.constant = t;
+    v.set_constant(t);
     return v;
+  }
+  // These assign in place, keeping the shape's storage (plan graphs reused for other shapes).
+  void reset() {
+    where = Where::kNone;
+    dtype = DType::kUndefined;
+    shape.clear();
+    constant = nullptr;
+    input_index = 0;
+    block = 0;
+    device = {};
+  }
+  void set_constant(const Tensor* t) {
+    reset();
+    where = Where::kConstant;
+    dtype = t->dtype();
+    shape = t->shape();
+    constant = t;
   }
 };
 
@@ -38,7 +52,7 @@ struct PlannedValue {
 // alone. `graph` gives the value names, the opset and the model's packed weight layouts; `where`
 // names the node in messages. An input in the schema's value_inputs whose data is not known sets
 // ctx->needs_values and returns UNSUPPORTED (the graph then runs node by node).
-Status make_node_context(const Graph& graph, const Node& node, std::string where,
+Status make_node_context(const Graph& graph, const Node& node, const std::string& where,
                          const std::vector<PlannedValue>& values, OpContext* ctx);
 
 // Runs ctx's node now, on the first host backend in `backends` with a kernel for it, under

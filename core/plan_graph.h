@@ -38,6 +38,8 @@ struct PlanGraph {
   // of the same template saw (its kernel is cached; the context is made only if needed). A fused
   // node's context replaces its anchor's (the node whose place in the order it takes).
   std::vector<std::unique_ptr<OpContext>> ctxs;
+  // By node: its context from an earlier inference of this plan graph, made again if needed.
+  std::vector<std::unique_ptr<OpContext>> spare_ctxs;
   // By node: computed while planning (its outputs are constants of the plan).
   std::vector<bool> computed;
   // By node: replaced by a fused node (not its anchor) and not run.

@@ -264,8 +264,23 @@ Expected<std::shared_ptr<const Plan>> Session::plan_for(const std::vector<Shape>
   for (Backend* b : config_.backends) {
     b->set_num_threads(static_cast<int>(flags[FlagId::kNumThreads]));
   }
+  const auto t0 = Profiler::Clock::now();
+  const size_t full_before = profiler_ ? planner_->full_plans() : 0;
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan,
                         planner_->plan(shapes, dtypes, flags, flag_key));
+  if (profiler_) {  // planning for new shapes is time a run spends: the trace shows it
+    ProfileEvent e{"plan", "session", profiler_->since_start_us(t0), 0, Profiler::thread_number(),
+                   {}};
+    e.dur_us = profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
+    std::string in;
+    for (const Shape& sh : shapes) {
+      if (!in.empty()) in += ' ';
+      in += shape_str(sh);
+    }
+    e.args = {{"input_shapes", in},
+              {"from", planner_->full_plans() > full_before ? "full plan" : "template"}};
+    profiler_->record(std::move(e));
+  }
   std::lock_guard<std::mutex> lock(plans_mu_);
   last_plan_ = plan;
   if (plans_.count(key)) return plan;  // another thread planned the same shapes meanwhile

@@ -1,6 +1,28 @@
 #include "core/status.h"
 
+#include <charconv>
+
 namespace tern {
+
+namespace detail {
+
+void append_text(std::string& out, std::string_view text) {
+  out.append(text.data(), text.size());
+}
+
+void append_signed(std::string& out, long long v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_unsigned(std::string& out, unsigned long long v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+}  // namespace detail
 
 const char* code_name(Code c) {
   switch (c) {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -41,12 +42,45 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+namespace detail {
+// The pieces of str_cat: text and integers are appended directly (no stream is made for a message
+// of names and numbers, which planning builds often); anything else goes through operator<<,
+// with the same output as streaming it.
+void append_text(std::string& out, std::string_view text);
+void append_signed(std::string& out, long long v);
+void append_unsigned(std::string& out, unsigned long long v);
+
+template <class T>
+void append_piece(std::string& out, const T& v) {
+  using U = std::decay_t<T>;
+  if constexpr (std::is_array_v<T>) {
+    append_text(out, std::string_view(v));  // a string literal
+  } else if constexpr (std::is_same_v<U, const char*> || std::is_same_v<U, char*>) {
+    if (v) append_text(out, v);  // (a null pointer streams as nothing)
+  } else if constexpr (std::is_convertible_v<const U&, std::string_view>) {
+    append_text(out, std::string_view(v));
+  } else if constexpr (std::is_same_v<U, char> || std::is_same_v<U, signed char> ||
+                       std::is_same_v<U, unsigned char>) {
+    const char c = static_cast<char>(v);
+    append_text(out, std::string_view(&c, 1));
+  } else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && !std::is_same_v<U, bool>) {
+    append_signed(out, v);
+  } else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+    append_unsigned(out, v);
+  } else {
+    std::ostringstream os;
+    os << v;
+    append_text(out, os.str());
+  }
+}
+}  // namespace detail
+
 // Concatenates anything streamable: str_cat("node '", name, "' (", op, ")").
 template <class... Args>
 std::string str_cat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
+  std::string out;
+  (detail::append_piece(out, args), ...);
+  return out;
 }
 
 // A caller's text as an error message quotes it: at most 200 bytes, then how long it was (a 1 MB

@@ -150,6 +150,12 @@ std::shared_ptr<void> string_buffer(size_t n) {
 }  // namespace
 
 Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
+  TERN_ASSIGN_OR_RETURN(Tensor t, allocate_uninitialized(dtype, std::move(shape)));
+  if (t.dtype_ != DType::kString) std::memset(t.data_, 0, t.byte_size());
+  return t;
+}
+
+Expected<Tensor> Tensor::allocate_uninitialized(DType dtype, Shape shape) {
   if (dtype == DType::kString) {
     TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape));
     auto buf = string_buffer(static_cast<size_t>(n));
@@ -174,7 +180,6 @@ Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
   if (!buf)
     return out_of_memory("cannot allocate ", bytes, " bytes for a tensor of shape ",
                          shape_str(shape));
-  std::memset(buf.get(), 0, bytes);
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);

@@ -52,6 +52,9 @@ class Tensor {
   }
   // Owned, zero-initialised storage, aligned to kAlignment.
   static Expected<Tensor> allocate(DType dtype, Shape shape);
+  // The same without the zeroing (strings are still constructed empty): for a tensor that is
+  // written wholly before anyone reads it (a plan's output, which its step writes).
+  static Expected<Tensor> allocate_uninitialized(DType dtype, Shape shape);
   // Wraps existing data; `keepalive` owns whatever must outlive the tensor (may be null).
   // `device` says whose memory `data` is (host unless given).
   static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> keepalive,

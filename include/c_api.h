@@ -361,7 +361,9 @@ TERN_API void tern_session_destroy(tern_session* s);
 
 /* Profiling, like ONNX Runtime's enable_profiling: sessions created with these options record one
  * event per executed node of every run (node name, op type, backend, kernel, input and output
- * dtypes and shapes, threads, duration) plus one per run and one for session creation. path
+ * dtypes and shapes, threads, duration) plus one per run, one for session creation and one
+ * "plan" event each time a run's input shapes need a plan the session has not cached (its input
+ * shapes, and whether a template for those ranks was refitted or a full plan built). path
  * (copied) is where tern_session_end_profiling writes them as a Chrome trace JSON
  * (chrome://tracing, Perfetto); NULL or "" turns profiling off. Recording costs a clock read and
  * a few strings per node. TERN_ERR_INVALID_ARGUMENT: o is NULL. */

@@ -1,5 +1,7 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
+
 #include "ops/common/op_utils.h"
 
 namespace tern {
@@ -8,40 +10,66 @@ namespace ops {
 Expected<MatMulParams> parse_matmul(const OpContext& ctx) {
   if (!visit_any_float(ctx.inputs[0].dtype, [](auto) {})) return dtype_error(ctx, 0, "float types");
   TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
-  Shape a = ctx.inputs[0].shape, b = ctx.inputs[1].shape;
+  // (Read in place, without copies: every plan for a new shape parses every MatMul again.)
+  const Shape& a = ctx.inputs[0].shape;
+  const Shape& b = ctx.inputs[1].shape;
   if (a.empty() || b.empty()) return invalid_argument("MatMul inputs must have rank >= 1");
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  if (a_vec) a.insert(a.begin(), 1);
-  if (b_vec) b.push_back(1);
   MatMulParams p;
-  p.M = a[a.size() - 2];
+  p.M = a_vec ? 1 : a[a.size() - 2];
   p.K = a.back();
-  p.N = b.back();
-  if (b[b.size() - 2] != p.K) {
+  p.N = b_vec ? 1 : b.back();
+  if ((b_vec ? b[0] : b[b.size() - 2]) != p.K) {
     return invalid_argument("inner dims differ: '", ctx.input_names[0], "' ",
                             shape_str(ctx.inputs[0].shape), " and '", ctx.input_names[1], "' ",
                             shape_str(ctx.inputs[1].shape));
   }
-  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
-  auto batch = broadcast_shapes(a_batch, b_batch);
-  if (!batch) {
-    return invalid_argument("batch dims of '", ctx.input_names[0], "' and '", ctx.input_names[1],
-                            "': ", batch.status().message());
+  // Batch dims: all but the last two (none for a vector), broadcast against each other.
+  const size_t ra = a_vec ? 0 : a.size() - 2, rb = b_vec ? 0 : b.size() - 2;
+  const size_t r = std::max(ra, rb);
+  p.out.reserve(r + 2);
+  int64_t na = 1, nbb = 1, nb = 1;
+  bool a_full = ra == r, b_full = rb == r;  // a batch dim equal to the output's everywhere
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
+    const int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
+    if (da != db && da != 1 && db != 1) {
+      Shape a_batch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(ra));
+      Shape b_batch(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(rb));
+      return invalid_argument("batch dims of '", ctx.input_names[0], "' and '", ctx.input_names[1],
+                              "': ", broadcast_shapes(a_batch, b_batch).status().message());
+    }
+    const int64_t d = da == 1 ? db : da;
+    p.out.push_back(d);
+    na *= da;
+    nbb *= db;
+    nb *= d;
+    a_full = a_full && da == d;
+    b_full = b_full && db == d;
   }
-  const int64_t nb = numel(*batch);
-  if (nb > 0) {
-    BroadcastRows br = plan_broadcast(*batch, {a_batch, b_batch});
+  if (nb > 0 && (na == 1 || a_full) && (nbb == 1 || b_full)) {
+    // The common cases (one batch, equal batches, one side shared: a projection by a weight
+    // matrix) need no broadcast plan.
+    p.a_offsets.resize(static_cast<size_t>(nb));
+    p.b_offsets.resize(static_cast<size_t>(nb));
+    for (int64_t i = 0; i < nb; ++i) {
+      p.a_offsets[static_cast<size_t>(i)] = na == 1 ? 0 : i * p.M * p.K;
+      p.b_offsets[static_cast<size_t>(i)] = nbb == 1 ? 0 : i * p.K * p.N;
+    }
+  } else if (nb > 0) {
+    const Shape a_batch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(ra));
+    const Shape b_batch(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(rb));
+    BroadcastRows br = plan_broadcast(p.out, {a_batch, b_batch});
     // Walk every batch index; BroadcastRows gives each input's element offset per position.
-    for (int64_t r = 0; r < br.rows; ++r) {
+    for (int64_t row = 0; row < br.rows; ++row) {
       int64_t off[2];
-      br.row_offsets(r, off);
+      br.row_offsets(row, off);
       for (int64_t i = 0; i < br.inner; ++i) {
         p.a_offsets.push_back((off[0] + i * br.in_strides[0].back()) * p.M * p.K);
         p.b_offsets.push_back((off[1] + i * br.in_strides[1].back()) * p.K * p.N);
       }
     }
   }
-  p.out = *batch;
   if (!a_vec) p.out.push_back(p.M);
   if (!b_vec) p.out.push_back(p.N);
   return p;
@@ -138,21 +166,21 @@ Status infer_gemm(OpContext& ctx) {
 
 Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::MatMulParams p, ops::parse_matmul(ctx));
-  return make_kernel("reference", std::move(p),
-                     [](const ops::MatMulParams& q, const KernelArgs& a, const ExecContext&) {
-                       if (a.inputs[0]->dtype() == DType::kFloat32) {
-                         ops::matmul_reference(q, a.inputs[0]->data<float>(),
-                                               a.inputs[1]->data<float>(),
-                                               a.outputs[0]->data<float>());
-                         return Status::ok();
-                       }
-                       // Other float types: float32 in, float32 accumulation (in double), back.
-                       const auto x = ops::to_float32(*a.inputs[0]), w = ops::to_float32(*a.inputs[1]);
-                       std::vector<float> y(static_cast<size_t>(a.outputs[0]->numel()));
-                       ops::matmul_reference(q, x.data(), w.data(), y.data());
-                       ops::from_float32(y, *a.outputs[0]);
-                       return Status::ok();
-                     });
+  return make_kernel(
+      "reference", std::move(p),
+      [](const ops::MatMulParams& q, const KernelArgs& a, const ExecContext&) {
+        if (a.inputs[0]->dtype() == DType::kFloat32) {
+          ops::matmul_reference(q, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(),
+                                a.outputs[0]->data<float>());
+          return Status::ok();
+        }
+        // Other float types: float32 in, float32 accumulation (in double), back.
+        const auto x = ops::to_float32(*a.inputs[0]), w = ops::to_float32(*a.inputs[1]);
+        std::vector<float> y(static_cast<size_t>(a.outputs[0]->numel()));
+        ops::matmul_reference(q, x.data(), w.data(), y.data());
+        ops::from_float32(y, *a.outputs[0]);
+        return Status::ok();
+      });
 }
 
 Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {

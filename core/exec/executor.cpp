@@ -79,7 +79,7 @@ Status bind_values(const Plan& plan, const Graph& g, const std::vector<const Ten
                                nullptr, pv.device);
         break;
       case PlannedValue::Where::kOutput: {
-        auto out = Tensor::allocate(pv.dtype, pv.shape);
+        auto out = Tensor::allocate_uninitialized(pv.dtype, pv.shape);  // its step writes it
         if (!out) {
           return out.status().with_prefix(
               str_cat("output '", g.value_name(static_cast<int>(v)), "'"));

@@ -19,6 +19,12 @@ void kernel_key(const PlanStep& s, const std::vector<PlannedValue>& values,
   append_value_key(s.outputs, values, key);
 }
 
+uint64_t key_hash(const std::vector<int64_t>& key) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+  for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace
 
 std::shared_ptr<PlanTemplate> PlanTemplate::capture(PlanGraph& pg, ShapeMemo memo, Plan* plan) {
@@ -52,7 +58,8 @@ std::shared_ptr<PlanTemplate> PlanTemplate::capture(PlanGraph& pg, ShapeMemo mem
     } else {
       std::vector<int64_t> key;
       kernel_key(s, plan->values, &key);
-      st.kernels.emplace_back(std::move(key), s.kernel);
+      const uint64_t h = key_hash(key);
+      st.kernels.push_back(Step::CachedKernel{h, std::move(key), s.kernel});
     }
     for (size_t f = 0; f < pg.fusions.size(); ++f) {
       if (pg.fusions[f].node == s.op_node) st.fusion = static_cast<int>(f);
@@ -146,9 +153,10 @@ Status PlanTemplate::instantiate_steps(PlanGraph& pg,
     PlanStep s = st.shape;
     if (!s.transfer) {
       kernel_key(s, plan->values, &key);
+      const uint64_t hash = key_hash(key);
       for (auto it = st.kernels.begin(); it != st.kernels.end(); ++it) {
-        if (it->first != key) continue;
-        s.kernel = it->second;
+        if (it->hash != hash || it->key != key) continue;
+        s.kernel = it->kernel;
         std::rotate(it, it + 1, st.kernels.end());  // most recently used last
         break;
       }
@@ -190,7 +198,7 @@ Status PlanTemplate::instantiate_steps(PlanGraph& pg,
           return Status::ok();
         }
         s.kernel = std::move(k).value();
-        st.kernels.emplace_back(key, s.kernel);
+        st.kernels.push_back(Step::CachedKernel{hash, key, s.kernel});
         if (st.kernels.size() > kKernelsPerStep) st.kernels.erase(st.kernels.begin());
       }
     }
@@ -207,7 +215,8 @@ Expected<std::shared_ptr<const Plan>> PlanTemplate::instantiate(const PlannerCon
   const std::shared_ptr<const Plan> none;
   // The template's own plan graph, reused: its values keep their shapes' storage.
   PlanGraph& pg = scratch_;
-  const ShapeInputs in = pc.shape_inputs(shapes, dtypes, flags);
+  ShapeInputs in = pc.shape_inputs(shapes, dtypes, flags);
+  in.computed_hint = &computed_;
   bool planned = true;
   std::string reason;
   TERN_RETURN_IF_ERROR(infer_plan_shapes(in, &pg, &planned, &reason, &memo_, /*lazy=*/true));

@@ -38,8 +38,13 @@ class PlanTemplate : public std::enable_shared_from_this<PlanTemplate> {
   struct Step {
     PlanStep shape;   // the step without its kernel (a copy step keeps its kernel: it has no shape)
     int fusion = -1;  // index into fusions_ for a fused step
-    // Kernels prepared for earlier input shapes: (inputs' and outputs' keys, kernel), newest last.
-    mutable std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<const Kernel>>> kernels;
+    // Kernels prepared for earlier input shapes, newest last.
+    struct CachedKernel {
+      uint64_t hash = 0;         // of key: most entries are told apart without reading the key
+      std::vector<int64_t> key;  // the inputs' and outputs' keys (kernel_key)
+      std::shared_ptr<const Kernel> kernel;
+    };
+    mutable std::vector<CachedKernel> kernels;
   };
   struct ValueDecision {
     PlannedValue::Where where = PlannedValue::Where::kNone;

@@ -114,6 +114,10 @@ Expected<std::shared_ptr<const Plan>> Planner::plan(const std::vector<Shape>& sh
     if (p) {
       std::lock_guard<std::mutex> lock(mu_);
       ++template_plans_;
+      // The template that fitted is tried first next time (shapes tend to repeat their class).
+      auto& list = templates_[cls];
+      auto at = std::find(list.begin(), list.end(), t);
+      if (at != list.end()) std::rotate(list.begin(), at, at + 1);
       return p;
     }
   }

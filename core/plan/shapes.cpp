@@ -56,7 +56,7 @@ Status compute_now(const ShapeInputs& in, size_t n, OpContext& ctx, bool from_sh
       t = std::make_shared<const Tensor>(std::move(outs[i]));
     }
     pg->known.push_back(t);
-    pg->value(id) = PlannedValue::of_constant(t.get());
+    pg->value(id).set_constant(t.get());
     (*made)[i] = std::move(t);
   }
   pg->computed[n] = true;
@@ -102,9 +102,13 @@ void remember(const Node& node, const std::vector<int64_t>& keys, const PlanGrap
   e->valid = true;
   e->computed = computed;
   e->in = keys;
-  e->out.assign(node.outputs.size(), PlannedValue{});
+  e->out.resize(node.outputs.size());
   for (size_t i = 0; i < node.outputs.size(); ++i) {
-    if (node.outputs[i] >= 0) e->out[i] = pg.value(node.outputs[i]);
+    if (node.outputs[i] >= 0) {
+      e->out[i] = pg.value(node.outputs[i]);
+    } else {
+      e->out[i].reset();
+    }
   }
   e->known = std::move(made);
 }
@@ -119,9 +123,17 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
   pg->flags = in.flags;
   pg->weights = in.weights;
   pg->subgraphs = in.subgraphs;
-  pg->values.assign(g.values.size(), PlannedValue{});
-  pg->ctxs.clear();
+  // (Reset in place: a plan graph inferred again, a template's, keeps its shapes' and contexts'
+  // storage instead of freeing and allocating it all again for every new shape.)
+  pg->values.resize(g.values.size());
+  for (PlannedValue& pv : pg->values) pv.reset();
+  // Each node's context is made again in the one it had (the same inputs and ranks: its shapes
+  // and names keep their storage).
+  pg->spare_ctxs.resize(g.nodes.size());
   pg->ctxs.resize(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (pg->ctxs[n]) pg->spare_ctxs[n] = std::move(pg->ctxs[n]);
+  }
   pg->computed.assign(g.nodes.size(), false);
   pg->removed.assign(g.nodes.size(), false);
   // (A plan graph reused for another inference, a template's, keeps nothing of the last one's.)
@@ -129,17 +141,17 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
   if (memo) memo->nodes.resize(g.nodes.size());
   *planned = true;
   for (size_t v = 0; v < g.values.size(); ++v) {
-    if (g.values[v].constant) pg->values[v] = PlannedValue::of_constant(&*g.values[v].constant);
+    if (g.values[v].constant) pg->values[v].set_constant(&*g.values[v].constant);
   }
   for (size_t i = 0; i < in.inputs->size(); ++i) {
     if (dtype_is_composite(in.dtypes[i])) {  // sequences and optionals have no arena place
       *planned = false;
-      *dynamic_reason = str_cat("input '", (*in.inputs)[i].name, "' is a ",
-                                dtype_name(in.dtypes[i]));
+      *dynamic_reason =
+          str_cat("input '", (*in.inputs)[i].name, "' is a ", dtype_name(in.dtypes[i]));
       return Status::ok();
     }
     PlannedValue& pv = pg->values[static_cast<size_t>((*in.inputs)[i].value)];
-    pv = PlannedValue{};
+    pv.reset();
     pv.where = PlannedValue::Where::kInput;
     pv.dtype = in.dtypes[i];
     pv.shape = in.shapes[i];
@@ -154,12 +166,13 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
       append_value_key(node.inputs, pg->values, &keys);
       if (reuse(*entry, node, keys, pg, n) && (lazy || entry->computed)) continue;
     }
-    auto ctx = std::make_unique<OpContext>();
+    std::unique_ptr<OpContext> ctx = std::move(pg->spare_ctxs[n]);
+    if (!ctx) ctx = std::make_unique<OpContext>();
     ctx->flags = in.flags;
     ctx->weights = in.weights;
     ctx->subgraphs = in.subgraphs;
-    Status st = make_node_context(g, node, in.labels ? (*in.labels)[n] : g.describe_node(n),
-                                  pg->values, ctx.get());
+    Status st = in.labels ? make_node_context(g, node, (*in.labels)[n], pg->values, ctx.get())
+                          : make_node_context(g, node, g.describe_node(n), pg->values, ctx.get());
     if (!st.is_ok() && ctx->needs_values) {
       *planned = false;
       *dynamic_reason = st.message();
@@ -180,7 +193,13 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     // A node whose inputs are all known is computed now only when its outputs are small (shape
     // math); a large one (a positional-embedding Gather over Range(0, seq)) runs as a step, into
     // the arena, instead of allocating a plan constant every time the sequence length changes.
-    if (from_shapes || (all_known && small_outputs(*ctx))) {
+    bool compute = from_shapes || (all_known && small_outputs(*ctx));
+    if (in.computed_hint && all_known && !from_shapes && !(*in.computed_hint)[n]) compute = false;
+    if (in.computed_hint && compute != (*in.computed_hint)[n]) {
+      *planned = false;  // not the plan that is being refitted: no reason, nothing is dynamic
+      return Status::ok();
+    }
+    if (compute) {
       std::vector<std::shared_ptr<const Tensor>> made;
       TERN_RETURN_IF_ERROR(compute_now(in, n, *ctx, from_shapes, entry, pg, &made));
       if (entry) remember(node, keys, *pg, true, std::move(made), entry);
@@ -198,7 +217,7 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
         return Status::ok();
       }
       PlannedValue& pv = pg->value(id);
-      pv = PlannedValue{};
+      pv.reset();
       pv.where = PlannedValue::Where::kArena;
       pv.dtype = ctx->outputs[i].dtype;
       pv.shape = ctx->outputs[i].shape;

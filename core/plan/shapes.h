@@ -29,6 +29,13 @@ struct ShapeInputs {
   SubgraphCompiler* subgraphs = nullptr;
   // Graph::describe_node of every node, made once (null: made here when needed).
   const std::vector<std::string>* labels = nullptr;
+  // By node, from the plan being refitted (a template's): whether it computed the node while
+  // planning. A node whose inputs are all known follows it where it can: one that ran as a step
+  // stays a step whatever the size of its outputs, so one template serves every length instead of
+  // one for short sequences (a small positional embedding computed while planning) and one for
+  // long ones. Inference stops at the first node that cannot follow it (*planned false, reason
+  // empty): that template does not fit these shapes.
+  const std::vector<bool>* computed_hint = nullptr;
 };
 
 // What shape inference and kernel preparation read of some values, flattened into one key: per

@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "api/api_internal.h"
@@ -237,17 +239,15 @@ TEST_SUITE("core") {
     CHECK(session->memory().full_plans == 1);  // the other lengths refit the 3-D form
   }
 
-  TEST_CASE("planner: a large value computable while planning runs as a step instead") {
-    // Positional embeddings: Gather(table [128, 256], Range(0, seq)) has only known inputs, but
-    // its output grows with the length: past 64 KiB it runs in the arena, and plans hold no copy
-    // of it. Range's few indices are still computed while planning.
-    std::mt19937 rng(10);
+  // Positional embeddings: Gather(table [128, 256], Range(0, seq)) has only known inputs, but its
+  // output grows with the length.
+  std::shared_ptr<const Model> positional_model(std::mt19937 & rng, int* table, std::string* yn) {
     GraphMaker m;
     m.g.opset = 13;
     const int x =
         m.g.add_value("x", ValueType{DType::kFloat32, true, {Dim{-1, "seq"}, Dim{256, ""}}});
     m.g.inputs = {x};
-    const int table = m.constant("table", random_f32({128, 256}, rng));
+    *table = m.constant("table", random_f32({128, 256}, rng));
     const int zero = m.constant("zero", make_i64({}, {0}));
     const int one = m.constant("one", make_i64({}, {1}));
     const int idx0 = m.constant("idx0", make_i64({1}, {0}));
@@ -255,11 +255,22 @@ TEST_SUITE("core") {
     axis0.set("axis", attr_int(0));
     const int seq_len =
         m.node("Squeeze", {m.node("Gather", {m.node("Shape", {x}), idx0}, axis0), idx0});
-    const int pos = m.node("Gather", {table, m.node("Range", {zero, seq_len, one})}, axis0);
+    const int pos = m.node("Gather", {*table, m.node("Range", {zero, seq_len, one})}, axis0);
     const int y = m.node("Add", {x, pos});
     m.g.outputs = {y};
     auto model = Model::create(std::move(m.g), nullptr, "pos").value();
-    const std::string yn = model->graph().value_name(y);
+    *yn = model->graph().value_name(y);
+    return model;
+  }
+
+  TEST_CASE("planner: a large value computable while planning runs as a step instead") {
+    // Past 64 KiB the embeddings run in the arena, and plans hold no copy of them; Range's few
+    // indices are still computed while planning. Once a plan runs them as a step, its template
+    // keeps doing so for short lengths too: one template serves every length.
+    std::mt19937 rng(10);
+    int table = 0;
+    std::string yn;
+    auto model = positional_model(rng, &table, &yn);
     auto session = cpu_session(model);
     const float* tab = model->graph().values[static_cast<size_t>(table)].constant->data<float>();
     for (int64_t seq : {3, 100, 128, 40}) {
@@ -274,10 +285,46 @@ TEST_SUITE("core") {
       for (const auto& t : plan->known) known += t->byte_size();
       bool gather_step = false;
       for (const PlanStep& st : plan->steps) gather_step |= st.op_node->op_type == "Gather";
-      CHECK(gather_step == (seq > 64));
+      // 3: computed while planning (small, the first plan); 100: too large for that, a plan of
+      // its own; 128 and 40: that plan's template.
+      CHECK(gather_step == (seq != 3));
       // Range's indices and the shape math; the embeddings only while they are small.
       CHECK(known <= static_cast<size_t>(seq) * 8 + 64 + (gather_step ? 0 : seq * 256 * 4));
     }
+    CHECK(session->memory().full_plans == 2);
+    CHECK(session->memory().template_plans == 2);
+  }
+
+  TEST_CASE("planner: each plan made for new shapes is a profile event, refitted or full") {
+    std::mt19937 rng(11);
+    int table = 0;
+    std::string yn;
+    auto model = positional_model(rng, &table, &yn);
+    SessionConfig cfg;
+    cfg.backends = {backends::get("cpu").value()};
+    cfg.profile_path = "planner_profile.json";
+    auto session = Session::create(model, cfg).value();
+    for (int64_t seq : {100, 3, 40, 3}) {  // the last one is cached: no plan is made
+      const Tensor tx = random_f32({seq, 256}, rng);
+      run_one(*session, "x", tx, yn);
+    }
+    std::vector<ProfileEvent> plans;
+    for (const ProfileEvent& e : session->profiler()->events()) {
+      if (e.name == "plan") plans.push_back(e);
+    }
+    REQUIRE(plans.size() == 3);
+    const char* want_shapes[] = {"[100,256]", "[3,256]", "[40,256]"};
+    for (size_t i = 0; i < plans.size(); ++i) {
+      CAPTURE(i);
+      CHECK(plans[i].cat == "session");
+      CHECK(plans[i].dur_us > 0);
+      std::map<std::string, std::string> args(plans[i].args.begin(), plans[i].args.end());
+      CHECK(args["input_shapes"] == want_shapes[i]);
+      CHECK(args["from"] == (i == 0 ? "full plan" : "template"));
+    }
+    CHECK(session->memory().full_plans == 1);  // the short lengths ran the embeddings as a step
+    session.reset();
+    std::remove("planner_profile.json");
   }
 
   TEST_CASE("planner: a convolution's residual fusion and blocked layouts across image sizes") {
