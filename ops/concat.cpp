@@ -34,6 +34,17 @@ Status infer_concat(OpContext& ctx) {
     out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
   }
   ctx.set_output(0, ctx.inputs[0].dtype, out);
+  // Shape math (a Reshape target put together from dims): small known int64 vectors are joined
+  // while planning, with no kernel made.
+  if (ctx.inputs[0].dtype == DType::kInt64 && out.size() == 1 && out[0] <= 64) {
+    std::vector<int64_t> joined;
+    for (const TensorInfo& in : ctx.inputs) {
+      if (!in.value || !in.value->on_host()) return Status::ok();
+      const int64_t* d = in.value->data<int64_t>();
+      joined.insert(joined.end(), d, d + in.value->numel());
+    }
+    ctx.output_values[0] = ops::make_int64_tensor(joined, out);
+  }
   return Status::ok();
 }
 

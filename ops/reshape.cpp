@@ -8,6 +8,16 @@
 namespace tern {
 namespace {
 
+// A known input (shape math, a constant) gives the output while planning, with no kernel made
+// and nothing copied: the same data under the new shape. Shape chains ending in Reshape targets
+// are computed this way for every new input shape.
+void view_if_known(OpContext& ctx) {
+  const Tensor* v = ctx.inputs[0].value;
+  if (v && v->on_host() && !dtype_is_composite(v->dtype())) {
+    ctx.output_values[0] = v->reshaped(ctx.outputs[0].shape);
+  }
+}
+
 Status infer_reshape(OpContext& ctx) {
   const Shape& in = ctx.inputs[0].shape;
   std::vector<int64_t> spec;
@@ -51,6 +61,7 @@ Status infer_reshape(OpContext& ctx) {
                             shape_str(in), " (", total, " elements) to ", shape_str(out));
   }
   ctx.set_output(0, ctx.inputs[0].dtype, out);
+  view_if_known(ctx);
   return Status::ok();
 }
 
@@ -63,6 +74,7 @@ Status infer_flatten(OpContext& ctx) {
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= in[static_cast<size_t>(i)];
   ctx.set_output(0, ctx.inputs[0].dtype, {outer, outer ? numel(in) / outer : 0});
+  view_if_known(ctx);
   return Status::ok();
 }
 
@@ -90,6 +102,7 @@ Status infer_squeeze(OpContext& ctx) {
     if (!drop[i]) out.push_back(in[i]);
   }
   ctx.set_output(0, ctx.inputs[0].dtype, out);
+  view_if_known(ctx);
   return Status::ok();
 }
 
@@ -107,6 +120,7 @@ Status infer_unsqueeze(OpContext& ctx) {
   size_t k = 0;
   for (int64_t i = 0; i < r; ++i) out.push_back(inserted[static_cast<size_t>(i)] ? 1 : in[k++]);
   ctx.set_output(0, ctx.inputs[0].dtype, out);
+  view_if_known(ctx);
   return Status::ok();
 }
 
