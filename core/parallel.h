@@ -7,6 +7,10 @@
 #include <exception>
 #include <mutex>
 
+#if defined(TERN_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
 namespace tern {
 
 // How many chunks parallel_for splits n items into: at most num_threads, and no chunk under
@@ -76,6 +80,40 @@ void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 #else
   for (int64_t c = 0; c < chunks; ++c) fn(n * c / chunks, n * (c + 1) / chunks);
+#endif
+}
+
+// parallel_for with per-thread scratch: fn(slot, begin, end) with slot < num_threads, and no two
+// calls with one slot at the same time. Chunks are handed out as in parallel_for.
+template <class Fn>
+void parallel_for_slots(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
+  constexpr int kChunksPerThread = 4;
+  const int64_t chunks =
+      num_threads > 1 ? parallel_chunks(n, grain, num_threads * kChunksPerThread) : 1;
+  if (chunks <= 1) {
+    if (n > 0) fn(0, int64_t{0}, n);
+    return;
+  }
+#if defined(TERN_HAVE_OPENMP)
+  const int threads = static_cast<int>(std::min<int64_t>(num_threads, chunks));
+  std::exception_ptr error;
+  std::mutex error_mu;
+#pragma omp parallel num_threads(threads)
+  {
+    const int slot = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      try {
+        fn(slot, n * c / chunks, n * (c + 1) / chunks);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#else
+  for (int64_t c = 0; c < chunks; ++c) fn(0, n * c / chunks, n * (c + 1) / chunks);
 #endif
 }
 

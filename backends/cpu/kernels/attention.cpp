@@ -30,7 +30,7 @@ struct CpuAttention {
   ops::AttentionParams p;
   const VecOps* vec = nullptr;
   CpuIsa isa = CpuIsa::kScalar;
-  int scratch_slots = 1;  // FLASH: per-thread scratch slots in the workspace
+  int scratch_slots = 1;  // per-thread scratch slots in the workspace
 };
 
 // The operands of one run; the KV cache is written to the present outputs first.
@@ -82,30 +82,34 @@ float exp_row(const VecOps& vec, float* s, int64_t n) {
 }
 
 // MATH's workspace: the scores of every (batch, head), then each KV head's packed Kᵀ and V.
+constexpr int64_t kMathRows = 48;  // query rows per MATH task: a multiple of panel::kTileRows
+
 struct MathLayout {
-  int64_t scores = 0, kt = 0, v = 0;  // floats: all scores, one head's packed Kᵀ, one head's V
+  // floats: the score rows of one task per thread (reused task after task, so they stay in the
+  // core's cache instead of the whole score matrix passing through memory), one head's packed
+  // Kᵀ, one head's V
+  int64_t scores = 0, kt = 0, v = 0;
   size_t bytes(const ops::AttentionParams& p) const {
     const int64_t kv_heads = p.batch * p.kv_heads;
     return static_cast<size_t>(scores + kv_heads * (kt + v)) * sizeof(float);
   }
 };
-MathLayout math_layout(const ops::AttentionParams& p) {
+MathLayout math_layout(const ops::AttentionParams& p, int slots) {
   MathLayout l;
   // (Each part rounded to 16 floats: the panels must stay 64-byte aligned.)
-  l.scores = (p.batch * p.q_heads * p.seq_q * p.seq_kv + 15) / 16 * 16;
+  l.scores = slots * ((kMathRows * p.seq_kv + 15) / 16 * 16);
   l.kt = panel::packed_floats(p.head_dim, p.seq_kv);
   l.v = panel::packed_floats(p.seq_kv, p.v_head_dim);
   return l;
 }
-
-constexpr int64_t kMathRows = 48;  // query rows per MATH task: a multiple of panel::kTileRows
 
 Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
   const ops::AttentionParams& p = k.p;
   const VecOps& vec = *k.vec;
   const Io io = begin(p, a);
   const ops::KvSource& kv = io.kv;
-  const MathLayout l = math_layout(p);
+  const MathLayout l = math_layout(p, k.scratch_slots);
+  const int64_t slot_floats = l.scores / k.scratch_slots;
   float* scores = static_cast<float*>(a.workspace);
   float* packed = scores + l.scores;
   const int64_t kv_heads = p.batch * p.kv_heads;
@@ -123,31 +127,33 @@ Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& e
   const int64_t blocks = (p.seq_q + kMathRows - 1) / kMathRows;
   const int64_t s_panels = (p.seq_kv + panel::kPanel - 1) / panel::kPanel;
   const int64_t y_panels = (p.v_head_dim + panel::kPanel - 1) / panel::kPanel;
-  parallel_for(p.batch * p.q_heads * blocks, 1, exec.num_threads, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t bh = t / blocks, blk = t % blocks;
-      const int64_t b = bh / p.q_heads, h = bh % p.q_heads, hk = h / p.group();
-      const int64_t i0 = blk * kMathRows, i1 = std::min(p.seq_q, i0 + kMathRows);
-      const float* kt = packed + (b * p.kv_heads + hk) * (l.kt + l.v);
-      float* s = scores + bh * p.seq_q * p.seq_kv;
-      const panel::Epilogue scaled{nullptr, p.scale, false};
-      panel::multiply(k.isa, io.q + p.q.offset(b, h, 0), p.q.stride_s, kt, p.head_dim, p.seq_kv, s,
-                      p.seq_kv, scaled, i0, i1, 0, s_panels);
-      // exp(s - max) per row; the division by the row's sum is left for the output row, which
-      // is v_head_dim wide rather than seq_kv (one pass over the scores fewer).
-      float inv_sum[kMathRows];
-      for (int64_t i = i0; i < i1; ++i) {
-        float* row = s + i * p.seq_kv;
-        finish_scores(p, vec, io.mask, b, h, i, 0, p.seq_kv, row);
-        inv_sum[i - i0] = exp_row(vec, row, p.seq_kv);
-      }
-      float* y = io.y + p.y.offset(b, h, 0);
-      panel::multiply(k.isa, s, p.seq_kv, kt + l.kt, p.seq_kv, p.v_head_dim, y, p.y.stride_s,
-                      panel::Epilogue{}, i0, i1, 0, y_panels);
-      for (int64_t i = i0; i < i1; ++i)
-        vec.scale(y + i * p.y.stride_s, inv_sum[i - i0], p.v_head_dim);
-    }
-  });
+  const int threads = std::min(exec.num_threads, k.scratch_slots);
+  parallel_for_slots(
+      p.batch * p.q_heads * blocks, 1, threads, [&](int slot, int64_t t0, int64_t t1) {
+        float* s = scores + slot * slot_floats;  // row i of the task is row i - i0 here
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t bh = t / blocks, blk = t % blocks;
+          const int64_t b = bh / p.q_heads, h = bh % p.q_heads, hk = h / p.group();
+          const int64_t i0 = blk * kMathRows, rows = std::min(p.seq_q, i0 + kMathRows) - i0;
+          const float* kt = packed + (b * p.kv_heads + hk) * (l.kt + l.v);
+          const panel::Epilogue scaled{nullptr, p.scale, false};
+          panel::multiply(k.isa, io.q + p.q.offset(b, h, 0) + i0 * p.q.stride_s, p.q.stride_s, kt,
+                          p.head_dim, p.seq_kv, s, p.seq_kv, scaled, 0, rows, 0, s_panels);
+          // exp(s - max) per row; the division by the row's sum is left for the output row, which
+          // is v_head_dim wide rather than seq_kv (one pass over the scores fewer).
+          float inv_sum[kMathRows];
+          for (int64_t r = 0; r < rows; ++r) {
+            float* row = s + r * p.seq_kv;
+            finish_scores(p, vec, io.mask, b, h, i0 + r, 0, p.seq_kv, row);
+            inv_sum[r] = exp_row(vec, row, p.seq_kv);
+          }
+          float* y = io.y + p.y.offset(b, h, 0) + i0 * p.y.stride_s;
+          panel::multiply(k.isa, s, p.seq_kv, kt + l.kt, p.seq_kv, p.v_head_dim, y, p.y.stride_s,
+                          panel::Epilogue{}, 0, rows, 0, y_panels);
+          for (int64_t r = 0; r < rows; ++r)
+            vec.scale(y + r * p.y.stride_s, inv_sum[r], p.v_head_dim);
+        }
+      });
   return Status::ok();
 }
 
@@ -221,8 +227,8 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
   return Status::ok();
 }
 
-// Score matrices up to this size run on MATH when both kernels may (64 MiB: sequence 2048 with 4
-// heads).
+// Score matrices (every head's queries x keys, which MATH computes task by task) up to this size
+// run on MATH when both kernels may (64 MiB: sequence 2048 with 4 heads).
 constexpr size_t kMathScoresLimit = size_t{64} << 20;
 
 Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
@@ -250,7 +256,9 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
                        static_cast<size_t>(k.scratch_slots) * flash_slot_floats(p) * sizeof(float));
   }
   if (why_math.empty()) {
-    return make_kernel(str_cat("math.", k.vec->isa), k, run_math, math_layout(p).bytes(p));
+    k.scratch_slots = std::max(1, static_cast<int>(ctx.flag(FlagId::kNumThreads)));
+    return make_kernel(str_cat("math.", k.vec->isa), k, run_math,
+                       math_layout(p, k.scratch_slots).bytes(p));
   }
   return invalid_argument(ctx.where,
                           ": no enabled scaled-dot-product attention backend can run it on the "
