@@ -51,43 +51,13 @@ void parallel_for_chunks(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
 #endif
 }
 
-// Calls fn(begin, end) on disjoint chunks covering [0, n), no chunk under `grain` items. With
-// several threads the range is cut into up to kChunksPerThread chunks per thread, handed out as
-// threads come free: a thread that another process slowed down (a shared machine) or that got
-// the heavier items does fewer of them, instead of every thread waiting for it at the end.
-template <class Fn>
-void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
-  constexpr int kChunksPerThread = 4;
-  const int64_t chunks =
-      num_threads > 1 ? parallel_chunks(n, grain, num_threads * kChunksPerThread) : 1;
-  if (chunks <= 1 || chunks <= num_threads) {
-    parallel_for_chunks(n, grain, num_threads,
-                        [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
-    return;
-  }
-#if defined(TERN_HAVE_OPENMP)
-  std::exception_ptr error;
-  std::mutex error_mu;
-#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    try {
-      fn(n * c / chunks, n * (c + 1) / chunks);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mu);
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
-#else
-  for (int64_t c = 0; c < chunks; ++c) fn(n * c / chunks, n * (c + 1) / chunks);
-#endif
-}
+// Chunks per thread of parallel_for and parallel_for_slots, handed out as threads come free.
+constexpr int kChunksPerThread = 4;
 
 // parallel_for with per-thread scratch: fn(slot, begin, end) with slot < num_threads, and no two
-// calls with one slot at the same time. Chunks are handed out as in parallel_for.
+// calls with one slot at the same time; the chunks are parallel_for's.
 template <class Fn>
 void parallel_for_slots(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
-  constexpr int kChunksPerThread = 4;
   const int64_t chunks =
       num_threads > 1 ? parallel_chunks(n, grain, num_threads * kChunksPerThread) : 1;
   if (chunks <= 1) {
@@ -115,6 +85,23 @@ void parallel_for_slots(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
 #else
   for (int64_t c = 0; c < chunks; ++c) fn(0, n * c / chunks, n * (c + 1) / chunks);
 #endif
+}
+
+// Calls fn(begin, end) on disjoint chunks covering [0, n), no chunk under `grain` items. With
+// several threads the range is cut into up to kChunksPerThread chunks per thread, handed out as
+// threads come free: a thread that another process slowed down (a shared machine) or that got the
+// heavier items does fewer of them, instead of every thread waiting for it at the end.
+template <class Fn>
+void parallel_for(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
+  const int64_t chunks =
+      num_threads > 1 ? parallel_chunks(n, grain, num_threads * kChunksPerThread) : 1;
+  if (chunks <= 1 || chunks <= num_threads) {
+    parallel_for_chunks(n, grain, num_threads,
+                        [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
+    return;
+  }
+  parallel_for_slots(n, grain, num_threads,
+                     [&](int, int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 }  // namespace tern
