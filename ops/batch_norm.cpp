@@ -60,7 +60,7 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
   p.c = x[1];
   p.inner = 1;
   for (size_t i = 2; i < x.size(); ++i) p.inner *= x[i];
-  return make_kernel("reference", p, run_bn);
+  return make_kernel("batch_norm", p, run_bn);  // one multiply-add per element, vectorised
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // LpNormalization and LRN. Statistics in double; scale and bias broadcast over the normalised dims.
 #include <cmath>
 
+#include "ops/norm.h"
+
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
 
@@ -81,7 +83,8 @@ Status run_ln(const LnParams& p, const KernelArgs& a, const ExecContext& exec) {
   const std::vector<double> sc = to_doubles(*a.inputs[1]);
   const bool has_b = a.inputs.size() > 2 && a.inputs[2];
   const std::vector<double> b = has_b ? to_doubles(*a.inputs[2]) : std::vector<double>();
-  std::vector<double> y(x.size()), mean(static_cast<size_t>(p.outer)), inv(static_cast<size_t>(p.outer));
+  std::vector<double> y(x.size()), mean(static_cast<size_t>(p.outer)),
+      inv(static_cast<size_t>(p.outer));
   parallel_for(p.outer, 1, exec.num_threads, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const double* xr = x.data() + r * p.inner;
@@ -132,12 +135,6 @@ Expected<std::unique_ptr<Kernel>> make_ln(const OpContext& ctx) {
 
 // ---- GroupNormalization / InstanceNormalization -------------------------------------------------
 
-struct GnParams {
-  double eps;
-  int64_t n, c, groups, spatial;
-  bool per_group_scale;
-};
-
 Status infer_same(OpContext& ctx) {
   if (!ops::visit_any_float(ctx.inputs[0].dtype, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "float types");
@@ -146,7 +143,7 @@ Status infer_same(OpContext& ctx) {
   return Status::ok();
 }
 
-Status run_gn(const GnParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_gn(const ops::GroupNormParams& p, const KernelArgs& a, const ExecContext&) {
   const std::vector<double> x = to_doubles(*a.inputs[0]);
   const std::vector<double> sc = to_doubles(*a.inputs[1]);
   const std::vector<double> b = to_doubles(*a.inputs[2]);
@@ -166,7 +163,8 @@ Status run_gn(const GnParams& p, const KernelArgs& a, const ExecContext&) {
       for (int64_t i = 0; i < len; ++i) {
         const int64_t ch = g * cpg + i / p.spatial;
         const size_t k = static_cast<size_t>(p.per_group_scale ? g : ch);
-        y[static_cast<size_t>(base + i)] = (x[static_cast<size_t>(base + i)] - m) * is * sc[k] + b[k];
+        y[static_cast<size_t>(base + i)] =
+            (x[static_cast<size_t>(base + i)] - m) * is * sc[k] + b[k];
       }
     }
   }
@@ -176,23 +174,7 @@ Status run_gn(const GnParams& p, const KernelArgs& a, const ExecContext&) {
 
 template <bool kInstance>
 Expected<std::unique_ptr<Kernel>> make_gn(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  if (x.size() < 2) return invalid_model(ctx.where, ": input must be [N, C, ...]");
-  GnParams p{1e-5, x[0], x[1], x[1], 1, false};
-  for (size_t d = 2; d < x.size(); ++d) p.spatial *= x[d];
-  TERN_ASSIGN_OR_RETURN(float eps, ctx.attrs().get_float("epsilon", 1e-5f));
-  p.eps = eps;
-  if (!kInstance) {
-    TERN_ASSIGN_OR_RETURN(p.groups, ctx.attrs().get_int("num_groups", 0));
-    if (p.groups < 1 || p.c % p.groups) {
-      return invalid_model(ctx.where, ": num_groups ", p.groups, " does not divide C = ", p.c);
-    }
-    p.per_group_scale = numel(ctx.inputs[1].shape) == p.groups && p.groups != p.c;
-  }
-  const int64_t want = p.per_group_scale ? p.groups : p.c;
-  if (numel(ctx.inputs[1].shape) != want || numel(ctx.inputs[2].shape) != want) {
-    return invalid_model(ctx.where, ": scale and bias must hold ", want, " values");
-  }
+  TERN_ASSIGN_OR_RETURN(ops::GroupNormParams p, ops::parse_group_norm(ctx, kInstance));
   return make_kernel("reference", p, run_gn);
 }
 
@@ -277,6 +259,31 @@ Expected<std::unique_ptr<Kernel>> make_lrn(const OpContext& ctx) {
 }
 
 }  // namespace
+
+namespace ops {
+
+Expected<GroupNormParams> parse_group_norm(const OpContext& ctx, bool instance) {
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.size() < 2) return invalid_model(ctx.where, ": input must be [N, C, ...]");
+  GroupNormParams p{1e-5, x[0], x[1], x[1], 1, false};
+  for (size_t d = 2; d < x.size(); ++d) p.spatial *= x[d];
+  TERN_ASSIGN_OR_RETURN(float eps, ctx.attrs().get_float("epsilon", 1e-5f));
+  p.eps = eps;
+  if (!instance) {
+    TERN_ASSIGN_OR_RETURN(p.groups, ctx.attrs().get_int("num_groups", 0));
+    if (p.groups < 1 || p.c % p.groups) {
+      return invalid_model(ctx.where, ": num_groups ", p.groups, " does not divide C = ", p.c);
+    }
+    p.per_group_scale = numel(ctx.inputs[1].shape) == p.groups && p.groups != p.c;
+  }
+  const int64_t want = p.per_group_scale ? p.groups : p.c;
+  if (numel(ctx.inputs[1].shape) != want || numel(ctx.inputs[2].shape) != want) {
+    return invalid_model(ctx.where, ": scale and bias must hold ", want, " values");
+  }
+  return p;
+}
+
+}  // namespace ops
 
 void register_op_norm(OpRegistry& r) {
   r.add({"LayerNormalization", 2, 3, 1, 3, infer_ln, make_ln<false>, {}});

@@ -1,6 +1,7 @@
-// Resize (opset 10-19): nearest (all rounding modes) on any rank, linear on the last two dims;
-// coordinate modes half_pixel, pytorch_half_pixel, align_corners, asymmetric and
-// tf_half_pixel_for_nearest. Cubic and tf_crop_and_resize are declined by name.
+// Resize (opset 10-19): nearest (all rounding modes) on any rank, linear and cubic (any
+// cubic_coeff_a, exclude_outside) on the last two dims; coordinate modes half_pixel,
+// pytorch_half_pixel, align_corners, asymmetric and tf_half_pixel_for_nearest.
+// tf_crop_and_resize, antialias and 'axes' are declined by name.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,9 @@ enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
 struct ResizeParams {
   bool linear = false;
+  bool cubic = false;  // with linear = true: the last two dims are resampled, four taps each
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
   Coord coord = Coord::kHalfPixel;
   Nearest nearest = Nearest::kRoundPreferFloor;
   Shape in, out;
@@ -42,10 +46,17 @@ Expected<ResizeParams> parse_resize(const OpContext& ctx) {
                         ctx.attrs().get_string("keep_aspect_ratio_policy", "stretch"));
   if (!axes.empty()) return unsupported("Resize with the 'axes' attribute");
   if (keep_ratio != "stretch") return unsupported("keep_aspect_ratio_policy '", keep_ratio, "'");
+  TERN_ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().get_int("antialias", 0));
+  if (antialias != 0) return unsupported("Resize with antialias");
   if (mode == "linear" || mode == "bilinear") {
     p.linear = true;
+  } else if (mode == "cubic" || mode == "bicubic") {
+    p.linear = p.cubic = true;
+    TERN_ASSIGN_OR_RETURN(p.cubic_a, ctx.attrs().get_float("cubic_coeff_a", -0.75f));
+    TERN_ASSIGN_OR_RETURN(int64_t exclude, ctx.attrs().get_int("exclude_outside", 0));
+    p.exclude_outside = exclude != 0;
   } else if (mode != "nearest") {
-    return unsupported("Resize mode '", mode, "' (supported: nearest, linear)");
+    return unsupported("Resize mode '", mode, "' (supported: nearest, linear, cubic)");
   }
   if (coord == "half_pixel")
     p.coord = Coord::kHalfPixel;
@@ -107,9 +118,14 @@ Expected<ResizeParams> parse_resize(const OpContext& ctx) {
   }
   if (p.linear) {
     for (size_t i = 0; i + 2 < r; ++i) {
-      if (p.out[i] != p.in[i]) return unsupported("linear Resize of a dim other than the last two");
+      if (p.out[i] != p.in[i]) {
+        return unsupported(p.cubic ? "cubic" : "linear",
+                           " Resize of a dim other than the last two");
+      }
     }
-    if (p.dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32 (linear)");
+    if (p.dtype != DType::kFloat32) {
+      return ops::dtype_error(ctx, 0, p.cubic ? "float32 (cubic)" : "float32 (linear)");
+    }
   } else if (p.dtype == DType::kString) {
     return ops::dtype_error(ctx, 0, "non-string types");
   }
@@ -124,10 +140,13 @@ double source_coord(const ResizeParams& p, size_t d, int64_t x) {
       return (xo + 0.5) / s - 0.5;
     case Coord::kPytorchHalfPixel:
       return p.out[d] > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
-    case Coord::kAlignCorners:
-      return p.out[d] == 1
-                 ? 0.0
-                 : xo * static_cast<double>(p.in[d] - 1) / static_cast<double>(p.out[d] - 1);
+    case Coord::kAlignCorners: {
+      // The resized length is in * scale before rounding down (the output size), as ONNX's
+      // reference computes it: 4 -> 3 by scale 0.8 maps output 2 to input 2 * 3 / 2.2.
+      const double resized = static_cast<double>(p.in[d]) * s;
+      return p.out[d] == 1 || resized <= 1 ? 0.0
+                                           : xo * static_cast<double>(p.in[d] - 1) / (resized - 1);
+    }
     case Coord::kAsymmetric:
       return xo / s;
     case Coord::kTfHalfPixelNearest:
@@ -228,29 +247,113 @@ std::vector<LinearTap> linear_taps(const ResizeParams& p, size_t d) {
   return taps;
 }
 
-void run_linear(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
+// The last two dims resampled (linear and cubic): the planes of IH x IW (a rank-1 input is one
+// row) become OH x OW.
+struct Planes {
+  bool two_d;
+  size_t dh, dw;
+  int64_t IH, IW, OH, OW, planes;
+};
+
+Planes planes_of(const ResizeParams& p) {
   const size_t r = p.in.size();
-  const size_t dh = r >= 2 ? r - 2 : 0, dw = r - 1;
-  const int64_t IH = r >= 2 ? p.in[dh] : 1, IW = p.in[dw];
-  const int64_t OH = r >= 2 ? p.out[dh] : 1, OW = p.out[dw];
-  auto th = r >= 2 ? linear_taps(p, dh) : std::vector<LinearTap>{{0, 0, 0.f}};
-  auto tw = linear_taps(p, dw);
-  const int64_t planes = numel(p.in) / (IH * IW);
+  Planes q{r >= 2, r >= 2 ? r - 2 : 0, r - 1, 1, p.in[r - 1], 1, p.out[r - 1], 0};
+  if (q.two_d) q.IH = p.in[q.dh], q.OH = p.out[q.dh];
+  q.planes = numel(p.in) / (q.IH * q.IW);
+  return q;
+}
+
+void run_linear(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
+  const Planes q = planes_of(p);
+  auto th = q.two_d ? linear_taps(p, q.dh) : std::vector<LinearTap>{{0, 0, 0.f}};
+  auto tw = linear_taps(p, q.dw);
   const float* src = x.data<float>();
   float* dst = y.data<float>();
-  parallel_for(planes, 1, threads, [&](int64_t b, int64_t e) {
+  parallel_for(q.planes, 1, threads, [&](int64_t b, int64_t e) {
     for (int64_t pl = b; pl < e; ++pl) {
-      const float* xp = src + pl * IH * IW;
-      float* yp = dst + pl * OH * OW;
-      for (int64_t oh = 0; oh < OH; ++oh) {
+      const float* xp = src + pl * q.IH * q.IW;
+      float* yp = dst + pl * q.OH * q.OW;
+      for (int64_t oh = 0; oh < q.OH; ++oh) {
         const LinearTap& h = th[static_cast<size_t>(oh)];
-        const float* r0 = xp + h.i0 * IW;
-        const float* r1 = xp + h.i1 * IW;
-        for (int64_t ow = 0; ow < OW; ++ow) {
+        const float* r0 = xp + h.i0 * q.IW;
+        const float* r1 = xp + h.i1 * q.IW;
+        for (int64_t ow = 0; ow < q.OW; ++ow) {
           const LinearTap& w = tw[static_cast<size_t>(ow)];
           const float top = r0[w.i0] + (r0[w.i1] - r0[w.i0]) * w.w1;
           const float bot = r1[w.i0] + (r1[w.i1] - r1[w.i0]) * w.w1;
-          yp[oh * OW + ow] = top + (bot - top) * h.w1;
+          yp[oh * q.OW + ow] = top + (bot - top) * h.w1;
+        }
+      }
+    }
+  });
+}
+
+// Cubic: four taps per output coordinate (the ONNX convolution kernel with coefficient A); taps
+// past the edge read the edge, or, with exclude_outside, weigh nothing (the rest renormalised).
+struct CubicTap {
+  int64_t i[4];
+  float w[4];
+};
+
+std::vector<CubicTap> cubic_taps(const ResizeParams& p, size_t d) {
+  const double A = p.cubic_a;
+  std::vector<CubicTap> taps;
+  for (int64_t o = 0; o < p.out[d]; ++o) {
+    const double c = source_coord(p, d, o);
+    const double f = std::floor(c), t = c - f;
+    const double s[4] = {t + 1, t, 1 - t, 2 - t};  // distances to taps floor-1 .. floor+2
+    CubicTap tap{};
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      const double x = s[k];
+      double w =
+          x <= 1 ? ((A + 2) * x - (A + 3)) * x * x + 1 : ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+      const int64_t src = static_cast<int64_t>(f) - 1 + k;
+      if (p.exclude_outside && (src < 0 || src >= p.in[d])) w = 0;
+      tap.i[k] = std::clamp<int64_t>(src, 0, p.in[d] - 1);
+      tap.w[k] = static_cast<float>(w);
+      sum += w;
+    }
+    if (p.exclude_outside && sum != 0) {
+      for (float& w : tap.w) w = static_cast<float>(w / sum);
+    }
+    taps.push_back(tap);
+  }
+  return taps;
+}
+
+// Separable: each plane's rows are resampled along W into a scratch of IH x OW, then each output
+// row is four scratch rows weighed.
+void run_cubic(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
+  const Planes q = planes_of(p);
+  const auto th =
+      q.two_d ? cubic_taps(p, q.dh) : std::vector<CubicTap>{{{0, 0, 0, 0}, {0, 1, 0, 0}}};
+  const auto tw = cubic_taps(p, q.dw);
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  parallel_for(q.planes, 1, threads, [&](int64_t b, int64_t e) {
+    std::vector<float> rows(static_cast<size_t>(q.IH * q.OW));
+    for (int64_t pl = b; pl < e; ++pl) {
+      const float* xp = src + pl * q.IH * q.IW;
+      for (int64_t ih = 0; ih < q.IH; ++ih) {
+        const float* in = xp + ih * q.IW;
+        float* out = rows.data() + ih * q.OW;
+        for (int64_t ow = 0; ow < q.OW; ++ow) {
+          const CubicTap& t = tw[static_cast<size_t>(ow)];
+          out[ow] =
+              t.w[0] * in[t.i[0]] + t.w[1] * in[t.i[1]] + t.w[2] * in[t.i[2]] + t.w[3] * in[t.i[3]];
+        }
+      }
+      float* yp = dst + pl * q.OH * q.OW;
+      for (int64_t oh = 0; oh < q.OH; ++oh) {
+        const CubicTap& t = th[static_cast<size_t>(oh)];
+        const float* r0 = rows.data() + t.i[0] * q.OW;
+        const float* r1 = rows.data() + t.i[1] * q.OW;
+        const float* r2 = rows.data() + t.i[2] * q.OW;
+        const float* r3 = rows.data() + t.i[3] * q.OW;
+        float* out = yp + oh * q.OW;
+        for (int64_t ow = 0; ow < q.OW; ++ow) {
+          out[ow] = t.w[0] * r0[ow] + t.w[1] * r1[ow] + t.w[2] * r2[ow] + t.w[3] * r3[ow];
         }
       }
     }
@@ -262,7 +365,9 @@ Expected<std::unique_ptr<Kernel>> make_resize(const OpContext& ctx) {
   return make_kernel("reference", std::move(p),
                      [](const ResizeParams& q, const KernelArgs& a, const ExecContext& exec) {
                        if (numel(q.out) == 0) return Status::ok();
-                       if (q.linear) {
+                       if (q.cubic) {
+                         run_cubic(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
+                       } else if (q.linear) {
                          run_linear(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
                        } else {
                          run_nearest(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
@@ -277,6 +382,7 @@ namespace ops {
 
 Expected<ResizeGeometry> resize_geometry(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  if (p.cubic) return unsupported("cubic Resize (four taps per axis) on this backend");
   ResizeGeometry g;
   g.linear = p.linear;
   g.in = p.in;

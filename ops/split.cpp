@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 
+#include "core/parallel.h"
 #include "ops/common/op_utils.h"
 
 namespace tern {
@@ -54,8 +55,8 @@ Expected<SplitParams> split_params(const OpContext& ctx) {
 Status infer_split(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(SplitParams p, split_params(ctx));
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 0));
-  TERN_ASSIGN_OR_RETURN(axis,
-                        ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
+  TERN_ASSIGN_OR_RETURN(
+      axis, ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     Shape s = ctx.inputs[0].shape;
     s[static_cast<size_t>(axis)] = p.sizes[i];
@@ -163,34 +164,72 @@ int64_t source_index(PadMode m, int64_t i, int64_t n) {
   }
 }
 
-Status run_pad(const PadParams& p, const KernelArgs& a, const ExecContext&) {
+// Row by row of the last dim: a row whose leading indices fall outside the input is all padding;
+// otherwise its inside part is one copy and the rest padding (constant) or single elements picked
+// by source_index (edge, reflect, wrap). Rows are split among threads.
+Status run_pad(const PadParams& p, const KernelArgs& a, const ExecContext& exec) {
   const Tensor& x = *a.inputs[0];
   Tensor& y = *a.outputs[0];
   const Tensor* cval = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
   if (cval && cval->numel() == 0) cval = nullptr;
+  const size_t r = p.out.size();
+  if (numel(p.out) == 0) return Status::ok();
+  if (r == 0) {
+    ops::copy_elements(p.dtype, x.raw(), 0, y.raw(), 0, 1);
+    return Status::ok();
+  }
   const Shape xs = ops::contiguous_strides(p.in);
-  Status st;
-  ops::for_each_index(p.out, [&](int64_t o, const std::vector<int64_t>& pos) {
-    int64_t off = 0;
-    bool inside = true;
-    for (size_t d = 0; d < pos.size(); ++d) {
-      const int64_t k = source_index(p.mode, pos[d] - p.begin[d], p.in[d]);
-      if (k < 0) {
-        inside = false;
-        break;
-      }
-      off += k * xs[d];
+  const int64_t ow = p.out[r - 1], iw = p.in[r - 1], bw = p.begin[r - 1];
+  const int64_t rows = numel(p.out) / ow;
+  const bool strings = p.dtype == DType::kString;
+  const size_t es = dtype_size(p.dtype);
+  // The inside part of a row: output columns [c0, c1) read input columns from c0 - bw.
+  const int64_t c0 = std::clamp<int64_t>(bw, 0, ow), c1 = std::clamp<int64_t>(bw + iw, c0, ow);
+  auto fill = [&](int64_t o, int64_t n) {
+    if (cval) {
+      for (int64_t i = 0; i < n; ++i)
+        ops::copy_elements(p.dtype, cval->raw(), 0, y.raw(), o + i, 1);
+    } else if (!strings) {
+      std::memset(static_cast<uint8_t*>(y.raw()) + o * static_cast<int64_t>(es), 0,
+                  static_cast<size_t>(n) * es);
     }
-    if (inside) {
-      ops::copy_elements(p.dtype, x.raw(), off, y.raw(), o, 1);
-    } else if (cval) {
-      ops::copy_elements(p.dtype, cval->raw(), 0, y.raw(), o, 1);
-    } else if (p.dtype != DType::kString) {
-      std::memset(static_cast<uint8_t*>(y.raw()) + o * static_cast<int64_t>(dtype_size(p.dtype)), 0,
-                  dtype_size(p.dtype));
-    }
-  });
-  return st;
+  };
+  parallel_for(rows, std::max<int64_t>(1, 4096 / ow), strings ? 1 : exec.num_threads,
+               [&](int64_t b, int64_t e) {
+                 for (int64_t row = b; row < e; ++row) {
+                   int64_t off = 0, rem = row;
+                   bool inside = true;
+                   for (size_t d = r - 1; d-- > 0;) {
+                     const int64_t pos = rem % p.out[d];
+                     rem /= p.out[d];
+                     const int64_t k = source_index(p.mode, pos - p.begin[d], p.in[d]);
+                     if (k < 0) {
+                       inside = false;
+                       break;
+                     }
+                     off += k * xs[d];
+                   }
+                   const int64_t o = row * ow;
+                   if (!inside) {
+                     fill(o, ow);
+                     continue;
+                   }
+                   if (c1 > c0) {
+                     ops::copy_elements(p.dtype, x.raw(), off + c0 - bw, y.raw(), o + c0, c1 - c0);
+                   }
+                   if (p.mode == PadMode::kConstant) {
+                     fill(o, c0);
+                     fill(o + c1, ow - c1);
+                     continue;
+                   }
+                   for (int64_t col = 0; col < ow; ++col) {
+                     if (col >= c0 && col < c1) continue;
+                     ops::copy_elements(p.dtype, x.raw(), off + source_index(p.mode, col - bw, iw),
+                                        y.raw(), o + col, 1);
+                   }
+                 }
+               });
+  return Status::ok();
 }
 
 Expected<std::unique_ptr<Kernel>> make_pad(const OpContext& ctx) {
@@ -199,7 +238,7 @@ Expected<std::unique_ptr<Kernel>> make_pad(const OpContext& ctx) {
     TERN_ASSIGN_OR_RETURN(float v, ctx.attrs().get_float("value", 0.0f));
     if (v != 0.0f) return unsupported(ctx.where, ": a non-zero 'value' attribute (opset < 11)");
   }
-  return make_kernel("reference", std::move(p), run_pad);
+  return make_kernel("pad_rows", std::move(p), run_pad);
 }
 
 // ---- DepthToSpace / SpaceToDepth ----------------------------------------------------------------
@@ -324,7 +363,8 @@ Expected<TopKParams> topk_params(const OpContext& ctx) {
     k = kv[0];
   }
   TopKParams p{ctx.inputs[0].dtype, 1, x[static_cast<size_t>(axis)], 1, k, true, true};
-  if (k < 0 || k > p.dim) return invalid_argument(ctx.where, ": K ", k, " outside [0, ", p.dim, "]");
+  if (k < 0 || k > p.dim)
+    return invalid_argument(ctx.where, ": K ", k, " outside [0, ", p.dim, "]");
   TERN_ASSIGN_OR_RETURN(int64_t largest, ctx.attrs().get_int("largest", 1));
   TERN_ASSIGN_OR_RETURN(int64_t sorted, ctx.attrs().get_int("sorted", 1));
   p.largest = largest != 0, p.sorted = sorted != 0;
@@ -336,8 +376,8 @@ Expected<TopKParams> topk_params(const OpContext& ctx) {
 Status infer_topk(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(TopKParams p, topk_params(ctx));
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
-  TERN_ASSIGN_OR_RETURN(axis,
-                        ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
+  TERN_ASSIGN_OR_RETURN(
+      axis, ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
   Shape out = ctx.inputs[0].shape;
   out[static_cast<size_t>(axis)] = p.k;
   ctx.set_output(0, ctx.inputs[0].dtype, out);
@@ -404,7 +444,8 @@ UniqueResult unique_of(const Tensor& x, bool has_axis, int64_t axis, bool sorted
   UniqueResult r;
   std::vector<int64_t> slot(static_cast<size_t>(dim));
   for (int64_t k = 0; k < dim; ++k) {
-    auto [it, fresh] = seen.emplace(keys[static_cast<size_t>(k)], static_cast<int64_t>(r.first.size()));
+    auto [it, fresh] =
+        seen.emplace(keys[static_cast<size_t>(k)], static_cast<int64_t>(r.first.size()));
     if (fresh) r.first.push_back(k), r.counts.push_back(0);
     slot[static_cast<size_t>(k)] = it->second;
     ++r.counts[static_cast<size_t>(it->second)];
@@ -440,8 +481,8 @@ Expected<UniqueParams> unique_params(const OpContext& ctx) {
   p.sorted = sorted != 0;
   if (const Attribute* ax = ctx.attrs().find("axis")) {
     p.has_axis = true;
-    TERN_ASSIGN_OR_RETURN(p.axis, ops::normalize_axis(
-                                      ax->i, static_cast<int64_t>(ctx.inputs[0].shape.size())));
+    TERN_ASSIGN_OR_RETURN(
+        p.axis, ops::normalize_axis(ax->i, static_cast<int64_t>(ctx.inputs[0].shape.size())));
   }
   return p;
 }
@@ -479,7 +520,8 @@ Status run_unique(const UniqueParams& p, const KernelArgs& a, const ExecContext&
   }
   const std::vector<int64_t>* lists[] = {&r.first, &r.inverse, &r.counts};
   for (size_t i = 1; i < a.outputs.size() && i < 4; ++i) {
-    if (a.outputs[i]) std::copy(lists[i - 1]->begin(), lists[i - 1]->end(), a.outputs[i]->data<int64_t>());
+    if (a.outputs[i])
+      std::copy(lists[i - 1]->begin(), lists[i - 1]->end(), a.outputs[i]->data<int64_t>());
   }
   return Status::ok();
 }

@@ -8,7 +8,8 @@ case for each (../shared/tools/ort_reference/make_reference.py; needs node and o
 NAME: gpt_decoder (prefill and decode graphs, KV cache as inputs/outputs), var_encoder (any
 sequence length up to 512), lstm and gru (2 layers, bidirectional, initial states), greedy_loop
 (a data-dependent Loop), streaming_vad (an If on the sample rate, LSTM state in and out),
-ssdlite and faster_rcnn (torchvision detectors on MobileNetV3).
+ssdlite and faster_rcnn (torchvision detectors on MobileNetV3), and the vision models and
+building blocks of vision.py and blocks.py (their CASES).
 Without NAME, every model. Prints each file written.
 """
 import argparse
@@ -30,6 +31,11 @@ MODELS = {
     "ssdlite": ("detection", "export_ssdlite", {}),
     "faster_rcnn": ("detection", "export_faster_rcnn", {}),
 }
+# torchvision classifiers, segmenters, video networks and a detection backbone (vision.py), and
+# torch.nn building blocks (blocks.py): export(name, out_dir) each.
+for _module in ("vision", "blocks"):
+    for _name in __import__(_module).CASES:
+        MODELS[_name] = (_module, "export", {})
 
 
 def default_out():
@@ -49,7 +55,7 @@ def main():
             sys.exit(f"export.py: unknown model {name} (known: {', '.join(MODELS)})")
         module, fn, dims = MODELS[name]
         mod = __import__(module)
-        paths = getattr(mod, fn)(args.out)
+        paths = getattr(mod, fn)(name, args.out) if fn == "export" else getattr(mod, fn)(args.out)
         for p in paths:
             print(p)
             if args.reference:

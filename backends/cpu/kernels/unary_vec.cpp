@@ -1,6 +1,7 @@
 // Float32 unary ops on Tern's vectorised primitives (AVX-512 / AVX2 / scalar, chosen by the CPU
 // capability and the cpu.max_capability flag; the kernel name carries the ISA): Erf, the core of
-// GELU's exact form in BERT-style encoders, Sigmoid, and Softmax over a contiguous (last) span.
+// GELU's exact form in BERT-style encoders, Sigmoid, Tanh, Gelu, LeakyRelu and Elu, and Softmax
+// over a contiguous (last) span.
 #include <algorithm>
 
 #include "backends/cpu/cpu_capability.h"
@@ -23,15 +24,15 @@ template <void (*const VecOps::*kFn)(const float*, float*, int64_t)>
 Expected<std::unique_ptr<Kernel>> make_elementwise(const OpContext& ctx, const char* name) {
   if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
   VecUnary k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
-  return make_elementwise_kernel(str_cat(name, ".", k.vec->isa), k,
-                     [](const VecUnary& q, const KernelArgs& a, const ExecContext& exec) {
-                       const float* x = a.inputs[0]->data<float>();
-                       float* y = a.outputs[0]->data<float>();
-                       parallel_for(
-                           a.outputs[0]->numel(), 16384, exec.num_threads,
-                           [&](int64_t b, int64_t e) { (q.vec->*kFn)(x + b, y + b, e - b); });
-                       return Status::ok();
-                     });
+  return make_elementwise_kernel(
+      str_cat(name, ".", k.vec->isa), k,
+      [](const VecUnary& q, const KernelArgs& a, const ExecContext& exec) {
+        const float* x = a.inputs[0]->data<float>();
+        float* y = a.outputs[0]->data<float>();
+        parallel_for(a.outputs[0]->numel(), 16384, exec.num_threads,
+                     [&](int64_t b, int64_t e) { (q.vec->*kFn)(x + b, y + b, e - b); });
+        return Status::ok();
+      });
 }
 
 Expected<std::unique_ptr<Kernel>> make_erf(const OpContext& ctx) {
@@ -40,6 +41,45 @@ Expected<std::unique_ptr<Kernel>> make_erf(const OpContext& ctx) {
 
 Expected<std::unique_ptr<Kernel>> make_sigmoid(const OpContext& ctx) {
   return make_elementwise<&VecOps::sigmoid>(ctx, "sigmoid");
+}
+
+struct VecActivation {
+  const VecOps* vec = nullptr;
+  int act = 0;
+  float alpha = 0;
+};
+
+// Tanh, Gelu (both forms), LeakyRelu and Elu through VecOps::activation.
+Expected<std::unique_ptr<Kernel>> make_activation(const OpContext& ctx) {
+  if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
+  VecActivation k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
+  const std::string& op = ctx.node->op_type;
+  const char* name = "tanh";
+  if (op == "Gelu") {
+    Expected<std::string> approx = ctx.attrs().get_string("approximate", "none");
+    if (!approx) return approx.status();
+    if (*approx != "none" && *approx != "tanh") {
+      return unsupported("Gelu approximate='", *approx, "' (the reference kernel reports it)");
+    }
+    k.act = static_cast<int>(*approx == "tanh" ? Activation::kGeluTanh : Activation::kGelu);
+    name = "gelu";
+  } else if (op == "LeakyRelu" || op == "Elu") {
+    TERN_ASSIGN_OR_RETURN(k.alpha, ctx.attrs().get_float("alpha", op == "Elu" ? 1.0f : 0.01f));
+    k.act = static_cast<int>(op == "Elu" ? Activation::kElu : Activation::kLeakyRelu);
+    name = op == "Elu" ? "elu" : "leaky_relu";
+  } else {
+    k.act = static_cast<int>(Activation::kTanh);
+  }
+  return make_elementwise_kernel(
+      str_cat(name, ".", k.vec->isa), k,
+      [](const VecActivation& q, const KernelArgs& a, const ExecContext& exec) {
+        const float* x = a.inputs[0]->data<float>();
+        float* y = a.outputs[0]->data<float>();
+        parallel_for(a.outputs[0]->numel(), 16384, exec.num_threads, [&](int64_t b, int64_t e) {
+          q.vec->activation(q.act, q.alpha, x + b, y + b, e - b);
+        });
+        return Status::ok();
+      });
 }
 
 struct VecSoftmax {
@@ -78,6 +118,9 @@ void register_cpu_unary_vec(KernelRegistry& r) {
   r.add("Erf", "cpu", DType::kFloat32, make_erf, /*priority=*/1);
   r.add("Sigmoid", "cpu", DType::kFloat32, make_sigmoid, /*priority=*/1);
   r.add("Softmax", "cpu", DType::kFloat32, make_softmax, /*priority=*/1);
+  for (const char* op : {"Tanh", "Gelu", "LeakyRelu", "Elu"}) {
+    r.add(op, "cpu", DType::kFloat32, make_activation, /*priority=*/1);
+  }
 }
 
 }  // namespace tern

@@ -180,6 +180,16 @@ inline Status require_onednn_sizes(const OpContext& ctx) {
   return Status::ok();
 }
 
+// A kernel name for the implementation oneDNN chose (its impl_info_str: "jit:avx512_core",
+// "gemm:jit", "ref:any", ...): profiles and `tern bench` tell its reference code apart.
+inline const char* impl_kernel_name(const std::string& impl) {
+  if (impl.rfind("ref", 0) == 0) return "onednn(ref)";
+  if (impl.find("brg") != std::string::npos) return "onednn(brgemm)";
+  if (impl.find("gemm") != std::string::npos) return "onednn(gemm)";
+  if (impl.find("jit") != std::string::npos) return "onednn(jit)";
+  return "onednn";
+}
+
 inline dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -200,11 +210,13 @@ struct PackedWeights {
 constexpr size_t kPackedHeader = (sizeof(dnnl_memory_desc_t) + 63) / 64 * 64;
 
 // Names oneDNN's packed weights: the library version and the size of its layout description, so
-// a model packed by another version is packed again rather than misread.
-inline std::string packed_key() {
+// a model packed by another version is packed again rather than misread, and the variant: how
+// the kernel derived the weights it packed from the model's (empty: as they are; a convolution
+// may cut taps or merge groups), so two derivations with the same layout are never confused.
+inline std::string packed_key(const std::string& variant = {}) {
   const dnnl_version_t* v = dnnl_version();
   return str_cat("onednn ", v->major, ".", v->minor, ".", v->patch, " md",
-                 sizeof(dnnl_memory_desc_t));
+                 sizeof(dnnl_memory_desc_t), variant.empty() ? "" : " ", variant);
 }
 
 // The stored layout description at the head of a packed blob.
@@ -216,7 +228,8 @@ inline dnnl_memory_desc_t stored_desc(const PackedData& d) {
 
 // `w` reordered from `plain` into `wanted`, as a blob (the layout description, then the data).
 inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
-                                            const dnnl::memory::desc& wanted, const Tensor& w) {
+                                            const dnnl::memory::desc& wanted, const Tensor& w,
+                                            const std::string& variant) {
   const size_t total = kPackedHeader + wanted.get_size();
   std::shared_ptr<void> buffer = weight_buffer(total);
   if (!buffer) return out_of_memory("packed weights of ", total, " bytes");
@@ -231,16 +244,20 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
   } catch (const dnnl::error& e) {
     return internal_error("oneDNN weight reorder: ", e.what());
   }
-  return PackedData{packed_key(), Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)}, bytes,
-                                               std::move(buffer))};
+  return PackedData{packed_key(variant), Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)},
+                                                      bytes, std::move(buffer))};
 }
 
 // Weights `w` (plain layout `plain`) in layout `wanted`: the model's packed copy when it has one
 // with the same layout, else the session's copy (packed once per session and layout, shared by
-// every plan: `cache`, may be null), else a reorder into memory of the kernel's own.
+// every plan: `cache`, may be null), else a reorder into memory of the kernel's own. With a
+// `variant`, what is packed is `derived` (the kernel's derivation of w's value, named by
+// `variant`), still cached as a layout of w.
 inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
                                             const dnnl::memory::desc& wanted, const TensorInfo& w,
-                                            WeightCache* cache) {
+                                            WeightCache* cache, const std::string& variant = {},
+                                            const Tensor* derived = nullptr) {
+  const Tensor& source = derived ? *derived : *w.value;
   PackedWeights packed;
   const size_t total = kPackedHeader + wanted.get_size();
   auto use = [&](const PackedData& d, bool own) -> Status {
@@ -255,7 +272,7 @@ inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
     return Status::ok();
   };
   if (w.packed) {
-    const std::string key = packed_key();
+    const std::string key = packed_key(variant);
     for (const PackedData& d : *w.packed) {
       if (d.key != key || d.data.byte_size() != total) continue;
       const dnnl_memory_desc_t stored = stored_desc(d);
@@ -270,25 +287,27 @@ inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
     uint64_t hash = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof(wanted.data); ++i) hash = (hash ^ md[i]) * 1099511628211ull;
     TERN_ASSIGN_OR_RETURN(PackedData d,
-                          cache->packed(*w.value, str_cat(packed_key(), " ", hash),
-                                        [&] { return reorder_weights(plain, wanted, *w.value); }));
+                          cache->packed(*w.value, str_cat(packed_key(variant), " #", hash), [&] {
+                            return reorder_weights(plain, wanted, source, variant);
+                          }));
     const dnnl_memory_desc_t stored = stored_desc(d);
     if (d.data.byte_size() == total && dnnl_memory_desc_equal(&stored, &wanted.data)) {
       TERN_RETURN_IF_ERROR(use(d, false));
       return packed;
     }
   }
-  TERN_ASSIGN_OR_RETURN(PackedData d, reorder_weights(plain, wanted, *w.value));
+  TERN_ASSIGN_OR_RETURN(PackedData d, reorder_weights(plain, wanted, source, variant));
   TERN_RETURN_IF_ERROR(use(d, true));
   return packed;
 }
 
 // The layouts of `w` the session has packed so far, for a primitive to try before it lets oneDNN
 // choose: one packed copy then serves every shape the library accepts it for.
-inline std::vector<dnnl::memory::desc> known_layouts(const TensorInfo& w, WeightCache* cache) {
+inline std::vector<dnnl::memory::desc> known_layouts(const TensorInfo& w, WeightCache* cache,
+                                                     const std::string& variant = {}) {
   std::vector<dnnl::memory::desc> out;
   if (!cache || !w.value) return out;
-  for (const PackedData& d : cache->layouts(*w.value, packed_key())) {
+  for (const PackedData& d : cache->layouts(*w.value, packed_key(variant) + " #")) {
     out.emplace_back(stored_desc(d));
   }
   return out;

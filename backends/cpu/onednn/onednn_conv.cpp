@@ -13,6 +13,7 @@
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
+#include "ops/common/window.h"
 #include "ops/fused_conv.h"
 
 namespace tern {
@@ -53,6 +54,90 @@ void append_step(dnnl::post_ops& po, const ops::FusedStep& st) {
   }
 }
 
+// Cuts the kernel taps that read only padding, at every output position, from p (kernel size,
+// pads; the output size stays) where the pads stay non-negative; returns the first tap kept per
+// spatial dim. Along a dim of size `in`, tap t reads o*s - pb + t*d for outputs o = 0..out-1.
+std::vector<int64_t> cut_padding_taps(ops::ConvParams& p) {
+  ops::Window& w = p.win;
+  std::vector<int64_t> first(w.spatial, 0);
+  for (size_t a = 0; a < w.spatial; ++a) {
+    const int64_t in = w.in[a], out = w.out[a], s = w.strides[a], d = w.dilations[a];
+    const int64_t pb = w.pads_begin[a], pe = w.pads_end[a], kk = w.kernel[a];
+    int64_t k0 = 0, k1 = kk - 1;
+    while (k0 < k1 && (out - 1) * s - pb + k0 * d < 0) ++k0;  // reads before the input only
+    while (k1 > k0 && -pb + k1 * d >= in) --k1;               // reads past it only
+    const int64_t nb = pb - k0 * d, ne = pe - (kk - 1 - k1) * d;
+    if ((k0 == 0 && k1 == kk - 1) || nb < 0 || ne < 0) continue;
+    first[a] = k0;
+    w.kernel[a] = k1 - k0 + 1;
+    w.pads_begin[a] = nb;
+    w.pads_end[a] = ne;
+    p.w[2 + a] = k1 - k0 + 1;
+  }
+  return first;
+}
+
+// How many neighbouring groups to compute as one (block-diagonal weights, zeros between) so that
+// each merged group's input and output channels are whole blocks of `block`; 1 when none fits
+// (or the groups are whole blocks already).
+int64_t merge_factor(const ops::ConvParams& p, int block) {
+  if (p.group <= 1 || block <= 1) return 1;
+  const int64_t icg = p.w[1], ocg = p.w[0] / p.group;
+  if (icg % block == 0 && ocg % block == 0) return 1;
+  for (int64_t m = 2; m <= p.group && m * std::min(icg, ocg) <= 4 * block; ++m) {
+    if (p.group % m == 0 && (m * icg) % block == 0 && (m * ocg) % block == 0) return m;
+  }
+  return 1;
+}
+
+// Names the weights a kernel derived from the model's: taps cut (first kept tap and count per
+// dim) and groups merged. Empty when they are the model's.
+std::string variant(const std::vector<int64_t>& tap0, int64_t merge) {
+  std::string v;
+  bool cut = false;
+  for (int64_t t : tap0) cut |= t != 0;
+  if (cut) {
+    v = "taps";
+    for (int64_t t : tap0) v = str_cat(v, ",", t);
+  }
+  if (merge > 1) v = str_cat(v, v.empty() ? "" : " ", "merge", merge);
+  return v;
+}
+
+// The weights of `cut` (taps cut from `orig`'s, starting at tap0) with `merge` groups as one:
+// [M, C/group * merge, k...], zero where an output channel's merged group does not read.
+Expected<Tensor> derive_weights(const Tensor& w, const ops::ConvParams& orig,
+                                const ops::ConvParams& cut, const std::vector<int64_t>& tap0,
+                                int64_t merge) {
+  const int64_t M = orig.w[0], icg = orig.w[1], ocg = M / orig.group;
+  Shape shape = cut.w;
+  shape[1] = icg * merge;
+  TERN_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(DType::kFloat32, shape));
+  const ops::Window o3 = ops::as_3d(orig.win), c3 = ops::as_3d(cut.win);
+  std::vector<int64_t> t3(3, 0);
+  for (size_t a = 0; a < tap0.size(); ++a) t3[3 - tap0.size() + a] = tap0[a];
+  const int64_t otaps = o3.kernel[0] * o3.kernel[1] * o3.kernel[2];
+  const int64_t ctaps = c3.kernel[0] * c3.kernel[1] * c3.kernel[2];
+  const float* src = w.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t j = (m % (ocg * merge)) / ocg;  // which of the merged groups m belongs to
+    for (int64_t i = 0; i < icg; ++i) {
+      const float* from = src + (m * icg + i) * otaps;
+      float* to = dst + (m * icg * merge + j * icg + i) * ctaps;
+      for (int64_t kd = 0; kd < c3.kernel[0]; ++kd) {
+        for (int64_t kh = 0; kh < c3.kernel[1]; ++kh) {
+          for (int64_t kw = 0; kw < c3.kernel[2]; ++kw) {
+            to[(kd * c3.kernel[1] + kh) * c3.kernel[2] + kw] =
+                from[((kd + t3[0]) * o3.kernel[1] + kh + t3[1]) * o3.kernel[2] + kw + t3[2]];
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 class OnednnConv final : public onednn::PackedWeightKernel {
  public:
   const char* name() const override { return name_; }
@@ -65,7 +150,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       return unsupported("oneDNN Conv is not deterministic across thread counts");
     }
     TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx));
-    const ops::ConvParams& p = fp.conv;
+    ops::ConvParams p = fp.conv;
     auto k = std::make_unique<OnednnConv>();
     // oneDNN 2.6's depthwise kernel computes a second eltwise_linear post-op in one chain wrongly:
     // the epilogue from its second Affine on runs here, on the destination, after the primitive.
@@ -75,21 +160,12 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     }
     k->tail_.assign(second_affine, fp.epilogue.end());
     fp.epilogue.erase(second_affine, fp.epilogue.end());
+    const Tensor* wconst = ctx.inputs[1].value;
+    // Taps that read only padding at every output position are cut (constant weights): ASPP's
+    // dilation-24 3x3 on a 14x14 map is a 1x1 convolution, which oneDNN also has a direct kernel
+    // for where it has none for the dilated one.
+    const std::vector<int64_t> tap0 = wconst ? cut_padding_taps(p) : std::vector<int64_t>();
     const size_t s = p.win.spatial;
-    const bool grouped = p.group > 1;
-    dnnl::memory::dims wdims;
-    if (grouped) {
-      wdims = {p.group, p.w[0] / p.group, p.w[1]};
-      wdims.insert(wdims.end(), p.w.begin() + 2, p.w.end());
-    } else {
-      wdims = onednn::to_dims(p.w);
-    }
-    const tag wtag = grouped ? (s == 1   ? tag::goiw
-                                : s == 2 ? tag::goihw
-                                         : tag::goidhw)
-                             : (s == 1   ? tag::oiw
-                                : s == 2 ? tag::oihw
-                                         : tag::oidhw);
     dnnl::memory::dims dil;
     for (int64_t d : p.win.dilations) dil.push_back(d - 1);
     const int in_block = ctx.inputs[0].block, out_block = ctx.outputs[0].block;
@@ -97,6 +173,8 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     try {
       k->user_src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
                                            onednn::layout_tag(p.x.size(), in_block));
+      k->user_dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
+                                           onednn::layout_tag(p.y.size(), out_block));
       // The layouts the primitive reads and writes, when they differ from the planned ones
       // (reordered in the workspace before and after it):
       // - a blocked source with a plain destination (output channels not a whole number of
@@ -107,40 +185,45 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       //   7.6 against 10.8 ms at one thread, reorders ~0.3 ms), unless the kernel is 1x1;
       // - a source in another layout than the destination (plain past the first layer's few
       //   channels, the other block size; always for channels-last): reordered so a direct
-      //   kernel runs, not oneDNN's reference fallback.
+      //   kernel runs, not oneDNN's reference fallback;
+      // - channels-last (or plain) for both, where oneDNN has only its reference kernel for the
+      //   planned layout: groups of a width that is not a whole number of channel blocks, some
+      //   dilations (see below).
       const bool avx512 = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx512;
       // 1x1 kernels compute little per output element: there the reorders would cost more.
       const bool pointwise =
           std::all_of(p.w.begin() + 2, p.w.end(), [](int64_t d) { return d == 1; });
-      int dst_block = out_block;
+      int planned_block = out_block;
       if (in_block != 0 && out_block == 0) {
-        dst_block = in_block;
+        planned_block = in_block;
       } else if (avx512 && out_block == 8 && !pointwise &&
                  (in_block == 16 || (in_block == 0 && p.x[1] > 4))) {
-        dst_block = 16;
+        planned_block = 16;
       }
-      const bool last_out = onednn::layout_tag(4, dst_block) == tag::nhwc;
-      k->src_md_ = k->user_src_md_;
-      if (in_block != dst_block && dst_block != 0 && (p.x[1] > 4 || last_out)) {
-        k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
-                                        onednn::layout_tag(p.x.size(), dst_block));
-        k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-            onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
-        k->src_reorder_bytes_ = k->src_md_.get_size();
-      }
-      k->user_dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
-                                           onednn::layout_tag(p.y.size(), out_block));
-      k->dst_md_ = k->user_dst_md_;
-      if (dst_block != out_block) {
-        k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
-                                        onednn::layout_tag(p.y.size(), dst_block));
-        k->dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-            onednn::engine(), k->dst_md_, onednn::engine(), k->user_dst_md_));
-        k->dst_reorder_bytes_ = k->dst_md_.get_size();
-      }
-      dnnl::memory::desc plain_w(wdims, dt::f32, wtag);
-      const Tensor* wconst = ctx.inputs[1].value;
-      // Constant weights: let oneDNN pick its layout and pack once. Otherwise read them plain.
+      auto set_layout = [&](int dst_block) {
+        const bool last_out = onednn::layout_tag(p.y.size(), dst_block) == tag::nhwc;
+        k->src_md_ = k->user_src_md_;
+        k->src_reorder_ = dnnl::reorder();
+        k->src_reorder_bytes_ = 0;
+        if (in_block != dst_block && (dst_block != 0 || in_block != 0) &&
+            (p.x[1] > 4 || last_out || dst_block == 0)) {
+          k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
+                                          onednn::layout_tag(p.x.size(), dst_block));
+          k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+              onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
+          k->src_reorder_bytes_ = k->src_md_.get_size();
+        }
+        k->dst_md_ = k->user_dst_md_;
+        k->dst_reorder_ = dnnl::reorder();
+        k->dst_reorder_bytes_ = 0;
+        if (dst_block != out_block) {
+          k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
+                                          onednn::layout_tag(p.y.size(), dst_block));
+          k->dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+              onednn::engine(), k->dst_md_, onednn::engine(), k->user_dst_md_));
+          k->dst_reorder_bytes_ = k->dst_md_.get_size();
+        }
+      };
       dnnl::memory::desc b_md;
       if (p.has_bias) b_md = dnnl::memory::desc({p.w[0]}, dt::f32, tag::x);
       dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
@@ -148,30 +231,85 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       if (fp.has_sum) po.append_sum(1.0f);
       for (const ops::FusedStep& st : fp.epilogue) append_step(po, st);
       attr.set_post_ops(po);
-      auto make_pd = [&](const dnnl::memory::desc& w_md) {
-        auto desc = dnnl::convolution_forward::desc(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_,
-            w_md, b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil,
-            onednn::to_dims(p.win.pads_begin), onednn::to_dims(p.win.pads_end));
-        return dnnl::convolution_forward::primitive_desc(desc, attr, onednn::engine());
-      };
-      // Constant weights: a layout the session packed them in for another shape, when oneDNN
-      // takes it (one copy for every image size), else the layout oneDNN picks, packed once.
-      std::optional<dnnl::convolution_forward::primitive_desc> chosen;
-      for (const auto& known : wconst ? onednn::known_layouts(ctx.inputs[1], ctx.weights)
-                                      : std::vector<dnnl::memory::desc>{}) {
-        try {
-          auto candidate = make_pd(known);
-          if (candidate.weights_desc() == known) {
-            chosen = std::move(candidate);
-            break;
-          }
-        } catch (const dnnl::error&) {  // no implementation takes that layout here
+      using Pd = dnnl::convolution_forward::primitive_desc;
+      // The primitive for `merge` groups computed as one (block-diagonal weights) in layout
+      // `dst_block`; its plain weight layout in `plain_w`.
+      dnnl::memory::desc plain_w;
+      auto make = [&](int dst_block, int64_t merge) -> Pd {
+        set_layout(dst_block);
+        const int64_t g = p.group / merge;
+        dnnl::memory::dims wdims;
+        if (p.group > 1) {
+          wdims = {g, p.w[0] / g, p.w[1] * merge};
+          wdims.insert(wdims.end(), p.w.begin() + 2, p.w.end());
+        } else {
+          wdims = onednn::to_dims(p.w);
         }
+        const tag wtag = p.group > 1 ? (s == 1   ? tag::goiw
+                                        : s == 2 ? tag::goihw
+                                                 : tag::goidhw)
+                                     : (s == 1   ? tag::oiw
+                                        : s == 2 ? tag::oihw
+                                                 : tag::oidhw);
+        plain_w = dnnl::memory::desc(wdims, dt::f32, wtag);
+        auto make_pd = [&](const dnnl::memory::desc& w_md) {
+          auto desc = dnnl::convolution_forward::desc(
+              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_,
+              w_md, b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil,
+              onednn::to_dims(p.win.pads_begin), onednn::to_dims(p.win.pads_end));
+          return Pd(desc, attr, onednn::engine());
+        };
+        // Constant weights: a layout the session packed them in for another shape, when oneDNN
+        // takes it (one copy for every image size), else the layout oneDNN picks, packed once.
+        if (wconst) {
+          for (const auto& known :
+               onednn::known_layouts(ctx.inputs[1], ctx.weights, variant(tap0, merge))) {
+            try {
+              auto candidate = make_pd(known);
+              if (candidate.weights_desc() == known) return candidate;
+            } catch (const dnnl::error&) {  // no implementation takes that layout here
+            }
+          }
+        }
+        return make_pd(wconst ? dnnl::memory::desc(wdims, dt::f32, tag::any) : plain_w);
+      };
+      auto is_ref = [](const Pd& pd) {
+        return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+      };
+      int64_t merge = 1;
+      int layout = planned_block;
+      std::optional<Pd> chosen = make(layout, 1);
+      if (is_ref(*chosen)) {
+        // oneDNN's direct kernels take channels-last for groups of any width and for dilations
+        // its blocked kernels decline (AVX-512); on AVX2 merging narrow groups into groups of
+        // whole blocks (zero weights between them) keeps a direct kernel in the planned layout.
+        std::vector<std::pair<int, int64_t>> tries;
+        constexpr int kChannelsLast = 1;  // any block other than 8 and 16 means channels-last
+        const bool rank4 = p.x.size() == 4;
+        if (rank4) tries.emplace_back(kChannelsLast, 1);
+        const int64_t m = wconst ? merge_factor(p, planned_block) : 1;
+        if (m > 1) tries.emplace_back(planned_block, m);
+        tries.emplace_back(0, 1);  // plain: oneDNN's im2col GEMM
+        for (const auto& [blk, mg] : tries) {
+          std::optional<Pd> candidate;
+          try {
+            candidate = make(blk, mg);
+          } catch (const dnnl::error&) {
+            continue;
+          }
+          // Channels-last only for a direct kernel: its GEMM is no faster than the plain one.
+          const std::string impl = candidate->impl_info_str();
+          if (is_ref(*candidate) ||
+              (blk == kChannelsLast && impl.find("gemm") != std::string::npos))
+            continue;
+          chosen = std::move(candidate);
+          layout = blk;
+          merge = mg;
+          break;
+        }
+        make(layout, merge);  // the layouts and reorders of the chosen candidate
       }
-      if (!chosen)
-        chosen = make_pd(wconst ? dnnl::memory::desc(wdims, dt::f32, tag::any) : plain_w);
-      const dnnl::convolution_forward::primitive_desc& pd = *chosen;
+      const Pd& pd = *chosen;
       k->prim_ = dnnl::convolution_forward(pd);
       k->has_bias_ = p.has_bias;
       k->has_sum_ = fp.has_sum;
@@ -183,13 +321,16 @@ class OnednnConv final : public onednn::PackedWeightKernel {
             dnnl::reorder::primitive_desc(onednn::engine(), z_md, onednn::engine(), k->dst_md_));
         k->z_needs_reorder_ = true;
       }
-      const std::string impl = pd.impl_info_str();
-      k->name_ = impl.find("gemm") != std::string::npos  ? "onednn(gemm)"
-                 : impl.find("jit") != std::string::npos ? "onednn(jit)"
-                                                         : "onednn";
+      k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       if (wconst) {
-        TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
-                                                                 ctx.inputs[1], ctx.weights));
+        const std::string v = variant(tap0, merge);
+        std::optional<Tensor> derived;
+        if (!v.empty()) {
+          TERN_ASSIGN_OR_RETURN(derived, derive_weights(*wconst, fp.conv, p, tap0, merge));
+        }
+        TERN_ASSIGN_OR_RETURN(k->packed_w_,
+                              onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1],
+                                                   ctx.weights, v, derived ? &*derived : nullptr));
         k->packed_ = true;
       }
       k->args_ =

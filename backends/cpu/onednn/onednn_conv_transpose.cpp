@@ -11,7 +11,7 @@ using dt = dnnl::memory::data_type;
 
 class OnednnConvTranspose final : public onednn::PackedWeightKernel {
  public:
-  const char* name() const override { return "onednn"; }
+  const char* name() const override { return name_; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
@@ -51,6 +51,7 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
           onednn::to_dims(p.win.strides), dil, onednn::to_dims(p.win.pads_begin), pad_r);
       dnnl::deconvolution_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
                                                      onednn::engine());
+      k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       k->prim_ = dnnl::deconvolution_forward(pd);
       k->has_bias_ = p.has_bias;
       TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
@@ -70,6 +71,7 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
   }
 
  private:
+  const char* name_ = "onednn";
   dnnl::deconvolution_forward prim_;
   dnnl::memory::desc src_md_, dst_md_;
   onednn::ArgPool args_;

@@ -14,7 +14,7 @@ using dt = dnnl::memory::data_type;
 
 class OnednnMatMul final : public onednn::PackedWeightKernel {
  public:
-  const char* name() const override { return "onednn"; }
+  const char* name() const override { return name_; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
@@ -55,6 +55,7 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
       auto desc = fp.has_bias ? dnnl::matmul::desc(k->a_md_, any_w, k->bias_md_, k->y_md_)
                               : dnnl::matmul::desc(k->a_md_, any_w, k->y_md_);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
+      k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       k->prim_ = dnnl::matmul(pd);
       TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
                                                                ctx.inputs[1], ctx.weights));
@@ -73,6 +74,7 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
   }
 
  private:
+  const char* name_ = "onednn";
   dnnl::matmul prim_;
   dnnl::memory::desc a_md_, y_md_, bias_md_;
   bool has_bias_ = false;

@@ -14,7 +14,7 @@ using dt = dnnl::memory::data_type;
 
 class OnednnPool final : public Kernel {
  public:
-  const char* name() const override { return "onednn"; }
+  const char* name() const override { return name_; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
@@ -73,6 +73,7 @@ class OnednnPool final : public Kernel {
           onednn::to_dims(w.kernel), onednn::to_dims(w.pads_begin), pad_r);
       dnnl::pooling_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
                                                onednn::engine());
+      k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       k->prim_ = dnnl::pooling_forward(pd);
       k->args_ = onednn::ArgPool({{DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_DST, k->dst_md_}},
                                  pd.scratchpad_desc());
@@ -87,6 +88,7 @@ class OnednnPool final : public Kernel {
   }
 
  private:
+  const char* name_ = "onednn";
   dnnl::pooling_forward prim_;
   dnnl::memory::desc src_md_, dst_md_;
   onednn::ArgPool args_;

@@ -29,9 +29,25 @@ struct VecOps {
   // null), the mean and then the variance of the deviations summed in 16 lanes (y may be x).
   void (*layer_norm)(const float* x, const float* scale, const float* bias, float eps, float* y,
                      int64_t n);
+  // y[i] = act(x[i]) for an Activation below, with parameter alpha (y may be x).
+  void (*activation)(int act, float alpha, const float* x, float* y, int64_t n);
+  // The mean of x and 1 / sqrt(variance + eps) (the deviations' squares summed in 16 lanes, as
+  // layer_norm does): InstanceNormalization's and GroupNorm's statistics per plane.
+  void (*moments)(const float* x, int64_t n, float eps, float* mean, float* inv_std);
+  // y[i] = x[i] * a + b (y may be x).
+  void (*affine)(const float* x, float a, float b, float* y, int64_t n);
   // y[i] = a[i] op b[i], op 0..3 = + - * /; a step of 0 repeats element 0 (y may be a or b).
   void (*binary)(int op, const float* a, int a_step, const float* b, int b_step, float* y,
                  int64_t n);
+};
+
+// VecOps::activation's functions; errors those of erf and tanh (GELU's two forms use them).
+enum class Activation : int {
+  kGelu = 0,       // x / 2 * (1 + erf(x / sqrt 2))
+  kGeluTanh = 1,   // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  kLeakyRelu = 2,  // x < 0 ? alpha x : x
+  kElu = 3,        // x < 0 ? alpha (exp(x) - 1) : x
+  kTanh = 4,
 };
 
 // The table for an ISA level (levels the build or the CPU lack fall back to a lower one).

@@ -21,8 +21,17 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx2Ops = {"avx2",          vec_avx2::scale,   vec_avx2::max,  vec_avx2::exp_sum,
-                         vec_avx2::erf,   vec_avx2::sigmoid, vec_avx2::tanh, vec_avx2::layer_norm,
+const VecOps kAvx2Ops = {"avx2",
+                         vec_avx2::scale,
+                         vec_avx2::max,
+                         vec_avx2::exp_sum,
+                         vec_avx2::erf,
+                         vec_avx2::sigmoid,
+                         vec_avx2::tanh,
+                         vec_avx2::layer_norm,
+                         vec_avx2::activation,
+                         vec_avx2::moments,
+                         vec_avx2::affine,
                          vec_avx2::binary};
 }  // namespace tern::vec_detail
 #endif

@@ -22,9 +22,17 @@
 #pragma GCC pop_options
 
 namespace tern::vec_detail {
-const VecOps kAvx512Ops = {
-    "avx512",          vec_avx512::scale,   vec_avx512::max,  vec_avx512::exp_sum,
-    vec_avx512::erf,   vec_avx512::sigmoid, vec_avx512::tanh, vec_avx512::layer_norm,
-    vec_avx512::binary};
+const VecOps kAvx512Ops = {"avx512",
+                           vec_avx512::scale,
+                           vec_avx512::max,
+                           vec_avx512::exp_sum,
+                           vec_avx512::erf,
+                           vec_avx512::sigmoid,
+                           vec_avx512::tanh,
+                           vec_avx512::layer_norm,
+                           vec_avx512::activation,
+                           vec_avx512::moments,
+                           vec_avx512::affine,
+                           vec_avx512::binary};
 }  // namespace tern::vec_detail
 #endif

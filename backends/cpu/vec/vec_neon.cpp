@@ -181,6 +181,46 @@ void layer_norm(const float* x, const float* scale, const float* bias, float eps
   }
 }
 
+inline float32x4_t select_neg(float32x4_t x, float32x4_t neg) {
+  return vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), neg, x);
+}
+
+void activation(int act, float alpha, const float* x, float* y, int64_t n) {
+  const float32x4_t a = vdupq_n_f32(alpha), half = vdupq_n_f32(0.5f), one = vdupq_n_f32(1.0f);
+  switch (act) {
+    case 0:
+      return map4(x, y, n, [=](float32x4_t v) {
+        return vmulq_f32(vmulq_f32(half, v),
+                         vaddq_f32(one, erf4(vmulq_f32(v, vdupq_n_f32(0.70710678118654752f)))));
+      });
+    case 1:
+      return map4(x, y, n, [=](float32x4_t v) {
+        const float32x4_t cube = vmulq_f32(vmulq_f32(v, v), vmulq_f32(v, vdupq_n_f32(0.044715f)));
+        const float32x4_t inner = vmulq_f32(vdupq_n_f32(0.79788456080286536f), vaddq_f32(v, cube));
+        return vmulq_f32(vmulq_f32(half, v), vaddq_f32(one, tanh4(inner)));
+      });
+    case 2:
+      return map4(x, y, n, [=](float32x4_t v) { return select_neg(v, vmulq_f32(v, a)); });
+    case 3:
+      return map4(x, y, n, [=](float32x4_t v) {
+        return select_neg(v, vmulq_f32(a, vsubq_f32(exp4(v), one)));
+      });
+    default:
+      return map4(x, y, n, tanh4);
+  }
+}
+
+void moments(const float* x, int64_t n, float eps, float* mean_out, float* inv_out) {
+  const float mean = sum16(x, n, 0.0f, false) / static_cast<float>(n);
+  *mean_out = mean;
+  *inv_out = 1.0f / std::sqrt(sum16(x, n, mean, true) / static_cast<float>(n) + eps);
+}
+
+void affine(const float* x, float a, float b, float* y, int64_t n) {
+  const float32x4_t va = vdupq_n_f32(a), vb = vdupq_n_f32(b);
+  map4(x, y, n, [=](float32x4_t v) { return vfmaq_f32(vb, v, va); });
+}
+
 template <int Op>
 void binary_op(const float* a, int a_step, const float* b, int b_step, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
@@ -200,8 +240,17 @@ void binary(int op, const float* a, int a_step, const float* b, int b_step, floa
 }  // namespace tern::vec_neon
 
 namespace tern::vec_detail {
-const VecOps kNeonOps = {"neon",          vec_neon::scale,   vec_neon::max,  vec_neon::exp_sum,
-                         vec_neon::erf,   vec_neon::sigmoid, vec_neon::tanh, vec_neon::layer_norm,
+const VecOps kNeonOps = {"neon",
+                         vec_neon::scale,
+                         vec_neon::max,
+                         vec_neon::exp_sum,
+                         vec_neon::erf,
+                         vec_neon::sigmoid,
+                         vec_neon::tanh,
+                         vec_neon::layer_norm,
+                         vec_neon::activation,
+                         vec_neon::moments,
+                         vec_neon::affine,
                          vec_neon::binary};
 }  // namespace tern::vec_detail
 #endif

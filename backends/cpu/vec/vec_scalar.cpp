@@ -12,10 +12,18 @@
 namespace tern {
 
 namespace vec_detail {
-const VecOps kScalarOps = {
-    "scalar",          vec_scalar::scale,   vec_scalar::max,  vec_scalar::exp_sum,
-    vec_scalar::erf,   vec_scalar::sigmoid, vec_scalar::tanh, vec_scalar::layer_norm,
-    vec_scalar::binary};
+const VecOps kScalarOps = {"scalar",
+                           vec_scalar::scale,
+                           vec_scalar::max,
+                           vec_scalar::exp_sum,
+                           vec_scalar::erf,
+                           vec_scalar::sigmoid,
+                           vec_scalar::tanh,
+                           vec_scalar::layer_norm,
+                           vec_scalar::activation,
+                           vec_scalar::moments,
+                           vec_scalar::affine,
+                           vec_scalar::binary};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {
