@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "graph_builder.h"
+#include "serialization/model_io.h"
 #include "test_util.h"
 #include "tools/tern/npy.h"
 
@@ -120,6 +122,37 @@ TEST_SUITE("cli") {
     CHECK(empty.code == 1);
     CHECK(empty.output.find("empty sequence") != std::string::npos);
     std::filesystem::remove_all(dir);
+  }
+
+  TEST_CASE("tern bench reports the share of node time in reference kernels, warns above 5%") {
+    // Trilu has only its portable reference kernel: a model of one is all reference time.
+    GraphMaker m;
+    m.g.opset = 17;
+    const int x =
+        m.g.add_value("x", tern::ValueType{tern::DType::kFloat32, true, {{512, ""}, {512, ""}}});
+    m.g.inputs.push_back(x);
+    m.g.outputs.push_back(m.node("Trilu", {x}));
+    const std::string model = "cli_bench_trilu.tern";
+    REQUIRE(tern::serialization::save_tern(m.g, model).is_ok());
+    Result r = run_cli("bench " + model + " --runs 3 --warmup 1 --no-progress");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK(r.output.find("of node time in reference kernels (Trilu") != std::string::npos);
+    CHECK(r.output.find("warning: over 5%") != std::string::npos);
+    Result j = run_cli("bench " + model + " --runs 3 --warmup 1 --json");
+    CHECK(j.output.find("\"reference_kernel_ops\":{\"Trilu\":") != std::string::npos);
+    // The conv model of the fuzz corpus runs on optimized kernels only: no warning.
+    Result conv =
+        run_cli("bench " + std::string(TERN_SOURCE_DIR) +
+                "/tests/fuzz/corpus/tern_loader/conv.tern --runs 3 --warmup 1 --no-progress");
+    INFO(conv.output);
+    CHECK(conv.code == 0);
+    CHECK(conv.output.find("kernels: ") != std::string::npos);
+    if (tern_onednn_is_available()) CHECK(conv.output.find("warning:") == std::string::npos);
+    // --no-kernel-report leaves the line out.
+    CHECK(run_cli("bench " + model + " --runs 1 --no-kernel-report").output.find("kernels:") ==
+          std::string::npos);
+    std::filesystem::remove(model);
   }
 
   TEST_CASE("bad command lines exit non-zero with a message") {

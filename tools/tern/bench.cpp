@@ -1,7 +1,13 @@
 // `tern bench MODEL`: session creation time, then warm-up runs and timed runs; prints latency
-// percentiles, throughput, planned memory and peak RSS, or one JSON object with --json.
+// percentiles, throughput, planned memory and peak RSS, and the share of node time in reference
+// kernels per op type (from a profile: --profile's, else a second, profiled session's three
+// runs), or one JSON object with --json.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -31,12 +37,101 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[std::min(sorted.size() - 1, i)];
 }
 
+// Where node time goes, from a profile: per op type, the share of all node time spent in
+// reference kernels (the portable "reference" ones and oneDNN's "onednn(ref)").
+struct KernelReport {
+  double total_us = 0, reference_us = 0;
+  std::map<std::string, double> reference_by_op;  // op type -> microseconds
+  bool ok = false;
+};
+
+// The value of "key":"..." or "key":number in one trace line ("" when absent).
+std::string field(const std::string& line, const std::string& key) {
+  const std::string tag = "\"" + key + "\":";
+  size_t at = line.find(tag);
+  if (at == std::string::npos) return "";
+  at += tag.size();
+  if (at < line.size() && line[at] == '"') {
+    const size_t end = line.find('"', at + 1);
+    return end == std::string::npos ? "" : line.substr(at + 1, end - at - 1);
+  }
+  size_t end = at;
+  while (end < line.size() && (std::isdigit(static_cast<unsigned char>(line[end])) ||
+                               line[end] == '.' || line[end] == '-' || line[end] == 'e')) {
+    ++end;
+  }
+  return line.substr(at, end - at);
+}
+
+bool is_reference_kernel(const std::string& kernel) {
+  return kernel == "reference" || kernel == "onednn(ref)";
+}
+
+// Reads the trace the profiler wrote (one event per line).
+KernelReport read_profile(const std::string& path) {
+  KernelReport r;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("\"cat\":\"node\"") == std::string::npos) continue;
+    const double us = std::atof(field(line, "dur").c_str());
+    r.total_us += us;
+    if (is_reference_kernel(field(line, "kernel"))) {
+      r.reference_us += us;
+      r.reference_by_op[field(line, "op")] += us;
+    }
+    r.ok = true;
+  }
+  return r;
+}
+
+// Profiles `runs` runs of a second session of the model (the timed runs stay unprofiled).
+KernelReport profile_kernels(const RunSetup& setup, int runs) {
+  char path[] = "/tmp/tern_bench_profile_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return {};
+  close(fd);
+  RunSetup profiled = setup;
+  profiled.profile_path = path;
+  KernelReport r;
+  Prepared p;
+  if (prepare("bench", profiled, &p) == 0) {
+    bool ran = true;
+    for (int i = 0; i < runs && ran; ++i) {
+      ValueList outputs;
+      outputs.reset(p.out_names.size());
+      ran = tern_session_run_values(p.session.get(), p.run_options.get(), p.in_names.data(),
+                                    p.values.v.data(), p.values.v.size(), p.out_names.data(),
+                                    p.out_names.size(), outputs.v.data()) == TERN_OK;
+    }
+    if (ran && tern_session_end_profiling(p.session.get()) == TERN_OK) r = read_profile(path);
+  }
+  std::remove(path);
+  return r;
+}
+
+// "Pad 8.1%, MaxPool 2.0%" (largest first) for the reference kernels' op types.
+std::string reference_ops(const KernelReport& r, bool json) {
+  std::vector<std::pair<double, std::string>> ops;
+  for (const auto& [op, us] : r.reference_by_op) ops.emplace_back(us, op);
+  std::sort(ops.rbegin(), ops.rend());
+  std::string out;
+  char buf[160];
+  for (const auto& [us, op] : ops) {
+    const double pct = r.total_us > 0 ? 100.0 * us / r.total_us : 0;
+    std::snprintf(buf, sizeof buf, json ? "%s\"%s\":%.2f" : "%s%s %.1f%%", out.empty() ? "" : ", ",
+                  op.c_str(), pct);
+    out += buf;
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
   RunSetup setup;
   int runs = 50, warmup = 5;
-  bool json = false, bar = isatty(2) != 0;
+  bool json = false, bar = isatty(2) != 0, kernel_report = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     int handled = parse_setup_option("bench", args, i, &setup);
@@ -53,6 +148,8 @@ int cmd_bench(const std::vector<std::string>& args) {
       json = true;
     } else if (a == "--no-progress") {
       bar = false;
+    } else if (a == "--no-kernel-report") {
+      kernel_report = false;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "tern bench: unknown option '%s'\n", a.c_str());
       return 2;
@@ -66,7 +163,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (setup.model_path.empty()) {
     std::fprintf(stderr,
                  "usage: tern bench MODEL [--threads N] [--runs R] [--warmup W] "
-                 "[--input NAME=FILE.npy ...] [--json] [--profile FILE.json]\n");
+                 "[--input NAME=FILE.npy ...] [--json] [--profile FILE.json] "
+                 "[--no-kernel-report]\n");
     return 2;
   }
   Prepared p;
@@ -96,8 +194,15 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / runs;
   std::sort(times.begin(), times.end());
-  const double load_ms = p.load_ms + p.create_ms;
-  const size_t rss = peak_rss_bytes();
+  const double load_ms = p.load_ms + p.create_ms, model_ms = p.load_ms, create_ms = p.create_ms;
+  const size_t rss = peak_rss_bytes();  // before the kernel report's session
+  KernelReport kr;
+  if (kernel_report) {
+    p = Prepared();  // one session at a time
+    kr = setup.profile_path.empty() ? profile_kernels(setup, std::min(runs, 3))
+                                    : read_profile(setup.profile_path);
+  }
+  const double ref_pct = kr.total_us > 0 ? 100.0 * kr.reference_us / kr.total_us : 0;
   const int threads = setup.threads ? setup.threads : tern_get_num_threads();
   if (json) {
     std::printf(
@@ -106,10 +211,15 @@ int cmd_bench(const std::vector<std::string>& args) {
         "\"throughput_per_s\":%.2f,\"load_ms\":%.3f,\"model_load_ms\":%.3f,"
         "\"session_create_ms\":%.3f,\"first_run_ms\":%.3f,\"activation_bytes\":%zu,\"packed_weight_"
         "bytes\":%zu,"
-        "\"peak_rss_bytes\":%zu}\n",
+        "\"peak_rss_bytes\":%zu",
         setup.model_path.c_str(), threads, runs, warmup, times.front(), percentile(times, 0.5),
-        percentile(times, 0.9), times.back(), mean, 1000.0 / mean, load_ms, p.load_ms, p.create_ms,
+        percentile(times, 0.9), times.back(), mean, 1000.0 / mean, load_ms, model_ms, create_ms,
         first_ms, activation_bytes, packed_bytes, rss);
+    if (kr.ok) {
+      std::printf(",\"reference_kernel_percent\":%.2f,\"reference_kernel_ops\":{%s}", ref_pct,
+                  reference_ops(kr, true).c_str());
+    }
+    std::printf("}\n");
   } else {
     std::printf("model %s, threads %d, %d runs after %d warm-up\n", setup.model_path.c_str(),
                 threads, runs, warmup);
@@ -117,11 +227,21 @@ int cmd_bench(const std::vector<std::string>& args) {
                 times.front(), percentile(times, 0.5), percentile(times, 0.9), times.back(),
                 1000.0 / mean);
     std::printf("load: %.2f ms (model %.2f ms + session %.2f ms); first run %.3f ms\n", load_ms,
-                p.load_ms, p.create_ms, first_ms);
+                model_ms, create_ms, first_ms);
     std::printf(
         "memory: activations %.2f MiB planned, packed weights %.2f MiB, peak RSS %.1f MiB\n",
         static_cast<double>(activation_bytes) / 1048576.0,
         static_cast<double>(packed_bytes) / 1048576.0, static_cast<double>(rss) / 1048576.0);
+    if (kr.ok) {
+      std::printf("kernels: %.1f%% of node time in reference kernels%s%s%s\n", ref_pct,
+                  kr.reference_by_op.empty() ? "" : " (", reference_ops(kr, false).c_str(),
+                  kr.reference_by_op.empty() ? "" : ")");
+      if (ref_pct > 5.0) {
+        std::printf(
+            "warning: over 5%% of the run in reference kernels: the ops above have no optimized "
+            "kernel for these shapes, dtypes or layouts\n");
+      }
+    }
     if (!setup.profile_path.empty()) std::printf("profile: %s\n", setup.profile_path.c_str());
   }
   return 0;
