@@ -38,6 +38,18 @@ struct Attribute {
   // kGraph: g; kGraphs: graphs. Immutable once built, so copies of a node share them.
   std::shared_ptr<const Graph> g;
   std::vector<std::shared_ptr<const Graph>> graphs;
+
+  // An int / ints attribute (for passes that rewrite nodes).
+  static Attribute of_int(int64_t v) {
+    Attribute a;
+    a.i = v;
+    return a;
+  }
+  static Attribute of_ints(std::vector<int64_t> v) {
+    Attribute a;
+    a.kind = Kind::kInts, a.ints = std::move(v);
+    return a;
+  }
 };
 
 const char* attribute_kind_name(Attribute::Kind k);

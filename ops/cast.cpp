@@ -1,12 +1,14 @@
 // Cast and CastLike between every tensor type: numeric, bool, float16, bfloat16, strings, the
-// float8/float4/e8m0 types (saturate, round_mode) and the 4/2-bit integers (modular). Float to integer truncates toward zero
-// and saturates at the target's limits (NaN gives 0), so no input is undefined behaviour.
+// float8/float4/e8m0 types (saturate, round_mode) and the 4/2-bit integers (modular). Float to
+// integer truncates toward zero and saturates at the target's limits (NaN gives 0), so no input is
+// undefined behaviour.
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <limits>
+#include <string>
+#include <type_traits>
 
 #include "core/half.h"
 #include "core/low_float.h"
@@ -152,8 +154,68 @@ Status run_cast(const CastParams& p, const KernelArgs& a, const ExecContext& exe
   return Status::ok();
 }
 
+// The common casts as typed loops the compiler vectorises (the general path above goes through a
+// scalar of either kind per element): same type (a copy), integers and bool to floats, float to
+// double and back, integers to integers (modular), and any of these to bool.
+struct BoolByte {};  // bool, stored as one byte 0 or 1
+template <class T>
+using Stored = std::conditional_t<std::is_same_v<T, BoolByte>, uint8_t, T>;
+
+template <class From, class To>
+void convert(const Stored<From>* in, Stored<To>* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<To, BoolByte>) {
+      out[i] = in[i] != 0;
+    } else {
+      out[i] = static_cast<To>(in[i]);
+    }
+  }
+}
+
+// bool or a numeric type of C++ (not float16, bfloat16 or the 8/4/2-bit types).
+template <class T>
+bool visit_fast(DType t, T&& fn) {
+  if (t != DType::kBool) return ops::visit_numeric(t, fn);
+  fn(BoolByte{});
+  return true;
+}
+
+bool fast_cast(DType from, DType to) {
+  if (from == to) return from != DType::kString;
+  const bool from_float = from == DType::kFloat32 || from == DType::kFloat64;
+  const bool to_float = to == DType::kFloat32 || to == DType::kFloat64;
+  if (to_float && from != DType::kBool && !from_float && dtype_size(from) > 4) {
+    // 64-bit integers to float round as the general path does (through double).
+    return to == DType::kFloat64 && visit_fast(from, [](auto) {});
+  }
+  // Floats to integers keep the general path (its NaN and out-of-range handling).
+  if (from_float && !to_float && to != DType::kBool) return false;
+  return visit_fast(from, [](auto) {}) && visit_fast(to, [](auto) {});
+}
+
+Status run_fast_cast(const CastParams& p, const KernelArgs& a, const ExecContext& exec) {
+  const Tensor& in = *a.inputs[0];
+  Tensor& out = *a.outputs[0];
+  if (p.from == p.to) {
+    if (out.raw() != in.raw()) std::memcpy(out.raw(), in.raw(), in.byte_size());
+    return Status::ok();
+  }
+  visit_fast(p.from, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    visit_fast(p.to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const auto* x = static_cast<const Stored<From>*>(in.raw());
+      auto* y = static_cast<Stored<To>*>(out.raw());
+      parallel_for(in.numel(), 65536, exec.num_threads,
+                   [&](int64_t b, int64_t e) { convert<From, To>(x + b, y + b, e - b); });
+    });
+  });
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<Kernel>> make_cast(const OpContext& ctx) {
   CastParams p{ctx.inputs[0].dtype, ctx.outputs[0].dtype};
+  if (fast_cast(p.from, p.to)) return make_kernel("cast", p, run_fast_cast);
   if (!castable(p.from)) return ops::dtype_error(ctx, 0, "every tensor type");
   if (!castable(p.to)) return unsupported("cast to ", dtype_name(p.to), " is not supported");
   TERN_ASSIGN_OR_RETURN(int64_t sat, ctx.attrs().get_int("saturate", 1));

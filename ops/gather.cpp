@@ -90,23 +90,35 @@ Status infer_gather_elements(OpContext& ctx) {
   return Status::ok();
 }
 
-// Walks every index element: fn(index element position, data offset it addresses).
+// Walks every index element: fn(index element position, data offset it addresses). Row by row of
+// the last dim: the row's offset without the axis is computed once, the indices read typed.
 template <class Fn>
 Status walk_elements(const ElemParams& p, const Tensor& idx, Fn&& fn) {
   const Shape ds = ops::contiguous_strides(p.data);
   const size_t r = p.idx.size();
-  std::vector<int64_t> pos(r, 0);
   const int64_t n = numel(p.idx);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t k = idx.int_at(i);
-    const int64_t dim = p.data[static_cast<size_t>(p.axis)];
-    if (!resolve(k, dim)) return index_error(idx.int_at(i), dim);
-    int64_t off = 0;
-    for (size_t d = 0; d < r; ++d) {
-      off += (static_cast<int64_t>(d) == p.axis ? k : pos[d]) * ds[d];
+  if (n == 0) return Status::ok();
+  if (r == 0) {  // one scalar index into a scalar
+    int64_t k = idx.int_at(0);
+    if (!resolve(k, 1)) return index_error(idx.int_at(0), 1);
+    fn(0, 0);
+    return Status::ok();
+  }
+  const size_t last = r - 1, axis = static_cast<size_t>(p.axis);
+  const int64_t inner = p.idx[last], dim = p.data[axis];
+  const int64_t* i64 = idx.dtype() == DType::kInt64 ? idx.data<int64_t>() : nullptr;
+  const int32_t* i32 = i64 ? nullptr : idx.data<int32_t>();
+  std::vector<int64_t> pos(r, 0);  // the row's position (the last dim's entry stays 0)
+  for (int64_t row = 0; row * inner < n; ++row) {
+    int64_t base = 0;
+    for (size_t d = 0; d < last; ++d) base += d == axis ? 0 : pos[d] * ds[d];
+    for (int64_t j = 0; j < inner; ++j) {
+      const int64_t i = row * inner + j;
+      int64_t k = i64 ? i64[i] : i32[i];
+      if (!resolve(k, dim)) return index_error(i64 ? i64[i] : i32[i], dim);
+      fn(i, base + k * ds[axis] + (axis == last ? 0 : j * ds[last]));
     }
-    fn(i, off);
-    for (size_t d = r; d-- > 0;) {
+    for (size_t d = last; d-- > 0;) {
       if (++pos[d] < p.idx[d]) break;
       pos[d] = 0;
     }
@@ -124,14 +136,14 @@ Status run_gather_elements(const ElemParams& p, const KernelArgs& a, const ExecC
 
 Expected<ElemParams> elem_params(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 0));
-  TERN_ASSIGN_OR_RETURN(axis,
-                        ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
+  TERN_ASSIGN_OR_RETURN(
+      axis, ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));
   return ElemParams{ctx.inputs[0].dtype, axis, ctx.inputs[0].shape, ctx.inputs[1].shape};
 }
 
 Expected<std::unique_ptr<Kernel>> make_gather_elements(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ElemParams p, elem_params(ctx));
-  return make_kernel("reference", std::move(p), run_gather_elements);
+  return make_kernel("elements_rows", std::move(p), run_gather_elements);
 }
 
 Expected<Red> reduction_attr(const OpContext& ctx) {
@@ -178,7 +190,8 @@ Status run_scatter_elements(const ElemParams& p, const KernelArgs& a, const Exec
     using T = decltype(tag);
     T* y = a.outputs[0]->data<T>();
     const T* u = upd.data<T>();
-    st = walk_elements(p, *a.inputs[1], [&](int64_t i, int64_t off) { combine(p.red, y[off], u[i]); });
+    st = walk_elements(p, *a.inputs[1],
+                       [&](int64_t i, int64_t off) { combine(p.red, y[off], u[i]); });
   };
   if (!ops::visit_all_numeric(p.dtype, go)) ops::visit_by_size(p.dtype, go);
   return st;
@@ -195,7 +208,7 @@ Expected<std::unique_ptr<Kernel>> make_scatter_elements(const OpContext& ctx) {
   if (p.red != Red::kNone && !ops::visit_all_numeric(p.dtype, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "numeric types (with a reduction)");
   }
-  return make_kernel("reference", std::move(p), run_scatter_elements);
+  return make_kernel("elements_rows", std::move(p), run_scatter_elements);
 }
 
 // ---- GatherND / ScatterND -----------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Ops that make tensors from shapes and scalars: Size, ConstantOfShape, Range, EyeLike, OneHot,
 // Trilu, and the data-dependent NonZero.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -44,9 +45,29 @@ Status infer_constant_of_shape(OpContext& ctx) {
   return Status::ok();
 }
 
+// A fill: zero bytes by memset, other values of a fixed-size type by doubling copies of the
+// first element (log n memcpys), strings one by one.
 Status run_constant_of_shape(const Tensor& v, const KernelArgs& a, const ExecContext&) {
   Tensor& y = *a.outputs[0];
-  for (int64_t i = 0; i < y.numel(); ++i) ops::copy_elements(v.dtype(), v.raw(), 0, y.raw(), i, 1);
+  const int64_t n = y.numel();
+  if (n == 0) return Status::ok();
+  if (v.dtype() == DType::kString) {
+    for (int64_t i = 0; i < n; ++i) ops::copy_elements(v.dtype(), v.raw(), 0, y.raw(), i, 1);
+    return Status::ok();
+  }
+  const size_t es = v.byte_size(), total = y.byte_size();
+  auto* out = static_cast<uint8_t*>(y.raw());
+  const auto* value = static_cast<const uint8_t*>(v.raw());
+  if (std::all_of(value, value + es, [](uint8_t b) { return b == 0; })) {
+    std::memset(out, 0, total);
+    return Status::ok();
+  }
+  std::memcpy(out, value, es);
+  for (size_t filled = es; filled < total;) {
+    const size_t chunk = std::min(filled, total - filled);
+    std::memcpy(out + filled, out, chunk);
+    filled += chunk;
+  }
   return Status::ok();
 }
 
@@ -57,7 +78,7 @@ Expected<std::unique_ptr<Kernel>> make_constant_of_shape(const OpContext& ctx) {
   } else {
     TERN_ASSIGN_OR_RETURN(v, Tensor::allocate(DType::kFloat32, {1}));
   }
-  return make_kernel("reference", v, run_constant_of_shape);
+  return make_kernel("fill", v, run_constant_of_shape);
 }
 
 // ---- Range --------------------------------------------------------------------------------------
@@ -110,7 +131,8 @@ struct EyeParams {
 
 Status infer_eye(OpContext& ctx) {
   if (ctx.inputs[0].shape.size() != 2) return invalid_model(ctx.where, ": input must be 2-D");
-  TERN_ASSIGN_OR_RETURN(int64_t dt, ctx.attrs().get_int("dtype", static_cast<int64_t>(ctx.inputs[0].dtype)));
+  TERN_ASSIGN_OR_RETURN(int64_t dt,
+                        ctx.attrs().get_int("dtype", static_cast<int64_t>(ctx.inputs[0].dtype)));
   if (!dtype_is_valid(static_cast<int32_t>(dt))) return invalid_model(ctx.where, ": bad dtype");
   ctx.set_output(0, static_cast<DType>(dt), ctx.inputs[0].shape);
   return Status::ok();
@@ -215,8 +237,9 @@ Status run_trilu(const TriluParams& p, const KernelArgs& a, const ExecContext&) 
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < cols; ++c) {
         const bool keep = p.upper ? c - r >= p.k : c - r <= p.k;
-        if (keep) ops::copy_elements(p.dtype, x.raw(), (m * rows + r) * cols + c, y.raw(),
-                                     (m * rows + r) * cols + c, 1);
+        if (keep)
+          ops::copy_elements(p.dtype, x.raw(), (m * rows + r) * cols + c, y.raw(),
+                             (m * rows + r) * cols + c, 1);
       }
     }
   }
@@ -256,7 +279,8 @@ Status run_nonzero(const int&, const KernelArgs& a, const ExecContext&) {
   int64_t w = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (x.float_at(i) != 0) {
-      for (size_t d = 0; d < r; ++d) y.data<int64_t>()[static_cast<int64_t>(d) * count + w] = pos[d];
+      for (size_t d = 0; d < r; ++d)
+        y.data<int64_t>()[static_cast<int64_t>(d) * count + w] = pos[d];
       ++w;
     }
     for (size_t d = r; d-- > 0;) {

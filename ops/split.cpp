@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
@@ -385,25 +386,56 @@ Status infer_topk(OpContext& ctx) {
   return Status::ok();
 }
 
-Status run_topk(const TopKParams& p, const KernelArgs& a, const ExecContext&) {
-  const Tensor& x = *a.inputs[0];
-  std::vector<int64_t> idx(static_cast<size_t>(p.dim));
-  for (int64_t o = 0; o < p.outer; ++o) {
-    for (int64_t in = 0; in < p.inner; ++in) {
-      auto val = [&](int64_t k) { return x.float_at((o * p.dim + k) * p.inner + in); };
-      std::iota(idx.begin(), idx.end(), 0);
-      // Ties keep the lower index first, as ONNX requires.
-      std::stable_sort(idx.begin(), idx.end(), [&](int64_t l, int64_t r) {
-        return p.largest ? val(l) > val(r) : val(l) < val(r);
-      });
-      for (int64_t j = 0; j < p.k; ++j) {
-        const int64_t src = (o * p.dim + idx[static_cast<size_t>(j)]) * p.inner + in;
-        const int64_t dst = (o * p.k + j) * p.inner + in;
-        ops::copy_elements(p.dtype, x.raw(), src, a.outputs[0]->raw(), dst, 1);
-        a.outputs[1]->data<int64_t>()[dst] = idx[static_cast<size_t>(j)];
+// Per slice: (value, index) pairs of the slice's type, the first k put in order by partial_sort
+// under a total order (value, ties by the lower index as ONNX requires, NaN above every number),
+// so the result is a stable sort's first k at O(n log k). Slices are split among threads.
+template <class T>
+void topk_slices(const TopKParams& p, const T* x, T* values, int64_t* indices, int threads) {
+  auto before = [largest = p.largest](const std::pair<T, int64_t>& l,
+                                      const std::pair<T, int64_t>& r) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const bool ln = std::isnan(l.first), rn = std::isnan(r.first);
+      if (ln || rn) return ln != rn ? (largest ? ln : rn) : l.second < r.second;
+    }
+    if (l.first != r.first) return largest ? l.first > r.first : l.first < r.first;
+    return l.second < r.second;
+  };
+  parallel_for(p.outer * p.inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.dim, 1)), threads,
+               [&](int64_t b, int64_t e) {
+                 std::vector<std::pair<T, int64_t>> row(static_cast<size_t>(p.dim));
+                 for (int64_t s = b; s < e; ++s) {
+                   const int64_t o = s / p.inner, in = s % p.inner;
+                   const T* src = x + o * p.dim * p.inner + in;
+                   for (int64_t j = 0; j < p.dim; ++j)
+                     row[static_cast<size_t>(j)] = {src[j * p.inner], j};
+                   std::partial_sort(row.begin(), row.begin() + p.k, row.end(), before);
+                   for (int64_t j = 0; j < p.k; ++j) {
+                     const int64_t dst = (o * p.k + j) * p.inner + in;
+                     values[dst] = row[static_cast<size_t>(j)].first;
+                     indices[dst] = row[static_cast<size_t>(j)].second;
+                   }
+                 }
+               });
+}
+
+Status run_topk(const TopKParams& p, const KernelArgs& a, const ExecContext& exec) {
+  ops::visit_all_numeric(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T>) {
+      topk_slices<T>(p, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(),
+                     a.outputs[1]->data<int64_t>(), exec.num_threads);
+    } else {  // float16 / bfloat16: as float, the bits of the chosen elements copied
+      const std::vector<float> x = ops::to_float32(*a.inputs[0]);
+      std::vector<float> v(static_cast<size_t>(a.outputs[0]->numel()));
+      topk_slices<float>(p, x.data(), v.data(), a.outputs[1]->data<int64_t>(), exec.num_threads);
+      const int64_t* idx = a.outputs[1]->data<int64_t>();
+      for (int64_t s = 0; s < p.outer * p.k * p.inner; ++s) {
+        const int64_t o = s / (p.k * p.inner), in = s % p.inner;
+        ops::copy_elements(p.dtype, a.inputs[0]->raw(), (o * p.dim + idx[s]) * p.inner + in,
+                           a.outputs[0]->raw(), s, 1);
       }
     }
-  }
+  });
   return Status::ok();
 }
 
@@ -412,7 +444,7 @@ Expected<std::unique_ptr<Kernel>> make_topk(const OpContext& ctx) {
     return ops::dtype_error(ctx, 0, "numeric types");
   }
   TERN_ASSIGN_OR_RETURN(TopKParams p, topk_params(ctx));
-  return make_kernel("reference", p, run_topk);
+  return make_kernel("partial_sort", p, run_topk);
 }
 
 // ---- Unique: values (sorted or in first-seen order), indices, inverse indices, counts ---------

@@ -38,12 +38,16 @@ struct OptimizerReport {
   size_t activations_fused = 0;
   size_t key_transposes_split = 0;
   size_t dead_nodes_removed = 0;
+  size_t pads_folded = 0;  // Pads into Conv/AveragePool, no-op Pads and Dropouts to Identity
 };
 
 // Computes every node whose inputs are all constant (random ops excepted) with the host backends
 // in `backends` under `flags`, and stores its outputs as constants.
 Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
                       OptimizerReport* report);
+// Zero constant Pads of the spatial dims read only by a Conv or AveragePool become its padding;
+// Pads of nothing and inference Dropouts (mask unread) become Identity nodes.
+Status fold_pads(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
 // The opset-13 decomposition of LayerNormalization over the last axis (ReduceMean, Sub, Pow 2,

@@ -100,6 +100,59 @@ TEST_SUITE("optimizer") {
     CHECK(r2.batch_norms_folded == 0);
   }
 
+  TEST_CASE("zero Pads fold into Conv and AveragePool padding; empty Pads and Dropouts vanish") {
+    // x -> Pad(0,0,1,1 | 0,0,1,1) -> AveragePool 3x3 -> Pad(1,2 on H/W) -> Conv 3x3 pads 1
+    //   -> Pad(nothing) -> Dropout -> y; and the same without the optimizer, node by node.
+    GraphMaker m;
+    m.g.opset = 13;
+    ValueType type{DType::kFloat32, true, {{1, ""}, {4, ""}, {7, ""}, {6, ""}}};
+    const int x = m.g.add_value("x", type);
+    m.g.inputs.push_back(x);
+    Tensor p1 = make_i64({8}, {0, 0, 1, 1, 0, 0, 1, 1}),
+           p2 = make_i64({8}, {0, 0, 1, 2, 0, 0, 2, 1});
+    Tensor none = make_i64({8}, {0, 0, 0, 0, 0, 0, 0, 0});
+    Tensor w = random_f32({3, 4, 3, 3}, 31, -0.5f, 0.5f);
+    Attributes pool, conv;
+    pool.set("kernel_shape", attr_ints({3, 3}));
+    conv.set("pads", attr_ints({1, 1, 1, 1}));
+    const int a = m.node("Pad", {x, m.constant("p1", p1)});
+    const int b = m.node("AveragePool", {a}, pool);
+    const int c = m.node("Pad", {b, m.constant("p2", p2)});
+    const int d = m.node("Conv", {c, m.constant("w", w)}, conv);
+    const int e = m.node("Pad", {d, m.constant("none", none)});
+    const int y = m.node("Dropout", {e});
+    m.g.outputs.push_back(y);
+    Graph g = m.g;
+    OptimizerReport r;
+    REQUIRE(optimize_graph(g, &r).is_ok());
+    CHECK(r.pads_folded == 4);
+    CHECK(count_ops(g, "Pad") == 0);
+    CHECK(count_ops(g, "Dropout") == 0);
+    Tensor xin = random_f32({1, 4, 7, 6}, 32);
+    Tensor want = one("Pad", {xin}, {p1});
+    want = one("AveragePool", {want}, {}, pool);
+    want = one("Pad", {want}, {p2});
+    want = one("Conv", {want}, {w}, conv);
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(Model::create(m.g, nullptr, "pads").value(), cfg).value();
+    CHECK(session->optimizer_report().pads_folded == 4);
+    std::vector<Tensor> out;
+    REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &out).is_ok());
+    REQUIRE(out[0].shape() == want.shape());
+    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
+                             static_cast<size_t>(want.numel()), 1e-5, 1e-5);
+    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+    // An AveragePool that excludes its own padding cannot take more.
+    Graph h = m.g;
+    for (Node& n : h.nodes) {
+      if (n.op_type == "AveragePool") n.attrs.set("pads", attr_ints({1, 0, 0, 0}));
+    }
+    OptimizerReport r2;
+    REQUIRE(optimize_graph(h, &r2).is_ok());
+    CHECK(count_ops(h, "Pad") == 1);
+  }
+
   TEST_CASE("the optimized session computes what the ops compute one by one") {
     ChainGraph c;
     Tensor x = random_f32({1, 16, 8, 8}, 3);

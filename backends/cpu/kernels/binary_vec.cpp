@@ -1,6 +1,7 @@
 // Float32 Add, Sub, Mul and Div on plain layouts with numpy broadcasting, vectorised (VecOps):
 // the broadcast is merged into rows of a contiguous inner run, where each operand either walks
-// or repeats one element. The channel-blocked cases stay with the reference kernel.
+// or repeats one element. Channel-blocked operands are taken when all have the output's shape
+// and layout (or one element); the blocked per-channel case is ops/binary.cpp's blocked_channel.
 #include <algorithm>
 
 #include "backends/cpu/cpu_capability.h"
@@ -48,10 +49,17 @@ Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx) {
   if (ctx.inputs[0].dtype != DType::kFloat32 || ctx.inputs[1].dtype != DType::kFloat32) {
     return unsupported("binary_vec takes float32");
   }
-  if (ctx.inputs[0].block || ctx.inputs[1].block || ctx.outputs[0].block) {
-    return unsupported("binary_vec takes plain layouts");
-  }
   const Shape& out = ctx.outputs[0].shape;
+  if (ctx.inputs[0].block || ctx.inputs[1].block || ctx.outputs[0].block) {
+    // Channel-blocked: the same layout on every operand of the output's shape (memory order is
+    // then element order for all of them: SiLU's x * sigmoid(x) after a convolution), or one
+    // element repeated.
+    for (const TensorInfo& in : ctx.inputs) {
+      if (numel(in.shape) != 1 && (in.shape != out || in.block != ctx.outputs[0].block)) {
+        return unsupported("binary_vec: a broadcast on channel-blocked data");
+      }
+    }
+  }
   BinaryVec k;
   k.op = Op;
   k.rows = ops::plan_broadcast(out, {ctx.inputs[0].shape, ctx.inputs[1].shape});

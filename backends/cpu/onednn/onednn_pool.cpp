@@ -22,9 +22,10 @@ class OnednnPool final : public Kernel {
     const bool global = op.rfind("Global", 0) == 0;
     const bool is_max = op == "MaxPool" || op == "GlobalMaxPool";
     const Shape& x = ctx.inputs[0].shape;
-    if (ctx.inputs[0].dtype != DType::kFloat32 || x.size() != 4) {
-      return unsupported("oneDNN pooling here takes float32 [N, C, H, W]");
+    if (ctx.inputs[0].dtype != DType::kFloat32 || x.size() < 3 || x.size() > 5) {
+      return unsupported("oneDNN pooling here takes float32 [N, C, W] to [N, C, D, H, W]");
     }
+    const size_t spatial = x.size() - 2;
     if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
       return unsupported("MaxPool's Indices output");
     }
@@ -35,7 +36,7 @@ class OnednnPool final : public Kernel {
     bool include_pad = false, ceil_mode = false;
     if (global) {
       Attributes none;
-      TERN_ASSIGN_OR_RETURN(w, ops::forward_window(none, x, {x[2], x[3]}, false));
+      TERN_ASSIGN_OR_RETURN(w, ops::forward_window(none, x, Shape(x.begin() + 2, x.end()), false));
     } else {
       TERN_ASSIGN_OR_RETURN(int64_t ceil, ctx.attrs().get_int("ceil_mode", 0));
       TERN_ASSIGN_OR_RETURN(int64_t cip, ctx.attrs().get_int("count_include_pad", 0));
@@ -46,11 +47,18 @@ class OnednnPool final : public Kernel {
       TERN_ASSIGN_OR_RETURN(w, ops::forward_window(ctx.attrs(), x, {}, ceil_mode));
     }
     dnnl::memory::dims pad_r;
-    for (size_t i = 0; i < 2; ++i) {
+    for (size_t i = 0; i < spatial; ++i) {
       if (w.dilations[i] != 1) return unsupported("dilated pooling");
       // ceil_mode's extra window reads past the end: express it as more end padding.
-      const int64_t r = (w.out[i] - 1) * w.strides[i] + w.kernel[i] - w.in[i] - w.pads_begin[i];
-      if (r < 0) return unsupported("pooling windows that stop short of the end padding");
+      int64_t r = (w.out[i] - 1) * w.strides[i] + w.kernel[i] - w.in[i] - w.pads_begin[i];
+      if (r < 0) {
+        // The last windows stop short of the input's end (80 rows, 3x3 stride 2: row 79 is never
+        // read): no end padding; oneDNN's output size (rounding down) is still ours.
+        r = 0;
+        if ((w.in[i] + w.pads_begin[i] - w.kernel[i]) / w.strides[i] + 1 != w.out[i]) {
+          return unsupported("pooling windows that stop short of the end padding");
+        }
+      }
       if (r != w.pads_end[i] && !is_max && include_pad) {
         return unsupported("AveragePool ceil_mode with count_include_pad");
       }
@@ -60,11 +68,13 @@ class OnednnPool final : public Kernel {
     const int in_block = ctx.inputs[0].block;
     // A global pool writes [N, C, 1, 1]: identical bytes in the blocked and plain layouts.
     const int out_block = global ? in_block : ctx.outputs[0].block;
-    const Shape y = {x[0], x[1], w.out[0], w.out[1]};
+    Shape y = {x[0], x[1]};
+    y.insert(y.end(), w.out.begin(), w.out.end());
     try {
-      k->src_md_ = dnnl::memory::desc(onednn::to_dims(x), dt::f32, onednn::layout_tag(4, in_block));
+      k->src_md_ =
+          dnnl::memory::desc(onednn::to_dims(x), dt::f32, onednn::layout_tag(x.size(), in_block));
       k->dst_md_ =
-          dnnl::memory::desc(onednn::to_dims(y), dt::f32, onednn::layout_tag(4, out_block));
+          dnnl::memory::desc(onednn::to_dims(y), dt::f32, onednn::layout_tag(y.size(), out_block));
       const dnnl::algorithm a = is_max        ? dnnl::algorithm::pooling_max
                                 : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                               : dnnl::algorithm::pooling_avg_exclude_padding;
