@@ -262,10 +262,31 @@ Expected<std::unique_ptr<Kernel>> make_trilu(const OpContext& ctx) {
 
 // ---- NonZero: indices of the non-zero elements, shape [rank, count] -----------------------------
 
+// Non-zero test by element bits: a float is zero when all but its sign bit are (-0.0 is zero,
+// NaN is not), any other type when all bits are. fn(flat index) for each non-zero element.
+template <class Fn>
+void for_each_nonzero(const Tensor& x, Fn&& fn) {
+  const DType dt = x.dtype();
+  const bool is_float = dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kFloat16 ||
+                        dt == DType::kBFloat16;
+  ops::visit_by_size(dt, [&](auto tag) {
+    using U = decltype(tag);
+    if constexpr (std::is_integral_v<U>) {
+      const U mask =
+          is_float ? static_cast<U>(~(U{1} << (8 * sizeof(U) - 1))) : static_cast<U>(~U{0});
+      const U* v = static_cast<const U*>(x.raw());
+      const int64_t n = x.numel();
+      for (int64_t i = 0; i < n; ++i) {
+        if (v[i] & mask) fn(i);
+      }
+    }
+  });
+}
+
 Status infer_nonzero(OpContext& ctx) {
   const Tensor& x = *ctx.inputs[0].value;
   int64_t count = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) count += x.float_at(i) != 0;
+  for_each_nonzero(x, [&](int64_t) { ++count; });
   ctx.set_output(0, DType::kInt64, {static_cast<int64_t>(x.rank()), count});
   return Status::ok();
 }
@@ -275,25 +296,26 @@ Status run_nonzero(const int&, const KernelArgs& a, const ExecContext&) {
   Tensor& y = *a.outputs[0];
   const int64_t count = y.shape()[1];
   const size_t r = x.rank();
-  std::vector<int64_t> pos(r, 0);
+  int64_t* out = y.data<int64_t>();
   int64_t w = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (x.float_at(i) != 0) {
-      for (size_t d = 0; d < r; ++d)
-        y.data<int64_t>()[static_cast<int64_t>(d) * count + w] = pos[d];
-      ++w;
+  for_each_nonzero(x, [&](int64_t i) {
+    if (w >= count) return;         // the planned count bounds the writes
+    for (size_t d = r; d-- > 0;) {  // the element's position, last dim first
+      const int64_t dim = x.shape()[d];
+      out[static_cast<int64_t>(d) * count + w] = i % dim;
+      i /= dim;
     }
-    for (size_t d = r; d-- > 0;) {
-      if (++pos[d] < x.shape()[d]) break;
-      pos[d] = 0;
-    }
-  }
+    ++w;
+  });
   return Status::ok();
 }
 
 Expected<std::unique_ptr<Kernel>> make_nonzero(const OpContext& ctx) {
-  if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
-  return make_kernel("reference", 0, run_nonzero);
+  const size_t es = dtype_size(ctx.inputs[0].dtype);
+  if (ctx.inputs[0].dtype == DType::kString || (es != 1 && es != 2 && es != 4 && es != 8)) {
+    return ops::dtype_error(ctx, 0, "types of 1, 2, 4 or 8 bytes");
+  }
+  return make_kernel("nonzero_scan", 0, run_nonzero);
 }
 
 }  // namespace

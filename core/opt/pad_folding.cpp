@@ -1,8 +1,8 @@
 // Pads that cost a copy and need none: a zero constant Pad of the spatial dims read only by a
 // Conv or an AveragePool becomes that node's own padding (PyTorch exports avg_pool2d with
 // count_include_pad as Pad + AveragePool: Inception's and MaxViT's pools), and a Pad of nothing
-// becomes an Identity (the planner runs it in place). Dropout at inference, its mask unread,
-// becomes an Identity too.
+// becomes an Identity (the planner runs it in place). Dropout at inference or with ratio 0, its
+// mask unread, becomes an Identity too.
 #include <algorithm>
 #include <optional>
 
@@ -87,7 +87,12 @@ Status fold_pads(Graph& g, OptimizerReport* report) {
           n.inputs.size() > 2 && n.inputs[2] >= 0 ? constant_of(g, n.inputs[2]) : nullptr;
       const bool inference = n.inputs.size() <= 2 || n.inputs[2] < 0 ||
                              (training && training->numel() == 1 && training->int_at(0) == 0);
-      if (!mask_read && inference) {
+      // A ratio of 0 drops nothing, in training mode too (exporters leave such Dropouts behind).
+      const Tensor* ratio =
+          n.inputs.size() > 1 && n.inputs[1] >= 0 ? constant_of(g, n.inputs[1]) : nullptr;
+      const bool drops_nothing = ratio && ratio->numel() == 1 &&
+                                 ratio->dtype() == DType::kFloat32 && *ratio->data<float>() == 0.0f;
+      if (!mask_read && (inference || drops_nothing)) {
         make_identity(n, n.inputs[0], n.outputs[0]);
         ++report->pads_folded;
       }

@@ -151,6 +151,22 @@ TEST_SUITE("optimizer") {
     OptimizerReport r2;
     REQUIRE(optimize_graph(h, &r2).is_ok());
     CHECK(count_ops(h, "Pad") == 1);
+    // Dropout in training mode drops nothing at ratio 0 (Swin's exported attention dropouts), and
+    // stays at any other ratio.
+    for (float ratio : {0.0f, 0.1f}) {
+      GraphMaker t;
+      t.g.opset = 13;
+      const int tx = t.g.add_value("x", type);
+      t.g.inputs.push_back(tx);
+      Tensor rt = Tensor::allocate(DType::kFloat32, {}).value();
+      *rt.data<float>() = ratio;
+      Tensor on = Tensor::allocate(DType::kBool, {}).value();
+      *on.data<uint8_t>() = 1;
+      t.g.outputs.push_back(t.node("Dropout", {tx, t.constant("ratio", rt), t.constant("on", on)}));
+      OptimizerReport tr;
+      REQUIRE(optimize_graph(t.g, &tr).is_ok());
+      CHECK(count_ops(t.g, "Dropout") == (ratio == 0.0f ? 0 : 1));
+    }
   }
 
   TEST_CASE("the optimized session computes what the ops compute one by one") {

@@ -18,9 +18,22 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
     TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
     const Tensor* wconst = ctx.inputs[1].value;
     if (!wconst) return unsupported("oneDNN deconvolution needs constant weights");
+    // oneDNN 2.6 has no 1-D "io" weight layout: a 1-D deconvolution runs as a 2-D one of height
+    // 1 (the same bytes with a unit dim before the length).
+    const bool one_d = p.win.spatial == 1;
+    if (one_d) {
+      p.x.insert(p.x.begin() + 2, 1);
+      p.y.insert(p.y.begin() + 2, 1);
+      p.w.insert(p.w.begin() + 2, 1);
+      for (auto* v : {&p.win.in, &p.win.out, &p.win.kernel}) v->insert(v->begin(), 1);
+      p.win.strides.insert(p.win.strides.begin(), 1);
+      p.win.dilations.insert(p.win.dilations.begin(), 1);
+      p.win.pads_begin.insert(p.win.pads_begin.begin(), 0);
+      p.win.pads_end.insert(p.win.pads_end.begin(), 0);
+      p.output_padding.insert(p.output_padding.begin(), 0);
+      p.win.spatial = 2;
+    }
     const size_t s = p.win.spatial;
-    // oneDNN 2.6 has no 1-D "io" weight layout; the portable kernel covers that case.
-    if (s == 1) return unsupported("oneDNN has no 1-D transposed-weight layout");
     dnnl::memory::dims pad_r;
     for (size_t i = 0; i < s; ++i) {
       // ONNX's output_padding extends the end; oneDNN expresses it as less end padding.

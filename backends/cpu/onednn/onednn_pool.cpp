@@ -59,7 +59,9 @@ class OnednnPool final : public Kernel {
           return unsupported("pooling windows that stop short of the end padding");
         }
       }
-      if (r != w.pads_end[i] && !is_max && include_pad) {
+      // Windows that reach past the declared end padding (ceil_mode's extra one) count only the
+      // cells up to it in ONNX, all of the window in oneDNN; short of it, every window is whole.
+      if (r > w.pads_end[i] && !is_max && include_pad) {
         return unsupported("AveragePool ceil_mode with count_include_pad");
       }
       pad_r.push_back(r);

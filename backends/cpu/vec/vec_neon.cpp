@@ -205,6 +205,8 @@ void activation(int act, float alpha, const float* x, float* y, int64_t n) {
       return map4(x, y, n, [=](float32x4_t v) {
         return select_neg(v, vmulq_f32(a, vsubq_f32(exp4(v), one)));
       });
+    case 5:
+      return map4(x, y, n, [=](float32x4_t v) { return select_neg(v, vdupq_n_f32(0.0f)); });
     default:
       return map4(x, y, n, tanh4);
   }
