@@ -48,7 +48,12 @@ class Backend {
   // convolutions are `convs`, under these flags: a channel block (8, 16), kChannelsLast, or 0
   // when blocked layouts would not help (the planner then keeps every tensor plain).
   static constexpr int kChannelsLast = -1;
-  virtual int conv_layout(const FlagValues& flags, const std::vector<const Node*>& convs) const {
+  struct ConvSite {
+    const Node* node = nullptr;
+    int64_t in_channels = 0, out_channels = 0;  // 0 when not known while planning
+    int64_t out_pixels = 0;                     // output elements per channel
+  };
+  virtual int conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const {
     return 0;
   }
   // How this backend's kernel for `node` treats blocked layouts.

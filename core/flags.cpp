@@ -163,7 +163,9 @@ std::vector<FlagDef> make_defs() {
        "",
        "activation layout of CPU convolution chains: blocked = channels in blocks of the vector "
        "width (oneDNN nChw16c / nChw8c), channels_last = NHWC (oneDNN's brgemm convolutions), "
-       "auto = channels_last on AVX-512 when no convolution is grouped, else blocked",
+       "auto = channels_last on AVX-512 when no convolution is grouped, and wherever a quarter of "
+       "the convolutions have channel counts that are not multiples of 8 (they would stay plain "
+       "blocked), else blocked",
        {"auto", "blocked", "channels_last"}},
       {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, P::kNone, "cuda", 0,
        "TERN_CUDA_GRAPHS",

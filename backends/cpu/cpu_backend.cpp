@@ -101,7 +101,7 @@ Expected<std::unique_ptr<Kernel>> CpuBackend::prepare(const OpContext& ctx) cons
   return s->reference(ctx);
 }
 
-int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<const Node*>& convs) const {
+int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const {
 #if defined(TERN_HAVE_ONEDNN)
   // oneDNN's direct convolutions want channels blocked by the vector width. With deterministic
   // algorithms on, oneDNN's Conv declines and the plain-layout portable kernel runs instead.
@@ -114,13 +114,27 @@ int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<const Nod
   // ones keep the blocked layout.
   const int64_t format = flags[FlagId::kCpuConvMemoryFormat];  // auto, blocked, channels_last
   if (format == 2) return kChannelsLast;
-  if (format == 0 && block == 16) {
-    const bool dense = std::all_of(convs.begin(), convs.end(), [](const Node* n) {
-      auto group = n->attrs.get_int("group", 1);
+  if (format == 1) return block;
+  if (block == 16) {
+    const bool dense = std::all_of(convs.begin(), convs.end(), [](const ConvSite& c) {
+      auto group = c.node->attrs.get_int("group", 1);
       return group && *group == 1;
     });
     if (dense) return kChannelsLast;
   }
+  // Channels that are not whole blocks of 8 leave a convolution's activations plain (ShuffleNet's
+  // 58, 116): where such convolutions do a quarter of the work (channels in x out x pixels; past
+  // the first layer's few input channels), channels-last, where any count is one block
+  // (ShuffleNetV2 at one thread: 2.5 ms instead of 4.2 on AVX-512, 2.8 instead of 5.6 on AVX2).
+  double work = 0, partial = 0;
+  for (const ConvSite& c : convs) {
+    if (c.in_channels <= 4 || c.out_channels <= 0 || c.out_pixels <= 0) continue;
+    const double w = static_cast<double>(c.in_channels) * static_cast<double>(c.out_channels) *
+                     static_cast<double>(c.out_pixels);
+    work += w;
+    if (c.in_channels % 8 != 0 || c.out_channels % 8 != 0) partial += w;
+  }
+  if (work > 0 && partial * 4 >= work) return kChannelsLast;
   return block;
 #else
   (void)flags;

@@ -21,7 +21,7 @@ class CpuBackend final : public Backend {
   bool is_available() const override { return true; }
   bool supports_op(const std::string& op_type) const override;
   Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const override;
-  int conv_layout(const FlagValues& flags, const std::vector<const Node*>& convs) const override;
+  int conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const override;
   LayoutRole layout_role(const Node& node) const override;
   void set_num_threads(int n) override;
   void begin_run(const FlagValues& flags) override;

@@ -15,12 +15,24 @@ void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
     if (!host) host = b;
   }
   if (!host) return;
-  std::vector<const Node*> convs;
+  std::vector<Backend::ConvSite> convs;
   for (size_t n : *pg.order) {
     if (!pg.ctxs[n] || pg.removed[n]) continue;
-    if (host->layout_role(*pg.ctxs[n]->node) == LayoutRole::kConvolution) {
-      convs.push_back(pg.ctxs[n]->node);
+    const Node& node = *pg.ctxs[n]->node;
+    if (host->layout_role(node) != LayoutRole::kConvolution) continue;
+    Backend::ConvSite site{&node, 0, 0};
+    auto channels = [&](int v) -> int64_t {
+      if (v < 0) return 0;
+      const PlannedValue& pv = pg.value(v);
+      return pv.shape.size() >= 2 ? pv.shape[1] : 0;
+    };
+    if (!node.inputs.empty()) site.in_channels = channels(node.inputs[0]);
+    if (!node.outputs.empty() && node.outputs[0] >= 0) {
+      site.out_channels = channels(node.outputs[0]);
+      const Shape& y = pg.value(node.outputs[0]).shape;
+      site.out_pixels = y.size() >= 2 ? numel(Shape(y.begin() + 2, y.end())) : 0;
     }
+    convs.push_back(site);
   }
   if (convs.empty()) return;
   const int layout = host->conv_layout(*pg.flags, convs);

@@ -1036,6 +1036,78 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
+  TEST_CASE("oneDNN Conv on plain 1-D and 3-D activations runs a direct kernel, not im2col") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
+      MESSAGE("skipped: needs oneDNN and AVX2 or better");
+      return;
+    }
+    struct Case {
+      Shape x, w;
+      int64_t group;
+      const char* what;
+    };
+    const Case cases[] = {
+        {{1, 16, 4, 10, 10}, {32, 16, 3, 3, 3}, 1, "3-D 3x3x3 (R3D)"},
+        {{1, 16, 4, 10, 10}, {16, 16, 3, 1, 1}, 1, "3-D 3x1x1 (R(2+1)D's temporal part)"},
+        {{1, 24, 50}, {40, 24, 5}, 1, "1-D k5 (audio)"},
+        {{1, 24, 50}, {24, 1, 3}, 24, "1-D depthwise"},
+    };
+    for (const char* cap : {"AVX512", "AVX2"}) {
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      for (const Case& cs : cases) {
+        Tensor x = random_f32(cs.x, 51u), wt = random_f32(cs.w, 52u),
+               b = random_f32({cs.w[0]}, 53u);
+        Attributes a;
+        a.set("group", attr_int(cs.group));
+        std::vector<int64_t> pads(2 * (cs.x.size() - 2));
+        for (size_t i = 0; i < cs.x.size() - 2; ++i) {
+          pads[i] = pads[i + cs.x.size() - 2] = (cs.w[2 + i] - 1) / 2;
+        }
+        a.set("pads", attr_ints(pads));
+        Prepared p = run_cpu("Conv", a, {&x, &wt, &b}, {false, true, true});
+        const std::string what = std::string(cs.what) + " at " + cap;
+        CHECK_MESSAGE(p.kernel.rfind("onednn(", 0) == 0, what, ": ", p.kernel);
+        // oneDNN 2.6 has a 1-D depthwise direct kernel on AVX-512 only (its ISA is capped once
+        // per process, so the flag set here does not say which ran).
+        if (cs.group == 1) CHECK_MESSAGE(p.kernel != "onednn(gemm)", what);
+        CHECK_MESSAGE(p.kernel != "onednn(ref)", what);
+        RefContext ref_ctx("Conv", a, {&x, &wt, &b});
+        auto params = ops::parse_conv(ref_ctx.ctx).value();
+        std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+        ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+        check_close(p.outputs[0], ref, what);
+      }
+    }
+  }
+
+  TEST_CASE("cpu conv_layout: channels-last where channel counts would leave convolutions plain") {
+    const Backend* cpu = backends::get("cpu").value();
+    FlagValues flags = Flags::global().resolve(nullptr, nullptr);
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
+      MESSAGE("skipped: needs oneDNN and AVX2 or better");
+      return;
+    }
+    Node dense{"c", "Conv", "", {}, {0}, {}}, grouped = dense;
+    grouped.attrs.set("group", attr_int(4));
+    // Grouped convolutions of whole blocks: blocked (16 or 8).
+    const int whole = cpu->conv_layout(
+        flags, {{&dense, 3, 32, 4096}, {&grouped, 32, 32, 1024}, {&dense, 32, 64, 1024}});
+    CHECK((whole == 8 || whole == 16));
+    // ShuffleNet-like: most of the work on 58 / 116 channels.
+    const int shuffle = cpu->conv_layout(flags, {{&dense, 3, 24, 4096},
+                                                 {&grouped, 24, 24, 1024},
+                                                 {&dense, 58, 58, 1024},
+                                                 {&grouped, 116, 116, 256},
+                                                 {&dense, 116, 116, 256}});
+    CHECK(shuffle == Backend::kChannelsLast);
+    // Squeeze-excite's narrow 1x1 convolutions on one pixel weigh nothing.
+    const int se = cpu->conv_layout(
+        flags,
+        {{&grouped, 32, 32, 4096}, {&dense, 32, 4, 1}, {&dense, 4, 32, 1}, {&dense, 32, 64, 4096}});
+    CHECK((se == 8 || se == 16));
+  }
+
   TEST_CASE("oneDNN pooling: 1-D to 3-D windows, ends short of the input or of the padding") {
     if (!tern_onednn_is_available()) {
       MESSAGE("skipped: built without oneDNN");

@@ -46,15 +46,21 @@ inline void* thread_scratchpad(size_t bytes) {
   return buf.get();
 }
 
-// Activation layout for a rank-4 tensor whose channels are blocked by `block` (TensorInfo::block):
-// 8 or 16 is oneDNN's nChw8c / nChw16c (padded with zeros to a multiple), any other count is one
-// block of all channels, channels-last (NHWC), and 0 the plain layout.
+// Activation layout for a tensor of rank 3 to 5 whose channels are blocked by `block`
+// (TensorInfo::block): 8 or 16 is oneDNN's nCw8c / nChw8c / nCdhw8c or the 16 ones (padded with
+// zeros to a multiple), any other count is one block of all channels, channels-last (NWC, NHWC,
+// NDHWC), and 0 the plain layout. (The planner blocks rank-4 tensors only; kernels use the other
+// ranks for their own copies.)
 inline dnnl::memory::format_tag layout_tag(size_t rank, int block) {
   using tag = dnnl::memory::format_tag;
-  if (rank == 4 && block == 16) return tag::nChw16c;
-  if (rank == 4 && block == 8) return tag::nChw8c;
-  if (rank == 4 && block > 0) return tag::nhwc;
-  return activation_tag(rank);
+  if (block <= 0 || rank < 3 || rank > 5) return activation_tag(rank);
+  if (block == 16) return rank == 3 ? tag::nCw16c : rank == 4 ? tag::nChw16c : tag::nCdhw16c;
+  if (block == 8) return rank == 3 ? tag::nCw8c : rank == 4 ? tag::nChw8c : tag::nCdhw8c;
+  return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc;
+}
+inline bool is_channels_last(dnnl::memory::format_tag t) {
+  using tag = dnnl::memory::format_tag;
+  return t == tag::nwc || t == tag::nhwc || t == tag::ndhwc;
 }
 
 // One stream per thread: creating one per execution costs microseconds the small models feel.

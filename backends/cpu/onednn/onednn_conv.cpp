@@ -201,7 +201,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         planned_block = 16;
       }
       auto set_layout = [&](int dst_block) {
-        const bool last_out = onednn::layout_tag(p.y.size(), dst_block) == tag::nhwc;
+        const bool last_out = onednn::is_channels_last(onednn::layout_tag(p.y.size(), dst_block));
         k->src_md_ = k->user_src_md_;
         k->src_reorder_ = dnnl::reorder();
         k->src_reorder_bytes_ = 0;
@@ -308,6 +308,34 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           break;
         }
         make(layout, merge);  // the layouts and reorders of the chosen candidate
+      }
+      // Plain activations (1-D and 3-D convolutions always, 2-D ones whose channels are not
+      // whole blocks) get oneDNN's im2col GEMM, several times slower than a direct kernel on a
+      // channels-last or blocked copy (the reorders in the workspace cost far less), except for
+      // 1x1 kernels, which are one GEMM already.
+      const int isa_block =
+          avx512                                                                    ? 16
+          : effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx2 ? 8
+                                                                                    : 0;
+      auto is_gemm = [](const Pd& pd) {
+        const std::string impl = pd.impl_info_str();
+        return impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos;
+      };
+      if (layout == 0 && planned_block == 0 && !pointwise && isa_block && is_gemm(*chosen)) {
+        constexpr int kChannelsLast = 1;
+        for (int blk : {kChannelsLast, isa_block}) {
+          std::optional<Pd> candidate;
+          try {
+            candidate = make(blk, merge);
+          } catch (const dnnl::error&) {
+            continue;
+          }
+          if (is_ref(*candidate) || is_gemm(*candidate)) continue;
+          chosen = std::move(candidate);
+          layout = blk;
+          break;
+        }
+        make(layout, merge);
       }
       const Pd& pd = *chosen;
       k->prim_ = dnnl::convolution_forward(pd);
