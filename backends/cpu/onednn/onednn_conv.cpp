@@ -311,8 +311,9 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       }
       // Plain activations (1-D and 3-D convolutions always, 2-D ones whose channels are not
       // whole blocks) get oneDNN's im2col GEMM, several times slower than a direct kernel on a
-      // channels-last or blocked copy (the reorders in the workspace cost far less), except for
-      // 1x1 kernels, which are one GEMM already.
+      // channels-last or blocked copy (the reorders in the workspace cost far less). 1x1 kernels
+      // too: theirs is one GEMM, but oneDNN's GEMM builds its JIT code on its first call in a
+      // process (~30 ms: a cold start of several times the model's run).
       const int isa_block =
           avx512                                                                    ? 16
           : effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx2 ? 8
@@ -321,9 +322,9 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         const std::string impl = pd.impl_info_str();
         return impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos;
       };
-      if (layout == 0 && planned_block == 0 && !pointwise && isa_block && is_gemm(*chosen)) {
+      if (layout == 0 && planned_block == 0 && isa_block && is_gemm(*chosen)) {
         constexpr int kChannelsLast = 1;
-        for (int blk : {kChannelsLast, isa_block}) {
+        for (int blk : {isa_block, kChannelsLast}) {
           std::optional<Pd> candidate;
           try {
             candidate = make(blk, merge);
