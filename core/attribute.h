@@ -39,7 +39,12 @@ struct Attribute {
   std::shared_ptr<const Graph> g;
   std::vector<std::shared_ptr<const Graph>> graphs;
 
-  // An int / ints attribute (for passes that rewrite nodes).
+  // An int / ints / float attribute (for passes that rewrite nodes).
+  static Attribute of_float(float v) {
+    Attribute a;
+    a.kind = Kind::kFloat, a.f = v;
+    return a;
+  }
   static Attribute of_int(int64_t v) {
     Attribute a;
     a.i = v;

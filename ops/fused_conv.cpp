@@ -27,7 +27,8 @@ Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx) {
                                 {"HardSigmoid", FusedAct::kHardSigmoid, 2},
                                 {"HardSwish", FusedAct::kHardSwish, 0},
                                 {"Tanh", FusedAct::kTanh, 0},
-                                {"Affine", FusedAct::kAffine, 2}};
+                                {"Affine", FusedAct::kAffine, 2},
+                                {"Swish", FusedAct::kSwish, 1}};
   size_t used = 0;
   for (const std::string& act : acts) {
     const Known* k = std::find_if(std::begin(known), std::end(known),
@@ -37,13 +38,15 @@ Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx) {
       return invalid_model("FusedConv: activation ", act, " takes ", k->params,
                            " parameters, only ", params.size() - used, " left");
     }
-    p.epilogue.push_back(FusedStep{k->act, std::vector<float>(params.begin() + used,
-                                                              params.begin() + used + k->params)});
+    p.epilogue.push_back(FusedStep{
+        k->act, std::vector<float>(params.begin() + used, params.begin() + used + k->params)});
     used += k->params;
   }
   if (used != params.size()) {
-    return invalid_model("FusedConv: ", params.size(), " activation parameters for activations "
-                         "that take ", used);
+    return invalid_model("FusedConv: ", params.size(),
+                         " activation parameters for activations "
+                         "that take ",
+                         used);
   }
   p.has_sum = ctx.has_input(3);
   if (p.has_sum && (ctx.inputs[3].shape != p.conv.y || ctx.inputs[3].dtype != DType::kFloat32)) {
@@ -92,6 +95,9 @@ void apply_step(const FusedStep& st, float* y, int64_t n) {
     case FusedAct::kAffine:
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] * q[0] + q[1];
       return;
+    case FusedAct::kSwish:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] / (1.0f + std::exp(-q[0] * y[i]));
+      return;
   }
 }
 
@@ -114,20 +120,20 @@ Status infer_fused_conv(OpContext& ctx) {
 Expected<std::unique_ptr<Kernel>> make_fused_conv_reference(const OpContext& ctx) {
   TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(ops::FusedConvParams p, ops::parse_fused_conv(ctx));
-  return make_kernel(
-      "reference", std::move(p),
-      [](const ops::FusedConvParams& q, const KernelArgs& a, const ExecContext&) {
-        const float* b = q.conv.has_bias ? a.inputs[2]->data<float>() : nullptr;
-        float* y = a.outputs[0]->data<float>();
-        ops::conv_reference(q.conv, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), b, y);
-        const int64_t n = a.outputs[0]->numel();
-        if (q.has_sum) {
-          const float* z = a.inputs[3]->data<float>();
-          for (int64_t i = 0; i < n; ++i) y[i] += z[i];
-        }
-        ops::apply_epilogue(q.epilogue, y, n);
-        return Status::ok();
-      });
+  return make_kernel("reference", std::move(p),
+                     [](const ops::FusedConvParams& q, const KernelArgs& a, const ExecContext&) {
+                       const float* b = q.conv.has_bias ? a.inputs[2]->data<float>() : nullptr;
+                       float* y = a.outputs[0]->data<float>();
+                       ops::conv_reference(q.conv, a.inputs[0]->data<float>(),
+                                           a.inputs[1]->data<float>(), b, y);
+                       const int64_t n = a.outputs[0]->numel();
+                       if (q.has_sum) {
+                         const float* z = a.inputs[3]->data<float>();
+                         for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+                       }
+                       ops::apply_epilogue(q.epilogue, y, n);
+                       return Status::ok();
+                     });
 }
 
 }  // namespace

@@ -13,7 +13,17 @@
 
 namespace tern::ops {
 
-enum class FusedAct { kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kAffine };
+enum class FusedAct {
+  kRelu,
+  kLeakyRelu,
+  kClip,
+  kSigmoid,
+  kHardSigmoid,
+  kHardSwish,
+  kTanh,
+  kAffine,
+  kSwish  // x * sigmoid(alpha x)
+};
 
 struct FusedStep {
   FusedAct act = FusedAct::kRelu;

@@ -54,6 +54,11 @@ std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
   if (op == "Relu" || op == "Sigmoid" || op == "HardSwish" || op == "Tanh") {
     return FusedActivation{op, {}};
   }
+  if (op == "Swish") {
+    auto alpha = n.attrs.get_float("alpha", 1.0f);
+    if (!alpha) return std::nullopt;
+    return FusedActivation{op, {*alpha}};
+  }
   if (op == "LeakyRelu") {
     auto alpha = n.attrs.get_float("alpha", 0.01f);
     if (!alpha) return std::nullopt;

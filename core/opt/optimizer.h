@@ -32,6 +32,7 @@ struct OptimizerReport {
   size_t constants_folded = 0;
   size_t batch_norms_folded = 0;
   size_t hardswish_fused = 0;
+  size_t swish_fused = 0;  // x * Sigmoid(x) into Swish
   size_t layer_norms_fused = 0;
   size_t gelus_fused = 0;
   size_t matmuls_fused = 0;
@@ -50,6 +51,8 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
 Status fold_pads(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
+// x * Sigmoid(x) becomes one Swish node (alpha 1).
+Status fuse_swish(Graph& g, OptimizerReport* report);
 // The opset-13 decomposition of LayerNormalization over the last axis (ReduceMean, Sub, Pow 2,
 // ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias) becomes one LayerNormalization node.
 Status fuse_layer_norm(Graph& g, OptimizerReport* report);

@@ -604,12 +604,14 @@ TEST_SUITE("cpu_kernels") {
         {{"Relu"}, {}},
         {{"Clip"}, {0.0f, 6.0f}},
         {{"Affine", "HardSwish", "Affine"}, {1.5f, -0.25f, 0.5f, 0.125f}},
-        {{"LeakyRelu", "HardSigmoid"}, {0.1f, 0.2f, 0.5f}}};
-    for (int trial = 0; trial < 30; ++trial) {
+        {{"LeakyRelu", "HardSigmoid"}, {0.1f, 0.2f, 0.5f}},
+        {{"Swish"}, {1.0f}},
+        {{"Affine", "Swish"}, {4.0f, 0.0f, 1.5f}}};
+    for (int trial = 0; trial < 40; ++trial) {
       const int64_t n = pick(1, 2), ic = pick(1, 70), oc = pick(1, 70), h = pick(1, 9),
                     w = pick(1, 9);
       const bool has_sum = pick(0, 1) == 1;
-      const auto& ep = epilogues[static_cast<size_t>(pick(0, 4))];
+      const auto& ep = epilogues[static_cast<size_t>(pick(0, 6))];
       CAPTURE(trial);
       Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
       Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, h, w}, rng);
@@ -778,7 +780,7 @@ TEST_SUITE("cpu_kernels") {
     CHECK(run_cpu("Softmax", a, {&x}, {false}).kernel == "reference");
   }
 
-  TEST_CASE("vectorised Tanh, Gelu, LeakyRelu, Elu, Relu match the reference kernel at every ISA") {
+  TEST_CASE("vectorised Tanh, Gelu, LeakyRelu, Elu, Relu, Swish match the reference at every ISA") {
     Tensor x = random_f32({2, 3, 61}, 11u, -6.0f, 6.0f);
     float* xv = x.data<float>();
     xv[0] = 0.0f;
@@ -801,6 +803,10 @@ TEST_SUITE("cpu_kernels") {
     ops.push_back({"LeakyRelu", alpha, "leaky_relu."});
     ops.push_back({"Elu", alpha, "elu."});
     ops.push_back({"Relu", {}, "relu."});
+    Attributes swish_alpha;
+    swish_alpha.set("alpha", attr_float(1.7f));
+    ops.push_back({"Swish", {}, "swish."});
+    ops.push_back({"Swish", swish_alpha, "swish."});
     for (const Op& op : ops) {
       Tensor want = run_reference(op.type, op.attrs, {&x});
       for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {

@@ -209,6 +209,51 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("x * Sigmoid(x) after a Conv becomes a Swish epilogue (EfficientNet's SiLU)") {
+    // Conv 1x1 -> SiLU -> depthwise Conv 3x3 -> SiLU (Mul with the Sigmoid first) -> y, and a
+    // Sigmoid read twice (not fused).
+    GraphMaker mk;
+    Graph& g = mk.g;
+    g.opset = 13;
+    ValueType type{DType::kFloat32, true, {{1, ""}, {16, ""}, {9, ""}, {7, ""}}};
+    const int x = g.add_value("x", type);
+    g.inputs.push_back(x);
+    Tensor w1 = random_f32({32, 16, 1, 1}, 41, -0.4f, 0.4f), b1 = random_f32({32}, 42);
+    Tensor w2 = random_f32({32, 1, 3, 3}, 43, -0.4f, 0.4f);
+    Attributes dw;
+    dw.set("group", attr_int(32));
+    dw.set("pads", attr_ints({1, 1, 1, 1}));
+    const int c1 = mk.node("Conv", {x, mk.constant("w1", w1), mk.constant("b1", b1)});
+    const int s1 = mk.node("Sigmoid", {c1});
+    const int a1 = mk.node("Mul", {c1, s1});
+    const int c2 = mk.node("Conv", {a1, mk.constant("w2", w2)}, dw);
+    const int s2 = mk.node("Sigmoid", {c2});
+    const int a2 = mk.node("Mul", {s2, c2});
+    const int y = mk.node("Add", {a2, s2});  // s2 read twice: its Mul stays
+    g.outputs.push_back(y);
+    Graph opt = g;
+    OptimizerReport r;
+    REQUIRE(optimize_graph(opt, &r).is_ok());
+    CHECK(r.swish_fused == 1);
+    CHECK(count_ops(opt, "Sigmoid") == 1);
+    CHECK(count_ops(opt, "Swish") == 0);  // in the first convolution's epilogue
+    Tensor xin = random_f32({1, 16, 9, 7}, 44, -2.0f, 2.0f);
+    Tensor t = one("Conv", {xin}, {w1, b1});
+    Tensor t1 = one("Mul", {t, one("Sigmoid", {t}, {})}, {});
+    t = one("Conv", {t1}, {w2}, dw);
+    Tensor sg = one("Sigmoid", {t}, {});
+    Tensor want = one("Add", {one("Mul", {sg, t}, {}), sg}, {});
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(Model::create(g, nullptr, "silu").value(), cfg).value();
+    std::vector<Tensor> out;
+    REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &out).is_ok());
+    REQUIRE(out[0].shape() == want.shape());
+    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
+                             static_cast<size_t>(want.numel()), 1e-4, 1e-4);
+    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+  }
+
   TEST_CASE("a scalar affine / activation chain after a Conv becomes one FusedConv epilogue") {
     // Conv -> Mul(s1, .) -> Add(., b1) -> HardSwish -> Mul(., s2) -> Add(b2, .) -> Relu ->
     // Mul(., s1) -> Add(., b2) -> y: the learnable affine blocks of PP-LCNet around activations.
@@ -438,22 +483,22 @@ TEST_SUITE("optimizer") {
   }
 
   TEST_CASE("element-wise steps write over an input only they read; results unchanged") {
-    // x -> Neg -> a ; a -> Sigmoid -> b ; Mul(b, a) -> c ; Add(c, 1) -> y.
-    // a is read by Sigmoid and Mul: neither may overwrite it. Mul may overwrite b (only it reads
+    // x -> Neg -> a ; a -> Tanh -> b ; Mul(b, a) -> c ; Add(c, 1) -> y.
+    // a is read by Tanh and Mul: neither may overwrite it. Mul may overwrite b (only it reads
     // b). y is a graph output, never in the arena.
     GraphMaker m;
     m.g.opset = 13;
     int x = m.g.add_value("x", ValueType{DType::kFloat32, true, {{3, ""}, {70, ""}}});
     m.g.inputs.push_back(x);
     int a = m.node("Neg", {x});
-    int b = m.node("Sigmoid", {a});
+    int b = m.node("Tanh", {a});
     int c = m.node("Mul", {b, a});
     m.g.outputs.push_back(m.node("Add", {c, m.constant("one", make_f32({}, {1.0f}))}));
     Tensor in = random_f32({3, 70}, 51, -3.0f, 3.0f);
     std::vector<float> want;
     for (int64_t i = 0; i < in.numel(); ++i) {
       const double av = -static_cast<double>(in.data<float>()[i]);
-      want.push_back(static_cast<float>(av / (1.0 + std::exp(-av)) + 1.0));
+      want.push_back(static_cast<float>(av * std::tanh(av) + 1.0));
     }
     auto model = Model::create(m.g, nullptr, "chain").value();
     SessionConfig cfg;

@@ -93,6 +93,32 @@ struct HardSwishOp {
   }
 };
 
+// x * sigmoid(alpha x) = x / (1 + exp(-alpha x)); exp as in vec_impl.inc's exp_v (Cephes'
+// polynomial on the reduced argument, 2^n by scalef): relative error ~1e-7. NaN stays NaN.
+struct SwishOp {
+  __m512 neg_alpha;
+  TERN_AVX512 __m512 operator()(__m512 v) const {
+    __m512 x = _mm512_mul_ps(v, neg_alpha);
+    x = vmax(vmin(x, _mm512_set1_ps(88.7f)), _mm512_set1_ps(-87.3f));
+    // The all-lanes masked forms, as vmax/vmin above (GCC 12 warns inside the plain ones).
+    const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+    const __m512 fx =
+        _mm512_mask_roundscale_ps(t, 0xFFFF, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 m =
+        _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+    const __m512 e = _mm512_mask_scalef_ps(m, 0xFFFF, m, fx);
+    return _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+  }
+};
+
 template <int J, int R, class Op>
 TERN_AVX512 inline void each(__m512 (&acc)[R][J], const Op& op) {
 #pragma GCC unroll 24
@@ -127,6 +153,9 @@ TERN_AVX512 void apply_steps(__m512 (&acc)[R][J], const Step* steps, int n) {
         break;
       case ops::FusedAct::kHardSwish:
         each(acc, HardSwishOp{});
+        break;
+      case ops::FusedAct::kSwish:
+        each(acc, SwishOp{_mm512_set1_ps(-st.a)});
         break;
       case ops::FusedAct::kSigmoid:
       case ops::FusedAct::kTanh:

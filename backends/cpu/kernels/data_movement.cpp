@@ -20,8 +20,8 @@
 namespace tern {
 namespace {
 
-// Elements per work item: below this, a copy is not worth a second thread.
-constexpr int64_t kGrainElements = 16384;
+// Elements per work item: a copy of less (256 KiB of floats) is not worth waking a second thread.
+constexpr int64_t kGrainElements = 65536;
 
 struct StridedCopy {
   std::vector<int64_t> dims;     // merged output dims, the last one the row

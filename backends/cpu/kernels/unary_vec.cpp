@@ -49,7 +49,7 @@ struct VecActivation {
   float alpha = 0;
 };
 
-// Tanh, Gelu (both forms), LeakyRelu, Elu and Relu through VecOps::activation.
+// Tanh, Gelu (both forms), LeakyRelu, Elu, Relu and Swish through VecOps::activation.
 Expected<std::unique_ptr<Kernel>> make_activation(const OpContext& ctx) {
   if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
   VecActivation k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)))};
@@ -70,6 +70,10 @@ Expected<std::unique_ptr<Kernel>> make_activation(const OpContext& ctx) {
   } else if (op == "Relu") {
     k.act = static_cast<int>(Activation::kRelu);
     name = "relu";
+  } else if (op == "Swish") {
+    TERN_ASSIGN_OR_RETURN(k.alpha, ctx.attrs().get_float("alpha", 1.0f));
+    k.act = static_cast<int>(Activation::kSwish);
+    name = "swish";
   } else {
     k.act = static_cast<int>(Activation::kTanh);
   }
@@ -121,7 +125,7 @@ void register_cpu_unary_vec(KernelRegistry& r) {
   r.add("Erf", "cpu", DType::kFloat32, make_erf, /*priority=*/1);
   r.add("Sigmoid", "cpu", DType::kFloat32, make_sigmoid, /*priority=*/1);
   r.add("Softmax", "cpu", DType::kFloat32, make_softmax, /*priority=*/1);
-  for (const char* op : {"Tanh", "Gelu", "LeakyRelu", "Elu", "Relu"}) {
+  for (const char* op : {"Tanh", "Gelu", "LeakyRelu", "Elu", "Relu", "Swish"}) {
     r.add(op, "cpu", DType::kFloat32, make_activation, /*priority=*/1);
   }
 }

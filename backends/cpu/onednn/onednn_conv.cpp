@@ -51,6 +51,9 @@ void append_step(dnnl::post_ops& po, const ops::FusedStep& st) {
     case ops::FusedAct::kAffine:
       po.append_eltwise(1.0f, alg::eltwise_linear, q[0], q[1]);
       return;
+    case ops::FusedAct::kSwish:  // x * sigmoid(alpha x)
+      po.append_eltwise(1.0f, alg::eltwise_swish, q[0], 0.0f);
+      return;
   }
 }
 

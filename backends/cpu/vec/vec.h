@@ -48,7 +48,8 @@ enum class Activation : int {
   kLeakyRelu = 2,  // x < 0 ? alpha x : x
   kElu = 3,        // x < 0 ? alpha (exp(x) - 1) : x
   kTanh = 4,
-  kRelu = 5,  // x < 0 ? 0 : x (NaN stays NaN)
+  kRelu = 5,   // x < 0 ? 0 : x (NaN stays NaN)
+  kSwish = 6,  // x * sigmoid(alpha x)
 };
 
 // The table for an ISA level (levels the build or the CPU lack fall back to a lower one).

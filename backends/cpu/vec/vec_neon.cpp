@@ -207,6 +207,10 @@ void activation(int act, float alpha, const float* x, float* y, int64_t n) {
       });
     case 5:
       return map4(x, y, n, [=](float32x4_t v) { return select_neg(v, vdupq_n_f32(0.0f)); });
+    case 6:
+      return map4(x, y, n, [=](float32x4_t v) {
+        return vdivq_f32(v, vaddq_f32(one, exp4(vnegq_f32(vmulq_f32(a, v)))));
+      });
     default:
       return map4(x, y, n, tanh4);
   }

@@ -154,6 +154,8 @@ __device__ float apply_act(const ActStep& st, float v) {
       return v > 0.f ? st.p1 * v : st.p1 * st.p0 * (expf(v) - 1.f);
     case Act::kMish:
       return v * tanhf(v > 20.f ? v : log1pf(expf(v)));
+    case Act::kSwish:
+      return v / (1.f + expf(-st.p0 * v));
   }
   return v;
 }

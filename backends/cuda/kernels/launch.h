@@ -55,7 +55,8 @@ enum class Act : int {
   kCos,
   kSign,
   kSelu,
-  kMish
+  kMish,
+  kSwish  // x * sigmoid(p0 x)
 };
 struct ActStep {
   Act act = Act::kIdentity;

@@ -66,6 +66,9 @@ Expected<ActChain> epilogue_chain(const std::vector<ops::FusedStep>& ep, const O
       case ops::FusedAct::kAffine:
         st.act = Act::kAffine;
         break;
+      case ops::FusedAct::kSwish:
+        st.act = Act::kSwish;
+        break;
     }
     st.p0 = s.params.size() > 0 ? s.params[0] : 0.f;
     st.p1 = s.params.size() > 1 ? s.params[1] : 0.f;

@@ -81,6 +81,10 @@ Expected<ActStep> unary_step(const OpContext& ctx) {
     TERN_ASSIGN_OR_RETURN(float a, at.get_float("alpha", 1.0f));
     return ActStep{Act::kElu, a, 0};
   }
+  if (op == "Swish") {
+    TERN_ASSIGN_OR_RETURN(float a, at.get_float("alpha", 1.0f));
+    return ActStep{Act::kSwish, a, 0};
+  }
   if (op == "Selu") {
     TERN_ASSIGN_OR_RETURN(float a, at.get_float("alpha", 1.67326319217681884765625f));
     TERN_ASSIGN_OR_RETURN(float g, at.get_float("gamma", 1.05070102214813232421875f));
@@ -205,7 +209,7 @@ void register_cuda_elementwise(KernelRegistry& r) {
        {"Relu", "Sigmoid",     "Tanh",       "Erf",       "Sqrt", "Exp",       "Log",
         "Neg",  "Abs",         "Reciprocal", "Softplus",  "Ceil", "Floor",     "Round",
         "Sin",  "Cos",         "Sign",       "HardSwish", "Mish", "LeakyRelu", "Elu",
-        "Selu", "HardSigmoid", "Gelu",       "Clip"}) {
+        "Selu", "HardSigmoid", "Gelu",       "Clip",      "Swish"}) {
     r.add(op, "cuda", DType::kUndefined, cuda::make_unary);
   }
   r.add("Cast", "cuda", DType::kUndefined, cuda::make_cast);

@@ -104,6 +104,10 @@ Status unary_chain(const OpContext& ctx, Chain* c) {
     TERN_ASSIGN_OR_RETURN(float a, at.get_float("alpha", 1.0f));
     return chain_add(ctx, c, kElu, a);
   }
+  if (op == "Swish") {
+    TERN_ASSIGN_OR_RETURN(float a, at.get_float("alpha", 1.0f));
+    return chain_add(ctx, c, kSwish, a);
+  }
   if (op == "Selu") {
     TERN_ASSIGN_OR_RETURN(float a, at.get_float("alpha", 1.67326319217681884765625f));
     TERN_ASSIGN_OR_RETURN(float g, at.get_float("gamma", 1.05070102214813232421875f));
@@ -267,7 +271,7 @@ void register_vulkan_elementwise(KernelRegistry& r) {
        {"Relu", "Sigmoid",     "Tanh",       "Erf",       "Sqrt", "Exp",       "Log",
         "Neg",  "Abs",         "Reciprocal", "Softplus",  "Ceil", "Floor",     "Round",
         "Sin",  "Cos",         "Sign",       "HardSwish", "Mish", "LeakyRelu", "Elu",
-        "Selu", "HardSigmoid", "Gelu",       "Clip"}) {
+        "Selu", "HardSigmoid", "Gelu",       "Clip",      "Swish"}) {
     r.add(op, "vulkan", DType::kUndefined, vk::make_unary);
   }
   r.add("Cast", "vulkan", DType::kUndefined, vk::make_cast);

@@ -41,6 +41,9 @@ Expected<Chain> chain_of(const OpContext& ctx, const std::vector<ops::FusedStep>
       case ops::FusedAct::kAffine:
         code = kAffine;
         break;
+      case ops::FusedAct::kSwish:
+        code = kSwish;
+        break;
     }
     TERN_RETURN_IF_ERROR(chain_add(ctx, &c, code, param(0), param(1)));
   }

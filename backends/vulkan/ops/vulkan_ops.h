@@ -42,7 +42,8 @@ enum Act : uint32_t {
   kCos,
   kSign,
   kSelu,
-  kMish
+  kMish,
+  kSwish,  // x * sigmoid(a x)
 };
 
 // Up to three activation steps as the shaders take them: 8 bits per code, two floats each.

@@ -48,6 +48,7 @@ float act1(uint code, float x, float a, float b) {
     case 24u: return sign(x);
     case 25u: return x > 0.0 ? b * x : b * a * (exp(x) - 1.0);
     case 26u: return x * tanh_safe(softplus(x));
+    case 27u: return x / (1.0 + exp(-a * x));
     default: return x;
   }
 }
