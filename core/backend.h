@@ -23,6 +23,8 @@ enum class LayoutRole {
   kElementwise,      // computes alike on any layout its inputs and output share
   kElementwiseRows,  // kElementwise, and takes an operand of one value per channel (binary ops)
   kReadsBlocked,     // reads blocked inputs, writes plain output (global pooling)
+  kJoinsChannels,    // Concat on the channels: writes the block its inputs share, each input
+                     // a whole number of blocks (the blocks then follow one another)
 };
 
 class Backend {

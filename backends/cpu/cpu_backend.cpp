@@ -163,8 +163,13 @@ LayoutRole CpuBackend::layout_role(const Node& node) const {
   // read and write every element in memory order.
   static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div"};
   static const std::set<std::string> elementwise = {
-      "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu",
-      "Tanh", "Elu",  "Selu",    "Identity",    "Max",       "Min"};
+      "Relu", "Clip", "Sigmoid",  "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh",
+      "Elu",  "Selu", "Identity", "Max",         "Min",       "Swish"};
+  if (op == "Concat") {
+    auto axis = node.attrs.get_int("axis", 0);
+    if (axis && (*axis == 1 || *axis == -3)) return LayoutRole::kJoinsChannels;  // rank 4
+    return LayoutRole::kPlain;
+  }
   if (binary.count(op)) return LayoutRole::kElementwiseRows;
   if (elementwise.count(op)) return LayoutRole::kElementwise;
   return LayoutRole::kPlain;

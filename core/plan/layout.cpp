@@ -61,6 +61,31 @@ void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
       out.block = block_for(out);
       continue;
     }
+    if (role == LayoutRole::kJoinsChannels) {
+      // Every input blocked alike by 8 or 16 with whole blocks (in nChw{b}c an input's channels
+      // are one run per image: the joined tensor is those runs in turn), or every input
+      // channels-last (the joined tensor is each pixel's channels in turn).
+      int b = 0;
+      bool blocks = out.shape.size() == 4 && block_for(out) > 0, pixels = blocks;
+      for (size_t i = 0; (blocks || pixels) && i < node.inputs.size(); ++i) {
+        const int id = node.inputs[i];
+        const PlannedValue* in = id < 0 ? nullptr : &pg.value(id);
+        if (!in || in->shape.size() != 4) {
+          blocks = pixels = false;
+          break;
+        }
+        blocks = blocks && (in->block == 8 || in->block == 16) && (b == 0 || in->block == b) &&
+                 in->shape[1] % in->block == 0;
+        pixels = pixels && in->block > 0 && in->block == in->shape[1];
+        b = in->block;
+      }
+      if (blocks && out.shape[1] % b == 0) {
+        out.block = b;
+      } else if (pixels && block_for(out) == out.shape[1]) {
+        out.block = static_cast<int>(out.shape[1]);
+      }
+      continue;
+    }
     if (role == LayoutRole::kKeepsBlock) {
       const PlannedValue& in = pg.value(node.inputs[0]);
       if (in.block > 0 && block_for(out) > 0 && out.shape[1] % in.block == 0) out.block = in.block;

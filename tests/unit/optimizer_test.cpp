@@ -209,6 +209,45 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("Concat of channel-blocked convolutions stays blocked (SqueezeNet's fire modules)") {
+    // x -> Conv 1x1 (16) -> a ; x -> Conv 3x3 (32) -> b ; Concat(a, b) -> Conv 1x1 (16) -> y
+    GraphMaker mk;
+    Graph& g = mk.g;
+    g.opset = 13;
+    const int x =
+        g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {16, ""}, {10, ""}, {9, ""}}});
+    g.inputs.push_back(x);
+    Tensor w1 = random_f32({16, 16, 1, 1}, 61, -0.3f, 0.3f),
+           w2 = random_f32({32, 16, 3, 3}, 62, -0.2f, 0.2f);
+    Tensor w3 = random_f32({16, 48, 1, 1}, 63, -0.3f, 0.3f);
+    Attributes pad1, cat;
+    pad1.set("pads", attr_ints({1, 1, 1, 1}));
+    cat.set("axis", attr_int(1));
+    const int a = mk.node("Conv", {x, mk.constant("w1", w1)});
+    const int b = mk.node("Conv", {x, mk.constant("w2", w2)}, pad1);
+    const int c = mk.node("Concat", {a, b}, cat);
+    const int y = mk.node("Conv", {c, mk.constant("w3", w3)});
+    g.outputs.push_back(y);
+    Tensor xin = random_f32({1, 16, 10, 9}, 64);
+    Tensor want = one(
+        "Conv",
+        {one("Concat", {one("Conv", {xin}, {w1}), one("Conv", {xin}, {w2}, pad1)}, {}, cat)}, {w3});
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(Model::create(g, nullptr, "fire").value(), cfg).value();
+    auto plan = session->plan_for({{1, 16, 10, 9}}).value();
+    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+      CHECK(plan->values[static_cast<size_t>(c)].block > 0);
+      CHECK(plan->reorders <= 1);  // y only
+    }
+    std::vector<Tensor> out;
+    REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &out).is_ok());
+    REQUIRE(out[0].shape() == want.shape());
+    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
+                             static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+  }
+
   TEST_CASE("x * Sigmoid(x) after a Conv becomes a Swish epilogue (EfficientNet's SiLU)") {
     // Conv 1x1 -> SiLU -> depthwise Conv 3x3 -> SiLU (Mul with the Sigmoid first) -> y, and a
     // Sigmoid read twice (not fused).

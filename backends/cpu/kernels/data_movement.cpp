@@ -315,12 +315,33 @@ void copy_pieces(const RowPieces& p, uint8_t* joined, const std::vector<uint8_t*
                });
 }
 
+// Concat on the channels of channel-blocked tensors (the planner's kJoinsChannels): of 8- or
+// 16-blocked ones, each input a whole number of blocks, per image an input's channels are one
+// run of C * H * W floats as in the plain layout (rows: images); of channels-last ones, per pixel
+// (rows: pixels, C_i floats each). 0 when the layouts are plain or not one of these.
+int joined_layout(const OpContext& ctx, int64_t axis) {
+  const TensorInfo& out = ctx.outputs[0];
+  if (out.block <= 0 || out.shape.size() != 4 || (axis != 1 && axis != -3)) return 0;
+  bool blocks = out.block == 8 || out.block == 16, pixels = out.block == out.shape[1];
+  for (const TensorInfo& t : ctx.inputs) {
+    if (t.shape.size() != 4) return 0;
+    blocks = blocks && t.block == out.block && t.shape[1] % t.block == 0;
+    pixels = pixels && t.block == t.shape[1];
+  }
+  return blocks ? 1 : pixels ? 2 : 0;
+}
+
 Expected<std::unique_ptr<Kernel>> make_concat(const OpContext& ctx) {
-  TERN_RETURN_IF_ERROR(check_movable(ctx, "concat_rows"));
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 0));
+  const int joined = joined_layout(ctx, axis);
+  if (joined == 0) TERN_RETURN_IF_ERROR(check_movable(ctx, "concat_rows"));
   std::vector<const TensorInfo*> parts;
   for (const TensorInfo& t : ctx.inputs) parts.push_back(&t);
   TERN_ASSIGN_OR_RETURN(RowPieces p, row_pieces(ctx, ctx.outputs[0].shape, axis, parts));
+  if (joined == 2) {  // channels-last: a row per pixel
+    p.outer *= p.inner;
+    p.inner = 1;
+  }
   return make_kernel("concat_rows", std::move(p),
                      [](const RowPieces& q, const KernelArgs& a, const ExecContext& exec) {
                        std::vector<uint8_t*> in;
