@@ -1119,6 +1119,33 @@ TEST_SUITE("cpu_kernels") {
     CHECK((se == 8 || se == 16));
   }
 
+  TEST_CASE("Einsum contractions read operands in place (transposed) and write the output") {
+    struct Case {
+      const char* eq;
+      Shape a, b;
+    };
+    const Case cases[] = {
+        {"bghid,bghjd->bghij", {1, 3, 2, 5, 4}, {1, 3, 2, 6, 4}},  // MaxViT's q k^T: B read as B^T
+        {"bhdi,bhdj->bhij", {2, 3, 4, 5}, {2, 3, 4, 6}},           // A read as A^T
+        {"bij,bjk->bik", {3, 4, 5}, {3, 5, 6}},                    // both in place
+        {"bij,bjk->bki", {3, 4, 5}, {3, 5, 6}},                    // output permuted after
+        {"ij,kj->ik", {4, 7}, {5, 7}},
+        {"bid,bjd->ij", {2, 4, 3}, {2, 5, 3}},  // batch summed away
+    };
+    for (const Case& cs : cases) {
+      Tensor a = random_f32(cs.a, 71u), b = random_f32(cs.b, 72u);
+      Attributes at;
+      at.set("equation", attr_string(cs.eq));
+      Tensor want = run_reference("Einsum", at, {&a, &b});
+      Prepared p = run_cpu("Einsum", at, {&a, &b}, {false, false});
+      CHECK_MESSAGE(p.kernel.rfind("gemm.", 0) == 0, cs.eq, ": ", p.kernel);
+      REQUIRE(p.outputs[0].shape() == want.shape());
+      Comparison c = compare(p.outputs[0].data<float>(), want.data<float>(),
+                             static_cast<size_t>(want.numel()), 1e-5, 1e-5);
+      CHECK_MESSAGE(c.mismatches == 0, cs.eq, ": max abs ", c.max_abs);
+    }
+  }
+
   TEST_CASE("oneDNN pooling: 1-D to 3-D windows, ends short of the input or of the padding") {
     if (!tern_onednn_is_available()) {
       MESSAGE("skipped: built without oneDNN");

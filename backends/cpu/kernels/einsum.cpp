@@ -34,6 +34,10 @@ int64_t count_of(const ops::EinsumSpec& s, const std::string& labels) {
 void permute_sum(const ops::EinsumSpec& s, const float* src, const std::string& from,
                  const std::string& to, float* dst) {
   const int64_t n = count_of(s, from);
+  if (from == to) {  // nothing to move or sum
+    std::copy(src, src + n, dst);
+    return;
+  }
   std::fill(dst, dst + count_of(s, to), 0.0f);
   std::vector<int64_t> stride(from.size(), 0), dims(from.size());
   for (size_t d = 0; d < from.size(); ++d) {
@@ -69,32 +73,58 @@ std::string pick(const std::string& labels, const std::string& a, const std::str
   return r;
 }
 
+// One contraction as a batched GEMM. An operand already in [batch, free, contracted] or
+// [batch, contracted, free] order is read in place (the GEMM transposes it), as attention's
+// "bhid,bhjd->bhij" has both; others are permuted (and summed over letters no one keeps) first.
+// `out`, when given, receives the result if its letters come out as `out_labels`.
 Operand contract(const ops::EinsumSpec& s, const Operand& a, const Operand& b,
-                 const std::string& keep, const ExecContext& exec) {
+                 const std::string& keep, const ExecContext& exec, float* out = nullptr,
+                 const std::string& out_labels = {}) {
   const std::string batch = pick(a.labels, a.labels, b.labels, true, keep, true);
   const std::string contracted = pick(a.labels, a.labels, b.labels, true, keep, false);
   const std::string free_a = pick(a.labels, a.labels, b.labels, false, keep, true);
   const std::string free_b = pick(b.labels, b.labels, a.labels, false, keep, true);
-  std::vector<float> ap(static_cast<size_t>(count_of(s, batch + free_a + contracted)));
-  std::vector<float> bp(static_cast<size_t>(count_of(s, batch + contracted + free_b)));
-  permute_sum(s, a.data, a.labels, batch + free_a + contracted, ap.data());
-  permute_sum(s, b.data, b.labels, batch + contracted + free_b, bp.data());
   const int64_t nb = count_of(s, batch), m = count_of(s, free_a), k = count_of(s, contracted),
                 n = count_of(s, free_b);
+  std::vector<float> ap, bp;
+  const float* pa = a.data;
+  const float* pb = b.data;
+  bool trans_a = false, trans_b = false;
+  if (a.labels == batch + contracted + free_a && a.labels != batch + free_a + contracted) {
+    trans_a = true;
+  } else if (a.labels != batch + free_a + contracted) {
+    ap.resize(static_cast<size_t>(nb * m * k));
+    permute_sum(s, a.data, a.labels, batch + free_a + contracted, ap.data());
+    pa = ap.data();
+  }
+  if (b.labels == batch + free_b + contracted && b.labels != batch + contracted + free_b) {
+    trans_b = true;
+  } else if (b.labels != batch + contracted + free_b) {
+    bp.resize(static_cast<size_t>(nb * k * n));
+    permute_sum(s, b.data, b.labels, batch + contracted + free_b, bp.data());
+    pb = bp.data();
+  }
   Operand r;
   r.labels = batch + free_a + free_b;
-  r.owned.assign(static_cast<size_t>(nb * m * n), 0.0f);
-  r.data = r.owned.data();
+  float* pc = out && r.labels == out_labels ? out : nullptr;
+  if (!pc) {
+    r.owned.assign(static_cast<size_t>(nb * m * n), 0.0f);
+    pc = r.owned.data();
+  } else if (k == 0) {
+    std::fill(pc, pc + nb * m * n, 0.0f);
+  }
+  r.data = pc;
   if (m > 0 && n > 0 && k > 0) {
     std::vector<const float*> as, bs;
     std::vector<float*> cs;
     for (int64_t i = 0; i < nb; ++i) {
-      as.push_back(ap.data() + i * m * k);
-      bs.push_back(bp.data() + i * k * n);
-      cs.push_back(r.owned.data() + i * m * n);
+      as.push_back(pa + i * m * k);
+      bs.push_back(pb + i * k * n);
+      cs.push_back(pc + i * m * n);
     }
-    cpu_sgemm_batch(GemmShape{false, false, m, n, k, k, n, n}, 1.0f, as.data(), bs.data(), 0.0f,
-                    cs.data(), nb, exec.num_threads, exec.deterministic);
+    cpu_sgemm_batch(GemmShape{trans_a, trans_b, m, n, k, trans_a ? m : k, trans_b ? k : n, n}, 1.0f,
+                    as.data(), bs.data(), 0.0f, cs.data(), nb, exec.num_threads,
+                    exec.deterministic);
   }
   return r;
 }
@@ -107,7 +137,10 @@ Status run_einsum(const EinsumKernel& e, const KernelArgs& a, const ExecContext&
     ops[i].data = a.inputs[i]->data<float>();
   }
   std::vector<bool> alive(ops.size(), true);
-  for (const auto& st : e.path.steps) {
+  float* y = a.outputs[0]->data<float>();
+  bool written = false;  // the last contraction wrote the output in place
+  for (size_t step = 0; step < e.path.steps.size(); ++step) {
+    const auto& st = e.path.steps[step];
     // Letters still needed: the output's and those of operands not in this step.
     std::string keep = s.output;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -115,15 +148,18 @@ Status run_einsum(const EinsumKernel& e, const KernelArgs& a, const ExecContext&
         keep += ops[i].labels;
       }
     }
+    const bool final_step = step + 1 == e.path.steps.size();
     Operand r = contract(s, ops[static_cast<size_t>(st.first)], ops[static_cast<size_t>(st.second)],
-                         keep, exec);
+                         keep, exec, final_step ? y : nullptr, s.output);
+    written = final_step && r.data == y;
     alive[static_cast<size_t>(st.first)] = alive[static_cast<size_t>(st.second)] = false;
     ops.push_back(std::move(r));
-    ops.back().data = ops.back().owned.data();
+    if (!ops.back().owned.empty()) ops.back().data = ops.back().owned.data();
     alive.push_back(true);
   }
+  if (written) return Status::ok();
   const Operand& last = ops.back();
-  permute_sum(s, last.data, last.labels, s.output, a.outputs[0]->data<float>());
+  permute_sum(s, last.data, last.labels, s.output, y);
   return Status::ok();
 }
 
