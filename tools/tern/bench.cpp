@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -167,7 +168,10 @@ int cmd_bench(const std::vector<std::string>& args) {
                  "[--no-kernel-report]\n");
     return 2;
   }
-  Prepared p;
+  // Held in an optional so the kernel report can end it first (its lists free their tensors and
+  // values only when destroyed, not when assigned over).
+  std::optional<Prepared> held(std::in_place);
+  Prepared& p = *held;
   if (int rc = prepare("bench", setup, &p)) return rc;
   size_t activation_bytes = 0, packed_bytes = 0;
   ValueList outputs;
@@ -198,7 +202,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   const size_t rss = peak_rss_bytes();  // before the kernel report's session
   KernelReport kr;
   if (kernel_report) {
-    p = Prepared();  // one session at a time
+    held.reset();  // one session at a time
     kr = setup.profile_path.empty() ? profile_kernels(setup, std::min(runs, 3))
                                     : read_profile(setup.profile_path);
   }
