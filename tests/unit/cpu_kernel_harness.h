@@ -1,0 +1,139 @@
+// The harness of the cpu_kernels suites: one op's context shape-inferred over given tensors,
+// the CPU backend's kernel for it (or the op's reference kernel) run on them, blocked layouts
+// converted, outputs compared.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/registry.h"
+#include "backends_util.h"
+#include "core/op_registry.h"
+#include "test_util.h"
+
+namespace tern_test::cpu_kernels {
+
+using namespace tern;
+
+// Infers shapes, prepares the CPU kernel (constant inputs marked known), runs it.
+struct Prepared {
+  std::string kernel;
+  std::vector<Tensor> outputs;
+};
+// One op's context over `ins` (those marked constant known), shape-inferred.
+struct Inferred {
+  Node node;
+  OpContext ctx;
+};
+inline std::unique_ptr<Inferred> inferred(const std::string& op, const Attributes& attrs,
+                                          const std::vector<Tensor*>& ins,
+                                          const std::vector<bool>& constant, int in_block = 0) {
+  auto k = std::make_unique<Inferred>();
+  k->node = Node{"k", op, "", {}, {0}, attrs};
+  OpContext& ctx = k->ctx;
+  ctx.node = &k->node;
+  ctx.where = "node 'k' (" + op + ")";
+  ctx.opset = 13;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    ctx.inputs.push_back(TensorInfo{ins[i] != nullptr, ins[i] ? ins[i]->dtype() : DType::kUndefined,
+                                    ins[i] ? ins[i]->shape() : Shape{},
+                                    ins[i] && constant[i] ? ins[i] : nullptr});
+    ctx.input_names.push_back("in" + std::to_string(i));
+  }
+  if (!ctx.inputs.empty()) ctx.inputs[0].block = in_block;
+  ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
+  Status s = infer_node(*OpRegistry::global().find(op), ctx);
+  REQUIRE_MESSAGE(s.is_ok(), s.message());
+  return k;
+}
+
+// Runs a prepared kernel on `ins` into a fresh output of the context's type and shape.
+inline Tensor run_kernel(const Kernel& kernel, const OpContext& ctx,
+                         const std::vector<Tensor*>& ins, int threads) {
+  Tensor out = Tensor::allocate(ctx.outputs[0].dtype, ctx.outputs[0].shape).value();
+  KernelArgs args;
+  for (Tensor* t : ins) args.inputs.push_back(t);
+  args.outputs.push_back(&out);
+  std::vector<float> workspace((kernel.workspace_bytes() + sizeof(float) - 1) / sizeof(float));
+  args.workspace = workspace.data();
+  const Status s = kernel.run(args, ExecContext{threads});
+  REQUIRE_MESSAGE(s.is_ok(), s.message());
+  return out;
+}
+
+inline Prepared run_cpu(const std::string& op, const Attributes& attrs,
+                        const std::vector<Tensor*>& ins, const std::vector<bool>& constant,
+                        int in_block = 0, int out_block = 0, int threads = 2) {
+  auto k = inferred(op, attrs, ins, constant, in_block);
+  k->ctx.outputs[0].block = out_block;
+  auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+  REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+  Prepared p;
+  p.kernel = (*kernel)->name();
+  p.outputs.push_back(run_kernel(**kernel, k->ctx, ins, threads));
+  return p;
+}
+
+// NCHW <-> channels blocked by b (nChw{b}c, channels a multiple of b; b = C is NHWC).
+inline Tensor to_blocked(const Tensor& x, int64_t b) {
+  const Shape& d = x.shape();
+  Tensor y = Tensor::allocate(DType::kFloat32, d).value();
+  const int64_t hw = d[2] * d[3], cb = d[1] / b;
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t i = 0; i < hw; ++i) {
+        y.data<float>()[((n * cb + c / b) * hw + i) * b + c % b] =
+            x.data<float>()[(n * d[1] + c) * hw + i];
+      }
+  return y;
+}
+// The logical NCHW values of an nChw{b}c tensor (channels padded to a multiple of b).
+inline std::vector<float> from_blocked(const Tensor& y, int64_t b) {
+  const Shape& d = y.shape();
+  std::vector<float> out(static_cast<size_t>(y.numel()));
+  const int64_t hw = d[2] * d[3], cb = (d[1] + b - 1) / b;
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t i = 0; i < hw; ++i) {
+        out[static_cast<size_t>((n * d[1] + c) * hw + i)] =
+            y.data<float>()[((n * cb + c / b) * hw + i) * b + c % b];
+      }
+  return out;
+}
+
+// fp32 kernels reassociate sums; the references accumulate in double. Over K <= ~600 terms of
+// magnitude <= 1 the float error stays far below 1e-4 absolute.
+inline void check_close(const Tensor& got, const std::vector<float>& want,
+                        const std::string& what) {
+  Comparison c = compare(got.data<float>(), want.data(), want.size(), 1e-4, 1e-4);
+  INFO(what, ": max abs ", c.max_abs);
+  CHECK(c.mismatches == 0);
+}
+
+// Context for calling an op's parse function directly (for the reference kernels).
+struct RefContext {
+  Node node;
+  OpContext ctx;
+  RefContext(const std::string& op, const Attributes& attrs, const std::vector<const Tensor*>& ins)
+      : node{"k", op, "", {}, {0}, attrs} {
+    ctx.node = &node;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      ctx.inputs.push_back(TensorInfo{true, DType::kFloat32, ins[i]->shape(), nullptr});
+      ctx.input_names.push_back("in" + std::to_string(i));
+    }
+  }
+};
+
+// Runs op's portable reference kernel (the ground truth) on `ins`; returns its output.
+inline Tensor run_reference(const std::string& op, const Attributes& attrs,
+                            const std::vector<Tensor*>& ins, std::vector<bool> constant = {}) {
+  constant.resize(ins.size(), false);
+  auto k = inferred(op, attrs, ins, constant);
+  auto kernel = OpRegistry::global().find(op)->reference(k->ctx);
+  REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+  return run_kernel(**kernel, k->ctx, ins, 1);
+}
+
+}  // namespace tern_test::cpu_kernels

@@ -1,0 +1,416 @@
+// backends/cpu: the vectorised element-wise, normalisation and data-movement kernels, Resize,
+// reductions and Einsum against the op's reference kernels (suite cpu_kernels; the convolution
+// and GEMM kernels are in cpu_kernels_test.cpp).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backends/registry.h"
+#include "backends_util.h"
+#include "core/op_registry.h"
+#include "test_util.h"
+#include "unit/cpu_kernel_harness.h"
+
+using namespace tern;
+using namespace tern_test;
+using namespace tern_test::cpu_kernels;
+
+TEST_SUITE("cpu_kernels") {
+  TEST_CASE("vectorised Erf, Sigmoid, Softmax match double-precision references at every ISA") {
+    Tensor x = random_f32({3, 5, 67}, 7u, -4.0f, 4.0f);
+    float* xv = x.data<float>();
+    xv[0] = 0.0f;
+    xv[1] = 1e-6f;
+    xv[2] = -0.4999f;
+    xv[3] = 0.5001f;
+    xv[4] = 9.0f;
+    xv[5] = -9.0f;
+    const auto n = static_cast<size_t>(x.numel());
+    for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+      CAPTURE(cap);
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      Prepared e = run_cpu("Erf", {}, {&x}, {false});
+      CHECK(e.kernel.rfind("erf.", 0) == 0);
+      double worst = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const double want = std::erf(static_cast<double>(xv[i]));
+        const double err = std::abs(e.outputs[0].data<float>()[i] - want);
+        worst = std::max(worst, err);
+        // Absolute error below 3e-7; near zero, relative error below 1e-6.
+        CHECK(err <= 3e-7 + 1e-6 * std::abs(want));
+      }
+      MESSAGE(std::string(cap), ": Erf max abs error ", worst);
+      Prepared g = run_cpu("Sigmoid", {}, {&x}, {false});
+      CHECK(g.kernel.rfind("sigmoid.", 0) == 0);
+      for (size_t i = 0; i < n; ++i) {
+        const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(xv[i])));
+        CHECK(std::abs(g.outputs[0].data<float>()[i] - want) <= 1e-6 * want);
+      }
+      Prepared s = run_cpu("Softmax", {}, {&x}, {false});
+      CHECK(s.kernel.rfind("softmax.", 0) == 0);
+      for (size_t row = 0; row < n / 67; ++row) {
+        double m = -1e30, sum = 0;
+        for (size_t i = 0; i < 67; ++i) m = std::max(m, static_cast<double>(xv[row * 67 + i]));
+        for (size_t i = 0; i < 67; ++i) sum += std::exp(xv[row * 67 + i] - m);
+        for (size_t i = 0; i < 67; ++i) {
+          const double want = std::exp(xv[row * 67 + i] - m) / sum;
+          CHECK(std::abs(s.outputs[0].data<float>()[row * 67 + i] - want) <= 1e-6 + 1e-5 * want);
+        }
+      }
+    }
+    // NaN and infinities: NaN stays NaN (no float -> int conversion of it), the limits hold.
+    const float inf = std::numeric_limits<float>::infinity();
+    Tensor odd = make_f32({1, 4}, {std::nanf(""), inf, -inf, 0.0f});
+    for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+      CAPTURE(cap);
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+      const Prepared pe = run_cpu("Erf", {}, {&odd}, {false});
+      const float* e = pe.outputs[0].data<float>();
+      CHECK(std::isnan(e[0]));
+      CHECK(e[1] == 1.0f);
+      CHECK(e[2] == -1.0f);
+      const Prepared pg = run_cpu("Sigmoid", {}, {&odd}, {false});
+      const float* g = pg.outputs[0].data<float>();
+      CHECK(std::isnan(g[0]));
+      CHECK(g[1] == 1.0f);
+      CHECK(g[2] == 0.0f);
+      CHECK(g[3] == 0.5f);
+      const Prepared ps = run_cpu("Softmax", {}, {&odd}, {false});
+      CHECK(std::isnan(ps.outputs[0].data<float>()[0]));  // a row holding NaN is NaN
+    }
+    // Softmax over an inner axis is left to the portable kernel.
+    Attributes a;
+    a.set("axis", attr_int(1));
+    CHECK(run_cpu("Softmax", a, {&x}, {false}).kernel == "reference");
+  }
+
+  TEST_CASE("vectorised Tanh, Gelu, LeakyRelu, Elu, Relu, Swish match the reference at every ISA") {
+    Tensor x = random_f32({2, 3, 61}, 11u, -6.0f, 6.0f);
+    float* xv = x.data<float>();
+    xv[0] = 0.0f;
+    xv[1] = -1e-6f;
+    xv[2] = 20.0f;
+    xv[3] = -20.0f;
+    struct Op {
+      const char* type;
+      Attributes attrs;
+      const char* kernel;
+    };
+    std::vector<Op> ops;
+    ops.push_back({"Tanh", {}, "tanh."});
+    ops.push_back({"Gelu", {}, "gelu."});
+    Attributes tanh_form;
+    tanh_form.set("approximate", attr_string("tanh"));
+    ops.push_back({"Gelu", tanh_form, "gelu."});
+    Attributes alpha;
+    alpha.set("alpha", attr_float(0.2f));
+    ops.push_back({"LeakyRelu", alpha, "leaky_relu."});
+    ops.push_back({"Elu", alpha, "elu."});
+    ops.push_back({"Relu", {}, "relu."});
+    Attributes swish_alpha;
+    swish_alpha.set("alpha", attr_float(1.7f));
+    ops.push_back({"Swish", {}, "swish."});
+    ops.push_back({"Swish", swish_alpha, "swish."});
+    for (const Op& op : ops) {
+      Tensor want = run_reference(op.type, op.attrs, {&x});
+      for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+        FlagRestore restore;
+        REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+        Prepared p = run_cpu(op.type, op.attrs, {&x}, {false});
+        CHECK_MESSAGE(p.kernel.rfind(op.kernel, 0) == 0, op.type, " at ", cap, ": ", p.kernel);
+        Comparison c = compare(p.outputs[0].data<float>(), want.data<float>(),
+                               static_cast<size_t>(x.numel()), 1e-5, 1e-5);
+        CHECK_MESSAGE(c.mismatches == 0, op.type, " at ", cap, ": max abs ", c.max_abs);
+      }
+    }
+  }
+
+  TEST_CASE("data movement (strided copies, row copies, row gathers) matches the reference") {
+    auto ints = [](std::vector<int64_t> v) {
+      Tensor t = Tensor::allocate(DType::kInt64, {static_cast<int64_t>(v.size())}).value();
+      std::copy(v.begin(), v.end(), t.data<int64_t>());
+      return t;
+    };
+    auto same = [](const Tensor& got, const Tensor& want, const std::string& what) {
+      REQUIRE_MESSAGE(got.shape() == want.shape(), what);
+      CHECK_MESSAGE(std::memcmp(got.raw(), want.raw(), got.byte_size()) == 0, what);
+    };
+    Tensor x = random_f32({2, 12, 6, 10}, 23u);
+    struct SliceCase {
+      std::vector<int64_t> starts, ends, axes, steps;
+    };
+    const SliceCase slices[] = {{{1}, {7}, {1}, {1}},
+                                {{0, 2}, {6, 9}, {2, 3}, {1, 1}},
+                                {{9}, {-11}, {3}, {-2}},
+                                {{-1, 1}, {-100, 12}, {1, 3}, {-3, 4}},
+                                {{0}, {1}, {0}, {1}},
+                                {{3}, {3}, {2}, {1}},
+                                {{0, 0}, {2, 12}, {0, 1}, {1, 5}}};
+    for (const SliceCase& cs : slices) {
+      Tensor st = ints(cs.starts), en = ints(cs.ends), ax = ints(cs.axes), sp = ints(cs.steps);
+      std::vector<Tensor*> ins = {&x, &st, &en, &ax, &sp};
+      const std::vector<bool> known = {false, true, true, true, true};
+      Tensor want = run_reference("Slice", {}, ins, known);
+      for (int threads : {1, 2}) {
+        auto k = inferred("Slice", {}, ins, known);
+        auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+        REQUIRE(kernel.has_value());
+        CHECK((*kernel)->name() == std::string("strided_copy"));
+        same(run_kernel(**kernel, k->ctx, ins, threads), want, "Slice");
+      }
+    }
+    for (const char* mode : {"DCR", "CRD"}) {
+      Attributes a;
+      a.set("blocksize", attr_int(2));
+      a.set("mode", attr_string(mode));
+      Prepared p = run_cpu("DepthToSpace", a, {&x}, {false});
+      CHECK(p.kernel == "depth_space");
+      same(p.outputs[0], run_reference("DepthToSpace", a, {&x}), std::string("D2S ") + mode);
+    }
+    Attributes b2;
+    b2.set("blocksize", attr_int(2));
+    Prepared s2d = run_cpu("SpaceToDepth", b2, {&x}, {false});
+    CHECK(s2d.kernel == "depth_space");
+    same(s2d.outputs[0], run_reference("SpaceToDepth", b2, {&x}), "S2D");
+    Tensor y = random_f32({2, 5, 6, 10}, 24u), z = random_f32({2, 1, 6, 10}, 25u);
+    for (int64_t axis : {1, -3}) {
+      Attributes a;
+      a.set("axis", attr_int(axis));
+      Prepared p = run_cpu("Concat", a, {&x, &y, &z}, {false, false, false});
+      CHECK(p.kernel == "concat_rows");
+      same(p.outputs[0], run_reference("Concat", a, {&x, &y, &z}), "Concat");
+    }
+    {
+      Attributes a;
+      a.set("axis", attr_int(3));
+      a.set("split", attr_ints({3, 7}));
+      auto k = inferred("Split", a, {&x}, {false});
+      k->ctx.outputs.assign(2, TensorInfo{true, DType::kUndefined, {}, nullptr});
+      k->node.outputs = {0, 1};
+      k->ctx.opset = 11;
+      REQUIRE(infer_node(*OpRegistry::global().find("Split"), k->ctx).is_ok());
+      auto fast = backends::get("cpu").value()->prepare(k->ctx);
+      auto ref = OpRegistry::global().find("Split")->reference(k->ctx);
+      REQUIRE((fast.has_value() && ref.has_value()));
+      CHECK((*fast)->name() == std::string("split_rows"));
+      std::vector<Tensor> got, want;
+      for (int i = 0; i < 2; ++i) {
+        got.push_back(Tensor::allocate(DType::kFloat32, k->ctx.outputs[i].shape).value());
+        want.push_back(Tensor::allocate(DType::kFloat32, k->ctx.outputs[i].shape).value());
+      }
+      for (auto* pair : {&got, &want}) {
+        KernelArgs args;
+        args.inputs = {&x};
+        args.outputs = {&(*pair)[0], &(*pair)[1]};
+        const Kernel& kern = pair == &got ? **fast : **ref;
+        REQUIRE(kern.run(args, ExecContext{2}).is_ok());
+      }
+      same(got[0], want[0], "Split 0");
+      same(got[1], want[1], "Split 1");
+    }
+    Tensor idx = ints({1, -1, 0, 1});
+    for (int64_t axis : {0, 1, 3}) {
+      Attributes a;
+      a.set("axis", attr_int(axis));
+      Prepared p = run_cpu("Gather", a, {&x, &idx}, {false, false});
+      CHECK(p.kernel == "gather_rows");
+      same(p.outputs[0], run_reference("Gather", a, {&x, &idx}), "Gather");
+    }
+    Tensor nd = Tensor::allocate(DType::kInt64, {3, 2}).value();
+    const int64_t tuples[] = {1, 11, 0, -2, 1, 0};
+    std::copy(std::begin(tuples), std::end(tuples), nd.data<int64_t>());
+    Prepared g = run_cpu("GatherND", {}, {&x, &nd}, {false, false});
+    CHECK(g.kernel == "gather_rows");
+    same(g.outputs[0], run_reference("GatherND", {}, {&x, &nd}), "GatherND");
+    // An index out of range fails the run with a message, as the reference does.
+    Tensor bad = ints({12});
+    Attributes a1;
+    a1.set("axis", attr_int(1));
+    auto k = inferred("Gather", a1, {&x, &bad}, {false, false});
+    auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+    REQUIRE(kernel.has_value());
+    Tensor out = Tensor::allocate(DType::kFloat32, k->ctx.outputs[0].shape).value();
+    KernelArgs args;
+    args.inputs = {&x, &bad};
+    args.outputs = {&out};
+    const Status st = (*kernel)->run(args, ExecContext{1});
+    CHECK(st.code() == Code::kInvalidArgument);
+    CHECK(st.message().find("out of range") != std::string::npos);
+  }
+
+  TEST_CASE("resize_separable: nearest and linear Resize match the reference kernel") {
+    struct Case {
+      Shape x;
+      std::vector<int64_t> sizes;
+      const char* mode;
+      const char* transform;
+      const char* nearest_mode;
+    };
+    const Case cases[] = {
+        {{1, 3, 7, 5}, {1, 3, 19, 23}, "linear", "half_pixel", "round_prefer_floor"},
+        {{2, 2, 9, 12}, {2, 2, 4, 5}, "linear", "half_pixel", "round_prefer_floor"},
+        {{1, 2, 6, 6}, {1, 2, 11, 13}, "linear", "align_corners", "round_prefer_floor"},
+        {{1, 2, 6, 6}, {1, 2, 12, 12}, "linear", "pytorch_half_pixel", "round_prefer_floor"},
+        {{1, 2, 5, 4}, {1, 2, 15, 12}, "nearest", "asymmetric", "floor"},
+        {{2, 3, 5, 4}, {4, 6, 7, 9}, "nearest", "half_pixel", "round_prefer_ceil"},
+        {{3, 1, 4}, {3, 2, 10}, "nearest", "asymmetric", "floor"},
+        {{2, 1, 3, 4, 4}, {2, 1, 3, 8, 8}, "linear", "asymmetric", "round_prefer_floor"},
+    };
+    for (const Case& cs : cases) {
+      Tensor x = random_f32(cs.x, 31u);
+      Tensor sizes =
+          Tensor::allocate(DType::kInt64, {static_cast<int64_t>(cs.sizes.size())}).value();
+      std::copy(cs.sizes.begin(), cs.sizes.end(), sizes.data<int64_t>());
+      Attributes a;
+      a.set("mode", attr_string(cs.mode));
+      a.set("coordinate_transformation_mode", attr_string(cs.transform));
+      a.set("nearest_mode", attr_string(cs.nearest_mode));
+      std::vector<Tensor*> ins = {&x, nullptr, nullptr, &sizes};
+      const std::vector<bool> known = {false, false, false, true};
+      const std::string what = std::string(cs.mode) + " " + cs.transform + " " + shape_str(cs.x) +
+                               " -> " + shape_str(Shape(cs.sizes));
+      Tensor want = run_reference("Resize", a, ins, known);
+      for (int threads : {1, 2}) {
+        auto k = inferred("Resize", a, ins, known);
+        auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+        REQUIRE(kernel.has_value());
+        CHECK_MESSAGE((*kernel)->name() == std::string("resize_separable"), what);
+        Tensor got = run_kernel(**kernel, k->ctx, ins, threads);
+        REQUIRE(got.shape() == want.shape());
+        Comparison c = compare(got.data<float>(), want.data<float>(),
+                               static_cast<size_t>(want.numel()), 1e-6, 1e-6);
+        CHECK_MESSAGE(c.mismatches == 0, what, ": max abs ", c.max_abs);
+      }
+    }
+  }
+
+  TEST_CASE("reduce_rows, compare_vec, where_vec, not_vec, expand_rows match the reference") {
+    auto same = [](const Tensor& got, const Tensor& want, const std::string& what) {
+      REQUIRE_MESSAGE(got.shape() == want.shape(), what);
+      CHECK_MESSAGE(std::memcmp(got.raw(), want.raw(), got.byte_size()) == 0, what);
+    };
+    Tensor x = random_f32({2, 8, 6, 20}, 41u, -2.0f, 2.0f);
+    x.data<float>()[77] = std::nanf("");
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
+                           "ReduceL1", "ReduceL2"}) {
+      for (const std::vector<int64_t>& axes :
+           std::vector<std::vector<int64_t>>{{3}, {1}, {2, 3}, {0, 1}, {1, 2}, {0, 1, 2, 3}}) {
+        for (int64_t keep : {0, 1}) {
+          Attributes a;
+          a.set("axes", attr_ints(axes));
+          a.set("keepdims", attr_int(keep));
+          Tensor want = run_reference(op, a, {&x});
+          Prepared p = run_cpu(op, a, {&x}, {false});
+          const std::string what = std::string(op) + " axes " + shape_str(Shape(axes));
+          CHECK_MESSAGE(p.kernel == "reduce_rows", what);
+          REQUIRE(p.outputs[0].shape() == want.shape());
+          // Float accumulation against the reference's double: NaN where it has NaN.
+          Comparison c = compare(p.outputs[0].data<float>(), want.data<float>(),
+                                 static_cast<size_t>(want.numel()), 1e-4, 1e-5);
+          CHECK_MESSAGE(c.mismatches == 0, what, ": max abs ", c.max_abs);
+        }
+      }
+    }
+    // Comparisons and Where over broadcasts of every kind (scalar, row, column, full).
+    Tensor a = random_f32({3, 1, 5}, 42u), b = random_f32({4, 1}, 43u), sc = random_f32({}, 44u);
+    for (int i = 0; i < 5; ++i) b.data<float>()[i % 4] = a.data<float>()[i];  // some equal
+    Tensor full = random_f32({3, 4, 5}, 45u);
+    const std::pair<Tensor*, Tensor*> pairs[] = {
+        {&a, &b}, {&full, &sc}, {&sc, &full}, {&full, &a}, {&full, &full}};
+    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+      for (auto [l, r] : pairs) {
+        Prepared p = run_cpu(op, {}, {l, r}, {false, false});
+        CHECK(p.kernel == "compare_vec");
+        same(p.outputs[0], run_reference(op, {}, {l, r}), op);
+      }
+    }
+    Tensor cond = run_reference("Less", {}, {&a, &b});    // [3, 4, 5]
+    Tensor c1 = run_reference("Greater", {}, {&b, &sc});  // [4, 1]
+    for (const char* op : {"And", "Or", "Xor"}) {
+      Prepared p = run_cpu(op, {}, {&cond, &c1}, {false, false});
+      CHECK(p.kernel == "compare_vec");
+      same(p.outputs[0], run_reference(op, {}, {&cond, &c1}), op);
+    }
+    Prepared n = run_cpu("Not", {}, {&cond}, {false});
+    CHECK(n.kernel == "not_vec");
+    same(n.outputs[0], run_reference("Not", {}, {&cond}), "Not");
+    const std::tuple<Tensor*, Tensor*, Tensor*> wheres[] = {
+        {&cond, &full, &sc}, {&c1, &a, &full}, {&cond, &sc, &b}, {&c1, &sc, &sc}};
+    for (auto [c, l, r] : wheres) {
+      Prepared p = run_cpu("Where", {}, {c, l, r}, {false, false, false});
+      CHECK(p.kernel == "where_vec");
+      same(p.outputs[0], run_reference("Where", {}, {c, l, r}), "Where");
+    }
+    Tensor shape = Tensor::allocate(DType::kInt64, {4}).value();
+    const int64_t dims[] = {2, 3, 4, 5};
+    std::copy(std::begin(dims), std::end(dims), shape.data<int64_t>());
+    for (Tensor* t : {&a, &b, &sc, &cond}) {
+      Prepared p = run_cpu("Expand", {}, {t, &shape}, {false, true});
+      CHECK(p.kernel == "expand_rows");
+      same(p.outputs[0], run_reference("Expand", {}, {t, &shape}, {false, true}), "Expand");
+    }
+  }
+
+  TEST_CASE("Einsum contractions read operands in place (transposed) and write the output") {
+    struct Case {
+      const char* eq;
+      Shape a, b;
+    };
+    const Case cases[] = {
+        {"bghid,bghjd->bghij", {1, 3, 2, 5, 4}, {1, 3, 2, 6, 4}},  // MaxViT's q k^T: B read as B^T
+        {"bhdi,bhdj->bhij", {2, 3, 4, 5}, {2, 3, 4, 6}},           // A read as A^T
+        {"bij,bjk->bik", {3, 4, 5}, {3, 5, 6}},                    // both in place
+        {"bij,bjk->bki", {3, 4, 5}, {3, 5, 6}},                    // output permuted after
+        {"ij,kj->ik", {4, 7}, {5, 7}},
+        {"bid,bjd->ij", {2, 4, 3}, {2, 5, 3}},  // batch summed away
+    };
+    for (const Case& cs : cases) {
+      Tensor a = random_f32(cs.a, 71u), b = random_f32(cs.b, 72u);
+      Attributes at;
+      at.set("equation", attr_string(cs.eq));
+      Tensor want = run_reference("Einsum", at, {&a, &b});
+      Prepared p = run_cpu("Einsum", at, {&a, &b}, {false, false});
+      CHECK_MESSAGE(p.kernel.rfind("gemm.", 0) == 0, cs.eq, ": ", p.kernel);
+      REQUIRE(p.outputs[0].shape() == want.shape());
+      Comparison c = compare(p.outputs[0].data<float>(), want.data<float>(),
+                             static_cast<size_t>(want.numel()), 1e-5, 1e-5);
+      CHECK_MESSAGE(c.mismatches == 0, cs.eq, ": max abs ", c.max_abs);
+    }
+  }
+
+  TEST_CASE("vectorised InstanceNormalization and GroupNormalization match the reference") {
+    Tensor x = random_f32({2, 6, 5, 7}, 5u, -3.0f, 5.0f);
+    Tensor scale6 = random_f32({6}, 6u, 0.5f, 1.5f), bias6 = random_f32({6}, 7u, -1.0f, 1.0f);
+    Tensor scale3 = random_f32({3}, 8u, 0.5f, 1.5f), bias3 = random_f32({3}, 9u, -1.0f, 1.0f);
+    Attributes eps;
+    eps.set("epsilon", attr_float(1e-3f));
+    Attributes groups = eps;
+    groups.set("num_groups", attr_int(3));
+    struct Case {
+      const char* type;
+      Attributes attrs;
+      Tensor *scale, *bias;
+      const char* kernel;
+    };
+    const Case cases[] = {{"InstanceNormalization", eps, &scale6, &bias6, "instance_norm."},
+                          {"GroupNormalization", groups, &scale6, &bias6, "group_norm."},
+                          {"GroupNormalization", groups, &scale3, &bias3, "group_norm."}};
+    for (const Case& cs : cases) {
+      Tensor want = run_reference(cs.type, cs.attrs, {&x, cs.scale, cs.bias});
+      for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+        FlagRestore restore;
+        REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+        Prepared p = run_cpu(cs.type, cs.attrs, {&x, cs.scale, cs.bias}, {false, true, true});
+        CHECK_MESSAGE(p.kernel.rfind(cs.kernel, 0) == 0, cs.type, " at ", cap, ": ", p.kernel);
+        Comparison c = compare(p.outputs[0].data<float>(), want.data<float>(),
+                               static_cast<size_t>(x.numel()), 1e-5, 1e-5);
+        CHECK_MESSAGE(c.mismatches == 0, cs.type, " at ", cap, ": max abs ", c.max_abs);
+      }
+    }
+  }
+}
