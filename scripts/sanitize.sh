@@ -18,7 +18,12 @@ case "$mode" in
   thread) extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON) ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac
+# -O1 with line tables only: what the sanitizers' documentation recommends, enough for symbolized
+# stack traces, and ~40% less compile time than RelWithDebInfo's -O2 -g (two such builds are most
+# of the test command's time on two cores).
+flags="-O1 -gline-tables-only -DNDEBUG"
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" \
   -DTERN_SANITIZE="$mode" -DTERN_WERROR=OFF "${extra[@]}" > /dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" --target tern_unit_tests tern-conformance tern
 corpus="$(pwd)/../shared/conformance/onnx-node"

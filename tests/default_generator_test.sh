@@ -3,7 +3,10 @@
 # or an embedder's add_subdirectory gets; Unix Makefiles here, not the Ninja of scripts/build.sh)
 # in a throw-away tree: the library, the CLI and, where the CUDA toolkit is found, the CUDA module,
 # then runs `tern info` from it. A second tree with -DTERN_WITH_CUDA=OFF is configured and
-# generated. Usage: default_generator_test.sh SOURCE_DIR
+# generated. The built tree is a Debug one at -O0 without debug info: what this checks is the
+# generator (its custom commands, generated sources, CUDA rules and link order), the same in every
+# build type, and it builds in ~135 s instead of Release's ~180 s (scripts/build.sh builds that).
+# Usage: default_generator_test.sh SOURCE_DIR
 set -euo pipefail
 src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
@@ -19,7 +22,8 @@ configure() {  # TREE ARGS...
   fi
   echo "configured $tree: $(grep -o 'CMAKE_GENERATOR:INTERNAL=.*' "$tmp/$tree/CMakeCache.txt"), $(grep -o 'CUDA=[A-Z]*' "$tmp/$tree.log" | head -1)"
 }
-configure found
+configure found -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 \
+  -DCMAKE_CUDA_FLAGS_DEBUG=-O0
 targets=(tern tern_cli)
 grep -q 'CUDA=ON' "$tmp/found.log" && targets+=(tern_cuda)
 if ! cmake --build "$tmp/found" --parallel "$(nproc)" --target "${targets[@]}" > "$tmp/build.log" 2>&1; then
