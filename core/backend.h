@@ -19,7 +19,7 @@ class KernelRegistry;
 enum class LayoutRole {
   kPlain,            // reads and writes plain tensors only (the planner inserts reorders)
   kConvolution,      // reads blocked inputs and writes its output in the planned layout
-  kKeepsBlock,       // pooling: reads a blocked input and may write the same block
+  kKeepsBlock,       // pooling, BatchNormalization: reads input 0 blocked and may write its block
   kElementwise,      // computes alike on any layout its inputs and output share
   kElementwiseRows,  // kElementwise, and takes an operand of one value per channel (binary ops)
   kReadsBlocked,     // reads blocked inputs, writes plain output (global pooling)

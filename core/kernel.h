@@ -30,7 +30,7 @@ struct TensorInfo {
   // Memory layout the planner chose: 0 is plain row-major; 8 or 16 means a rank-4 activation
   // whose channels are blocked by that many (oneDNN's nChw8c / nChw16c), padded to a multiple;
   // the channel count itself is one block of all channels: channels-last (NHWC).
-  // Only kernels that declare layout support (see Kernel::accepts_layouts) ever see non-zero.
+  // Only kernels of ops whose Backend::layout_role takes blocked layouts ever see non-zero.
   int block = 0;
 };
 

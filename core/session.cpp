@@ -140,6 +140,8 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
               {"batch_norms_folded", std::to_string(r.batch_norms_folded)},
               {"hardswish_fused", std::to_string(r.hardswish_fused)},
               {"swish_fused", std::to_string(r.swish_fused)},
+              {"layer_norms_fused", std::to_string(r.layer_norms_fused)},
+              {"group_norms_fused", std::to_string(r.group_norms_fused)},
               {"activations_fused", std::to_string(r.activations_fused)},
               {"dead_nodes_removed", std::to_string(r.dead_nodes_removed)},
               {"pads_folded", std::to_string(r.pads_folded)}};

@@ -2,7 +2,7 @@
 // channel (dim 1). Training mode (extra outputs) is not supported.
 #include <cmath>
 
-#include "core/parallel.h"
+#include "ops/common/channel_affine.h"
 #include "ops/common/op_utils.h"
 
 namespace tern {
@@ -11,6 +11,9 @@ namespace {
 struct BatchNormParams {
   float epsilon;
   int64_t n, c, inner;
+  // Channel-blocked (nChw8c / nChw16c) or channels-last (block == c) input and output: the
+  // planner gives BatchNormalization its input's layout (LayoutRole::kKeepsBlock on the CPU).
+  int64_t block = 0;
 };
 
 Status infer_bn(OpContext& ctx) {
@@ -31,24 +34,24 @@ Status infer_bn(OpContext& ctx) {
   return Status::ok();
 }
 
-Status run_bn(const BatchNormParams& p, const KernelArgs& a, const ExecContext& exec) {
-  const float* x = a.inputs[0]->data<float>();
+// y = x * k + shift with one (k, shift) per channel; the scratch holds k then shift.
+void affine_of(const BatchNormParams& p, const KernelArgs& a, float* k, float* shift) {
   const float* scale = a.inputs[1]->data<float>();
   const float* bias = a.inputs[2]->data<float>();
   const float* mean = a.inputs[3]->data<float>();
   const float* var = a.inputs[4]->data<float>();
-  float* y = a.outputs[0]->data<float>();
-  parallel_for(p.n * p.c, std::max<int64_t>(1, 16384 / std::max<int64_t>(p.inner, 1)),
-               exec.num_threads, [&](int64_t b, int64_t e) {
-                 for (int64_t plane = b; plane < e; ++plane) {
-                   const int64_t ch = plane % p.c;
-                   const float k = scale[ch] / std::sqrt(var[ch] + p.epsilon);
-                   const float shift = bias[ch] - mean[ch] * k;
-                   const float* xp = x + plane * p.inner;
-                   float* yp = y + plane * p.inner;
-                   for (int64_t i = 0; i < p.inner; ++i) yp[i] = xp[i] * k + shift;
-                 }
-               });
+  for (int64_t ch = 0; ch < p.c; ++ch) {
+    k[ch] = scale[ch] / std::sqrt(var[ch] + p.epsilon);
+    shift[ch] = bias[ch] - mean[ch] * k[ch];
+  }
+}
+
+Status run_bn(const BatchNormParams& p, const KernelArgs& a, const ExecContext& exec) {
+  float* k = static_cast<float*>(a.workspace);
+  float* shift = k + p.c;
+  affine_of(p, a, k, shift);
+  ops::channel_affine(a.inputs[0]->data<float>(), a.outputs[0]->data<float>(), k, shift, p.n, p.c,
+                      p.inner, p.block, exec.num_threads);
   return Status::ok();
 }
 
@@ -60,7 +63,20 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
   p.c = x[1];
   p.inner = 1;
   for (size_t i = 2; i < x.size(); ++i) p.inner *= x[i];
-  return make_kernel("batch_norm", p, run_bn);  // one multiply-add per element, vectorised
+  const int blk = ctx.outputs[0].block;
+  if (blk > 0 || ctx.inputs[0].block > 0) {
+    if (ctx.inputs[0].block != blk || x.size() != 4 || p.c % blk != 0) {
+      return unsupported("input layout (block ", ctx.inputs[0].block,
+                         ") differs from the output's (", blk,
+                         ") or is not whole channel blocks of a rank-4 tensor");
+    }
+    p.block = blk;
+  }
+  const size_t scratch = 2 * static_cast<size_t>(p.c) * sizeof(float);
+  // One multiply-add per element, vectorised; the output may overwrite the input.
+  return std::unique_ptr<Kernel>(
+      std::make_unique<FunctionKernel<BatchNormParams, decltype(&run_bn)>>(
+          p.block > 0 ? "batch_norm_blocked" : "batch_norm", p, &run_bn, scratch, 0));
 }
 
 }  // namespace

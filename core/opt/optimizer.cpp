@@ -10,6 +10,7 @@ Status optimize_graph(Graph& g, OptimizerReport* report) {
   TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
   TERN_RETURN_IF_ERROR(fuse_swish(g, report));
   TERN_RETURN_IF_ERROR(fuse_layer_norm(g, report));
+  TERN_RETURN_IF_ERROR(fuse_group_norm(g, report));
   TERN_RETURN_IF_ERROR(fuse_gelu(g, report));
   TERN_RETURN_IF_ERROR(fuse_matmul_epilogue(g, report));
   TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));

@@ -6,6 +6,8 @@
 //   batch_norm_folding      Conv -> BatchNormalization becomes one Conv
 //   hardswish_fusion        x * clip(x + 3, 0, 6) / 6 becomes HardSwish
 //   layer_norm_fusion       LayerNormalization's decomposition becomes one node
+//   group_norm_fusion       Reshape -> InstanceNormalization -> Reshape (GroupNorm before opset
+//                           18) becomes one GroupNormalization node
 //   gelu_fusion             GELU's erf decomposition becomes one Gelu node
 //   matmul_epilogue_fusion  MatMul by constant weights + bias (+ Relu/Gelu) becomes FusedMatMul
 //   conv_activation_fusion  a convolution's element-wise tail joins FusedConv's epilogue
@@ -34,6 +36,7 @@ struct OptimizerReport {
   size_t hardswish_fused = 0;
   size_t swish_fused = 0;  // x * Sigmoid(x) into Swish
   size_t layer_norms_fused = 0;
+  size_t group_norms_fused = 0;
   size_t gelus_fused = 0;
   size_t matmuls_fused = 0;
   size_t activations_fused = 0;
@@ -56,6 +59,9 @@ Status fuse_swish(Graph& g, OptimizerReport* report);
 // The opset-13 decomposition of LayerNormalization over the last axis (ReduceMean, Sub, Pow 2,
 // ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias) becomes one LayerNormalization node.
 Status fuse_layer_norm(Graph& g, OptimizerReport* report);
+// Reshape(x, [0, G, -1]) -> InstanceNormalization (G scales and biases) -> Reshape(., Shape(x))
+// becomes GroupNormalization(x) with num_groups G and the per-group scale and bias.
+Status fuse_group_norm(Graph& g, OptimizerReport* report);
 // GELU's erf decomposition, x * (erf(x / sqrt 2) + 1) * 0.5, becomes one Gelu node.
 Status fuse_gelu(Graph& g, OptimizerReport* report);
 // MatMul by constant 2-D float32 weights, + a constant bias of one value per column, then

@@ -413,4 +413,72 @@ TEST_SUITE("cpu_kernels") {
       }
     }
   }
+
+  TEST_CASE("InstanceNormalization and GroupNormalization on blocked and channels-last data") {
+    // Groups narrower than a block (8 groups of 4), as wide (2 of 16), wider (1 of 32), and one
+    // channel each (instance); per-channel and per-group scales; batch 2; blocks 8, 16 and 32
+    // (channels-last). Offsets far from 0 check the two-pass variance.
+    Tensor x = random_f32({2, 32, 9, 11}, 21u, 40.0f, 44.0f);
+    Tensor scale32 = random_f32({32}, 22u, 0.5f, 1.5f), bias32 = random_f32({32}, 23u, -1.0f, 1.0f);
+    Tensor scale8 = random_f32({8}, 24u, 0.5f, 1.5f), bias8 = random_f32({8}, 25u, -1.0f, 1.0f);
+    struct Case {
+      const char* type;
+      int64_t groups;
+      Tensor *scale, *bias;
+    };
+    const Case cases[] = {{"InstanceNormalization", 0, &scale32, &bias32},
+                          {"GroupNormalization", 8, &scale32, &bias32},
+                          {"GroupNormalization", 8, &scale8, &bias8},
+                          {"GroupNormalization", 2, &scale32, &bias32},
+                          {"GroupNormalization", 1, &scale32, &bias32}};
+    for (const Case& cs : cases) {
+      Attributes a;
+      a.set("epsilon", attr_float(1e-5f));
+      if (cs.groups) a.set("num_groups", attr_int(cs.groups));
+      Tensor want = run_reference(cs.type, a, {&x, cs.scale, cs.bias});
+      for (int block : {8, 16, 32}) {
+        Tensor xin = to_blocked(x, block);
+        Prepared p =
+            run_cpu(cs.type, a, {&xin, cs.scale, cs.bias}, {false, true, true}, block, block);
+        CHECK_MESSAGE(p.kernel.find("_blocked") != std::string::npos, p.kernel);
+        std::vector<float> got = from_blocked(p.outputs[0], block);
+        Comparison c = compare(got.data(), want.data<float>(), got.size(), 2e-4, 2e-4);
+        CHECK_MESSAGE(c.mismatches == 0, cs.type, " groups ", cs.groups, " block ", block,
+                      ": max abs ", c.max_abs);
+      }
+    }
+  }
+
+  TEST_CASE("BatchNormalization in plain, 8/16-blocked and channels-last layouts") {
+    // What DenseNet needs: a BatchNormalization after a channel Concat keeps the Concat's layout.
+    Tensor x = random_f32({2, 32, 5, 3}, 11u, -3.0f, 5.0f);
+    Tensor scale = random_f32({32}, 12u, 0.5f, 1.5f), bias = random_f32({32}, 13u, -1.0f, 1.0f);
+    Tensor mean = random_f32({32}, 14u, -1.0f, 1.0f), var = random_f32({32}, 15u, 0.1f, 2.0f);
+    Attributes a;
+    a.set("epsilon", attr_float(1e-3f));
+    std::vector<float> want(static_cast<size_t>(x.numel()));
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int64_t c = (i / 15) % 32;
+      const double k = scale.data<float>()[c] / std::sqrt(double(var.data<float>()[c]) + 1e-3);
+      want[static_cast<size_t>(i)] = static_cast<float>(
+          (x.data<float>()[i] - mean.data<float>()[c]) * k + bias.data<float>()[c]);
+    }
+    for (int block : {0, 8, 16, 32}) {
+      Tensor xin = block ? to_blocked(x, block) : x;
+      Prepared p = run_cpu("BatchNormalization", a, {&xin, &scale, &bias, &mean, &var},
+                           {false, true, true, true, true}, block, block);
+      CHECK_MESSAGE(p.kernel == (block ? "batch_norm_blocked" : "batch_norm"), p.kernel);
+      std::vector<float> got = block ? from_blocked(p.outputs[0], block) : values_f32(p.outputs[0]);
+      Comparison c = compare(got.data(), want.data(), want.size(), 1e-5, 1e-5);
+      CHECK_MESSAGE(c.mismatches == 0, "block ", block, ": max abs ", c.max_abs);
+    }
+    // An input in another layout than the output's is declined (the planner then plans plain).
+    Tensor xin = to_blocked(x, 8);
+    auto k = inferred("BatchNormalization", a, {&xin, &scale, &bias, &mean, &var},
+                      {false, true, true, true, true}, 8);
+    k->ctx.outputs[0].block = 16;
+    auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+    REQUIRE_FALSE(kernel.has_value());
+    CHECK(kernel.status().code() == Code::kUnsupported);
+  }
 }

@@ -1,6 +1,7 @@
 // Graph rewrites for the layers the model corpus found (suite optimizer): zero Pads into
 // convolution and pooling padding, inert Dropouts, SiLU into a convolution's epilogue, channel
-// Concats that keep blocked layouts; each checked on the graph and against the ops run one by one.
+// Concats and the normalisations after them that keep blocked layouts, GroupNorm's opset-17
+// export; each checked on the graph and against the ops run one by one.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -51,16 +52,9 @@ TEST_SUITE("optimizer") {
     want = one("AveragePool", {want}, {}, pool);
     want = one("Pad", {want}, {p2});
     want = one("Conv", {want}, {w}, conv);
-    SessionConfig cfg;
-    cfg.backends.push_back(backends::get("cpu").value());
-    auto session = Session::create(Model::create(m.g, nullptr, "pads").value(), cfg).value();
+    auto session = cpu_session(m.g, "pads");
     CHECK(session->optimizer_report().pads_folded == 4);
-    std::vector<Tensor> out;
-    REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &out).is_ok());
-    REQUIRE(out[0].shape() == want.shape());
-    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
-                             static_cast<size_t>(want.numel()), 1e-5, 1e-5);
-    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+    check_run(*session, xin, y, want, 1e-5, 1e-5);
     // An AveragePool that excludes its own padding cannot take more.
     Graph h = m.g;
     for (Node& n : h.nodes) {
@@ -92,9 +86,7 @@ TEST_SUITE("optimizer") {
     GraphMaker mk;
     Graph& g = mk.g;
     g.opset = 13;
-    const int x =
-        g.add_value("x", ValueType{DType::kFloat32, true, {{1, ""}, {16, ""}, {10, ""}, {9, ""}}});
-    g.inputs.push_back(x);
+    const int x = image_input(g, {1, 16, 10, 9});
     Tensor w1 = random_f32({16, 16, 1, 1}, 61, -0.3f, 0.3f),
            w2 = random_f32({32, 16, 3, 3}, 62, -0.2f, 0.2f);
     Tensor w3 = random_f32({16, 48, 1, 1}, 63, -0.3f, 0.3f);
@@ -110,20 +102,104 @@ TEST_SUITE("optimizer") {
     Tensor want = one(
         "Conv",
         {one("Concat", {one("Conv", {xin}, {w1}), one("Conv", {xin}, {w2}, pad1)}, {}, cat)}, {w3});
-    SessionConfig cfg;
-    cfg.backends.push_back(backends::get("cpu").value());
-    auto session = Session::create(Model::create(g, nullptr, "fire").value(), cfg).value();
+    auto session = cpu_session(g, "fire");
     auto plan = session->plan_for({{1, 16, 10, 9}}).value();
     if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
       CHECK(plan->values[static_cast<size_t>(c)].block > 0);
       CHECK(plan->reorders <= 1);  // y only
     }
-    std::vector<Tensor> out;
-    REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &out).is_ok());
-    REQUIRE(out[0].shape() == want.shape());
-    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
-                             static_cast<size_t>(want.numel()), 1e-4, 1e-5);
-    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+    check_run(*session, xin, y, want, 1e-4, 1e-5);
+  }
+
+  TEST_CASE("BatchNormalization and Relu after a channel Concat stay blocked (DenseNet's layers)") {
+    // x -> Conv 1x1 (32) -> p -> Conv 3x3 (16) -> a ; Concat(p, a) -> BatchNormalization -> Relu
+    //   -> Conv 1x1 (16) -> y:
+    // the BN has no convolution to fold into; it reads and writes the Concat's layout.
+    GraphMaker mk;
+    Graph& g = mk.g;
+    g.opset = 13;
+    const int x = image_input(g, {1, 32, 8, 9});
+    Tensor w0 = random_f32({32, 32, 1, 1}, 70, -0.3f, 0.3f);
+    Tensor w1 = random_f32({16, 32, 3, 3}, 71, -0.2f, 0.2f),
+           w2 = random_f32({16, 48, 1, 1}, 72, -0.3f, 0.3f);
+    Tensor scale = random_f32({48}, 73, 0.5f, 1.5f), bias = random_f32({48}, 74, -1.0f, 1.0f),
+           mean = random_f32({48}, 75, -0.5f, 0.5f), var = random_f32({48}, 76, 0.2f, 2.0f);
+    Attributes pad1, cat;
+    pad1.set("pads", attr_ints({1, 1, 1, 1}));
+    cat.set("axis", attr_int(1));
+    const int p = mk.node("Conv", {x, mk.constant("w0", w0)});
+    const int a = mk.node("Conv", {p, mk.constant("w1", w1)}, pad1);
+    const int c = mk.node("Concat", {p, a}, cat);
+    const int bn =
+        mk.node("BatchNormalization", {c, mk.constant("scale", scale), mk.constant("bias", bias),
+                                       mk.constant("mean", mean), mk.constant("var", var)});
+    const int r = mk.node("Relu", {bn});
+    const int y = mk.node("Conv", {r, mk.constant("w2", w2)});
+    g.outputs.push_back(y);
+    Tensor xin = random_f32({1, 32, 8, 9}, 77);
+    Tensor pin = one("Conv", {xin}, {w0});
+    Tensor joined = one("Concat", {pin, one("Conv", {pin}, {w1}, pad1)}, {}, cat);
+    Tensor want = one(
+        "Conv", {one("Relu", {one("BatchNormalization", {joined}, {scale, bias, mean, var})}, {})},
+        {w2});
+    auto session = cpu_session(g, "dense");
+    auto plan = session->plan_for({{1, 32, 8, 9}}).value();
+    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+      CHECK(plan->values[static_cast<size_t>(bn)].block > 0);
+      CHECK(plan->values[static_cast<size_t>(r)].block > 0);
+      CHECK(plan->reorders <= 2);  // x and y only
+    }
+    check_run(*session, xin, y, want, 1e-4, 1e-5);
+  }
+
+  TEST_CASE("GroupNorm's opset-17 export becomes GroupNormalization, blocked after a Conv") {
+    // x -> Conv 3x3 (32) -> c -> Reshape(c, [0, G, -1]) -> InstanceNormalization (G ones and
+    // zeros, or other values) -> Reshape(., Shape(c)) -> Mul gamma [32, 1, 1] -> Add beta -> y,
+    // for G = 8 and 32 (instance-like). A Reshape to a literal batch is left alone.
+    for (int64_t groups : {8, 32, -8}) {
+      const int64_t gn = groups < 0 ? -groups : groups;
+      INFO("groups ", groups);
+      GraphMaker mk;
+      Graph& g = mk.g;
+      g.opset = 17;
+      const int x = image_input(g, {1, 16, 10, 7});
+      Tensor w = random_f32({32, 16, 3, 3}, 81, -0.2f, 0.2f);
+      Tensor split = make_i64({3}, {groups < 0 ? 1 : 0, gn, -1});
+      Tensor s = random_f32({gn}, 82, 0.5f, 1.5f), b = random_f32({gn}, 83, -0.5f, 0.5f);
+      Tensor gamma = random_f32({32, 1, 1}, 84, 0.5f, 1.5f),
+             beta = random_f32({32, 1, 1}, 85, -1.0f, 1.0f);
+      Attributes pad1, eps;
+      pad1.set("pads", attr_ints({1, 1, 1, 1}));
+      eps.set("epsilon", attr_float(1e-4f));
+      const int c = mk.node("Conv", {x, mk.constant("w", w)}, pad1);
+      const int r1 = mk.node("Reshape", {c, mk.constant("split", split)});
+      const int in =
+          mk.node("InstanceNormalization", {r1, mk.constant("s", s), mk.constant("b", b)}, eps);
+      const int r2 = mk.node("Reshape", {in, mk.node("Shape", {c})});
+      const int y = mk.node(
+          "Add", {mk.node("Mul", {r2, mk.constant("gamma", gamma)}), mk.constant("beta", beta)});
+      g.outputs.push_back(y);
+      Graph h = g;
+      OptimizerReport r;
+      REQUIRE(optimize_graph(h, &r).is_ok());
+      CHECK(r.group_norms_fused == (groups > 0 ? 1 : 0));
+      CHECK(count_ops(h, "GroupNormalization") == (groups > 0 ? 1 : 0));
+      CHECK(count_ops(h, "Reshape") == (groups > 0 ? 0 : 2));
+      CHECK(count_ops(h, "Shape") == (groups > 0 ? 0 : 1));
+      Tensor xin = random_f32({1, 16, 10, 7}, 86);
+      Tensor conv = one("Conv", {xin}, {w}, pad1);
+      Tensor normed = one("InstanceNormalization", {one("Reshape", {conv}, {split})}, {s, b}, eps);
+      Tensor want = one(
+          "Add", {one("Mul", {one("Reshape", {normed, one("Shape", {conv}, {})}, {})}, {gamma})},
+          {beta});
+      auto session = cpu_session(g, "gn");
+      auto plan = session->plan_for({{1, 16, 10, 7}}).value();
+      if (groups > 0 && tern_onednn_is_available() &&
+          std::string(tern_cpu_get_capability()) != "DEFAULT") {
+        CHECK(plan->values[static_cast<size_t>(r2)].block > 0);
+      }
+      check_run(*session, xin, y, want, 1e-4, 1e-4);
+    }
   }
 
   TEST_CASE("x * Sigmoid(x) after a Conv becomes a Swish epilogue (EfficientNet's SiLU)") {
@@ -160,14 +236,7 @@ TEST_SUITE("optimizer") {
     t = one("Conv", {t1}, {w2}, dw);
     Tensor sg = one("Sigmoid", {t}, {});
     Tensor want = one("Add", {one("Mul", {sg, t}, {}), sg}, {});
-    SessionConfig cfg;
-    cfg.backends.push_back(backends::get("cpu").value());
-    auto session = Session::create(Model::create(g, nullptr, "silu").value(), cfg).value();
-    std::vector<Tensor> out;
-    REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &out).is_ok());
-    REQUIRE(out[0].shape() == want.shape());
-    Comparison cmp = compare(out[0].data<float>(), want.data<float>(),
-                             static_cast<size_t>(want.numel()), 1e-4, 1e-4);
-    CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs);
+    auto session = cpu_session(g, "silu");
+    check_run(*session, xin, y, want, 1e-4, 1e-4);
   }
 }
