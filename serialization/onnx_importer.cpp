@@ -60,7 +60,9 @@ class Importer {
     }
     for (const auto& init : gp.initializer()) {
       if (init.name().empty()) return invalid_model("an initializer has no name");
-      auto t = tensor_from_onnx(init, base_dir_);
+      // import_onnx's ModelProto is a local it drops after this import, and not const: its
+      // initializers' bytes move into the graph's tensors instead of being copied.
+      auto t = take_tensor_from_onnx(const_cast<onnx::TensorProto&>(init), base_dir_);
       if (!t) return t.status().with_prefix(str_cat("initializer '", init.name(), "'"));
       int id = value(init.name());
       g_.values[static_cast<size_t>(id)].constant = std::move(*t);

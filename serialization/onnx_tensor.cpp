@@ -1,5 +1,7 @@
 #include "serialization/onnx_tensor.h"
 
+#include "core/memory_budget.h"
+
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
@@ -231,6 +233,27 @@ Expected<Tensor> tensor_from_onnx(const onnx::TensorProto& t, const std::string&
     }
   }
   return out;
+}
+
+Expected<Tensor> take_tensor_from_onnx(onnx::TensorProto& t, const std::string& base_dir) {
+  // Below this the copy costs little and the tensor keeps 64-byte aligned storage.
+  constexpr size_t kMoved = size_t{64} << 10;
+  if (!dtype_is_valid(t.data_type()) || !t.has_raw_data() || t.raw_data().size() < kMoved ||
+      t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return tensor_from_onnx(t, base_dir);
+  }
+  const DType dt = static_cast<DType>(t.data_type());
+  if (dt == DType::kString || dtype_file_bits(dt) < 8) return tensor_from_onnx(t, base_dir);
+  Shape shape(t.dims().begin(), t.dims().end());
+  auto n = checked_numel(shape);
+  if (!n) return invalid_model("tensor '", t.name(), "': ", n.status().message());
+  TERN_RETURN_IF_ERROR(check_present(t, dt, *n, base_dir));  // raw_data's size is the shape's
+  const size_t bytes = t.raw_data().size();
+  auto owned = std::shared_ptr<std::string>(t.release_raw_data());
+  void* data = owned->data();
+  std::shared_ptr<void> storage = allocate_charged(bytes, [&owned] { return owned; });
+  if (!storage) return out_of_memory("tensor '", t.name(), "': ", bytes, " bytes over the budget");
+  return Tensor::wrap(dt, std::move(shape), data, std::move(storage));
 }
 
 namespace {
