@@ -135,13 +135,7 @@ Status infer_identity(OpContext& ctx) {
 // (Kernel::inplace_input), and the copy is then skipped.
 Expected<std::unique_ptr<Kernel>> make_copy(const OpContext& ctx) {
   if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
-  return make_elementwise_kernel("copy", 0, [](int, const KernelArgs& a, const ExecContext&) {
-    const size_t n = a.inputs[0]->byte_size();
-    if (n && a.outputs[0]->raw() != a.inputs[0]->raw()) {
-      std::memcpy(a.outputs[0]->raw(), a.inputs[0]->raw(), n);
-    }
-    return Status::ok();
-  });
+  return ops::make_bytes_copy();
 }
 
 // Identity of any value: tensors as make_copy, strings element by element, sequences and

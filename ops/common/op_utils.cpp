@@ -44,7 +44,8 @@ void copy_elements(DType dt, const void* src, int64_t src_index, void* dst, int6
 
 std::vector<float> to_float32(const Tensor& t) {
   std::vector<float> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.float_at(i));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<size_t>(i)] = static_cast<float>(t.float_at(i));
   return v;
 }
 
@@ -161,6 +162,16 @@ Status require_plain_layout(const OpContext& ctx) {
     }
   }
   return Status::ok();
+}
+
+std::unique_ptr<Kernel> make_bytes_copy() {
+  return make_elementwise_kernel("copy", 0, [](int, const KernelArgs& a, const ExecContext&) {
+    const size_t n = a.inputs[0]->byte_size();
+    if (n && a.outputs[0]->raw() != a.inputs[0]->raw()) {
+      std::memcpy(a.outputs[0]->raw(), a.inputs[0]->raw(), n);
+    }
+    return Status::ok();
+  });
 }
 
 }  // namespace tern::ops

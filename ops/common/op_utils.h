@@ -215,5 +215,9 @@ Status require_same_dtype(const OpContext& ctx, size_t a, size_t b);
 // UNSUPPORTED when the planner gave any input or output a channel-blocked layout: for kernels
 // that only read plain tensors.
 Status require_plain_layout(const OpContext& ctx);
+// A kernel whose output holds its input's bytes unchanged (Reshape, Identity, a Transpose that
+// only moves dims of size 1): the planner gives the output the input's buffer where it can
+// (Kernel::inplace_input), and the copy is then skipped.
+std::unique_ptr<Kernel> make_bytes_copy();
 
 }  // namespace tern::ops

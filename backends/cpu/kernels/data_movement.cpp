@@ -135,11 +135,19 @@ Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
   if (static_cast<int64_t>(perm.size()) != r) return unsupported("bad perm");
   const std::vector<int64_t> in_strides = contiguous_strides(in);
   std::vector<int64_t> dims, strides;
+  int64_t last_moved = -1;  // the input axis of the last output dim of size > 1 so far
+  bool in_order = true;     // the dims of size > 1 keep their order: the bytes do not move
   for (int64_t d = 0; d < r; ++d) {
     TERN_ASSIGN_OR_RETURN(int64_t a, ops::normalize_axis(perm[static_cast<size_t>(d)], r));
     dims.push_back(in[static_cast<size_t>(a)]);
     strides.push_back(in_strides[static_cast<size_t>(a)]);
+    if (in[static_cast<size_t>(a)] != 1) {
+      in_order = in_order && a > last_moved;
+      last_moved = a;
+    }
   }
+  // [1, S, E] -> [S, 1, E] (PyTorch's batch-first attention exports): a reshape in disguise.
+  if (in_order) return ops::make_bytes_copy();
   return make_kernel("transpose_cpu",
                      plan_strided_copy(dims, strides, 0, dtype_size(ctx.inputs[0].dtype)),
                      run_copy_kernel);
