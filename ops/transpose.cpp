@@ -96,6 +96,7 @@ Status run_transpose(const TransposeParams& p, const KernelArgs& a, const ExecCo
 }
 
 Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(TransposeParams p, parse_transpose(ctx));
   return make_kernel("reference", std::move(p), run_transpose);
 }

@@ -365,6 +365,29 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
+  TEST_CASE("Transpose NCHW -> NHWC reads blocked and channels-last inputs directly") {
+    // ConvNeXt's hand-over from its depthwise convolution to the per-pixel layers.
+    std::mt19937 rng(91);
+    Tensor x = random_f32({2, 48, 5, 3}, rng);
+    Attributes nhwc, nchw;
+    nhwc.set("perm", attr_ints({0, 2, 3, 1}));
+    nchw.set("perm", attr_ints({0, 3, 1, 2}));
+    Tensor want = run_reference("Transpose", nhwc, {&x});
+    for (int block : {8, 16, 48}) {
+      Tensor xin = to_blocked(x, block);
+      Prepared p = run_cpu("Transpose", nhwc, {&xin}, {false}, block, 0);
+      CHECK(p.kernel == "transpose_blocked_nhwc");
+      REQUIRE(p.outputs[0].shape() == want.shape());
+      CHECK_MESSAGE(std::memcmp(p.outputs[0].raw(), want.raw(), want.byte_size()) == 0, "block ",
+                    block);
+      // Another perm on a blocked input is declined (the planner then makes the input plain).
+      auto k = inferred("Transpose", nchw, {&xin}, {false}, block);
+      auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+      REQUIRE_FALSE(kernel.has_value());
+      CHECK(kernel.status().code() == Code::kUnsupported);
+    }
+  }
+
   TEST_CASE("binary vec: Add/Sub/Mul/Div with broadcasting match the reference at every ISA") {
     const unsigned seed = std::random_device{}();
     INFO("seed ", seed);

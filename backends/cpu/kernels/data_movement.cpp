@@ -7,7 +7,9 @@
 // axes that stay adjacent in the input are merged, so the attention layouts ([B, S, H, D] <->
 // [B, H, S, D]) become a copy of D-element rows, a 2-D transpose one gather, and a Slice of the
 // last axis one copy per row. Each work item walks its rows with a running offset (no division per
-// row); rows that are contiguous in the input are copied whole.
+// row); rows that are contiguous in the input are copied whole. The one blocked case: NCHW -> NHWC
+// (perm [0, 2, 3, 1], ConvNeXt's and Swin's hand-over from a convolution to per-pixel layers)
+// reads a channel-blocked or channels-last input directly, runs of a block's channels per pixel.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -125,7 +127,49 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
 
 // ---- Transpose ----------------------------------------------------------------------------------
 
+struct BlockedToNhwc {
+  int64_t n, c, pixels, block;
+};
+
+Status run_blocked_to_nhwc(const BlockedToNhwc& p, const KernelArgs& a, const ExecContext& exec) {
+  const float* x = a.inputs[0]->data<float>();
+  float* y = a.outputs[0]->data<float>();
+  const int64_t blocks = p.c / p.block;
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(p.c, 1));
+  parallel_for(p.n * p.pixels, grain, exec.num_threads, [&](int64_t b, int64_t e) {
+    while (b < e) {  // pixels [b, end) of one image
+      const int64_t image = b / p.pixels, p0 = b % p.pixels;
+      const int64_t p1 = std::min(p.pixels, p0 + (e - b));
+      for (int64_t cb = 0; cb < blocks; ++cb) {
+        const float* src = x + ((image * blocks + cb) * p.pixels + p0) * p.block;
+        float* dst = y + (image * p.pixels + p0) * p.c + cb * p.block;
+        for (int64_t px = p0; px < p1; ++px, src += p.block, dst += p.c) {
+          std::memcpy(dst, src, static_cast<size_t>(p.block) * sizeof(float));
+        }
+      }
+      b += p1 - p0;
+    }
+  });
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
+  if (ctx.inputs[0].block > 0) {
+    // NCHW -> NHWC from a blocked or channels-last input (CpuBackend::layout_role gives this perm
+    // LayoutRole::kReadsBlocked); any other blocked case is declined and planned on plain data.
+    auto perm = ctx.attrs().get_ints("perm", {});
+    const Shape& in = ctx.inputs[0].shape;
+    if (!perm || *perm != std::vector<int64_t>{0, 2, 3, 1} || in.size() != 4 ||
+        ctx.inputs[0].dtype != DType::kFloat32 || ctx.outputs[0].block != 0 ||
+        in[1] % ctx.inputs[0].block != 0) {
+      return unsupported(
+          "transpose_cpu reads a blocked input only for perm [0, 2, 3, 1] of "
+          "float32 into a plain output");
+    }
+    return make_kernel("transpose_blocked_nhwc",
+                       BlockedToNhwc{in[0], in[1], in[2] * in[3], ctx.inputs[0].block},
+                       run_blocked_to_nhwc);
+  }
   TERN_RETURN_IF_ERROR(check_movable(ctx, "transpose_cpu"));
   const Shape& in = ctx.inputs[0].shape;
   const int64_t r = static_cast<int64_t>(in.size());
