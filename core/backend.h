@@ -25,6 +25,8 @@ enum class LayoutRole {
   kReadsBlocked,     // reads blocked inputs, writes plain output (global pooling)
   kJoinsChannels,    // Concat on the channels: writes the block its inputs share, each input
                      // a whole number of blocks (the blocks then follow one another)
+  kWritesBlocked,    // reads plain inputs, writes its output in the planned layout (Transpose
+                     // NHWC -> NCHW: runs of a block's channels per pixel)
 };
 
 class Backend {

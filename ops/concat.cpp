@@ -72,6 +72,7 @@ Status run_concat(const ConcatParams& p, const KernelArgs& a, const ExecContext&
 
 Expected<std::unique_ptr<Kernel>> make_concat(const OpContext& ctx) {
   if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));  // the CPU's concat_rows joins blocks
   TERN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 0));
   TERN_ASSIGN_OR_RETURN(
       axis, ops::normalize_axis(axis, static_cast<int64_t>(ctx.inputs[0].shape.size())));

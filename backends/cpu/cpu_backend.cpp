@@ -169,10 +169,11 @@ LayoutRole CpuBackend::layout_role(const Node& node) const {
   static const std::set<std::string> elementwise = {
       "Relu", "Clip", "Sigmoid",  "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh",
       "Elu",  "Selu", "Identity", "Max",         "Min",       "Swish"};
-  if (op == "Transpose") {  // NCHW -> NHWC reads blocked runs (backends/cpu/kernels/data_movement)
+  if (op == "Transpose") {  // NCHW <-> NHWC as runs of blocks (backends/cpu/kernels/data_movement)
     auto perm = node.attrs.get_ints("perm", {});
-    const bool to_nhwc = perm && *perm == std::vector<int64_t>{0, 2, 3, 1};
-    return to_nhwc ? LayoutRole::kReadsBlocked : LayoutRole::kPlain;
+    if (perm && *perm == std::vector<int64_t>{0, 2, 3, 1}) return LayoutRole::kReadsBlocked;
+    if (perm && *perm == std::vector<int64_t>{0, 3, 1, 2}) return LayoutRole::kWritesBlocked;
+    return LayoutRole::kPlain;
   }
   if (op == "Concat") {
     auto axis = node.attrs.get_int("axis", 0);

@@ -61,6 +61,11 @@ void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
       out.block = block_for(out);
       continue;
     }
+    if (role == LayoutRole::kWritesBlocked) {
+      const int id = node.inputs.empty() ? -1 : node.inputs[0];
+      if (id >= 0 && pg.value(id).block == 0) out.block = block_for(out);
+      continue;
+    }
     if (role == LayoutRole::kJoinsChannels) {
       // Every input blocked alike by 8 or 16 with whole blocks (in nChw{b}c an input's channels
       // are one run per image: the joined tensor is those runs in turn), or every input

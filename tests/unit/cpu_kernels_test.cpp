@@ -365,8 +365,8 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  TEST_CASE("Transpose NCHW -> NHWC reads blocked and channels-last inputs directly") {
-    // ConvNeXt's hand-over from its depthwise convolution to the per-pixel layers.
+  TEST_CASE("Transpose NCHW <-> NHWC reads and writes blocked and channels-last data directly") {
+    // ConvNeXt's hand-over from its depthwise convolution to the per-pixel layers, and back.
     std::mt19937 rng(91);
     Tensor x = random_f32({2, 48, 5, 3}, rng);
     Attributes nhwc, nchw;
@@ -385,6 +385,15 @@ TEST_SUITE("cpu_kernels") {
       auto kernel = backends::get("cpu").value()->prepare(k->ctx);
       REQUIRE_FALSE(kernel.has_value());
       CHECK(kernel.status().code() == Code::kUnsupported);
+    }
+    // The way back: a plain NHWC [2, 5, 3, 48] into an NCHW output blocked by 8, 16 or 48.
+    Tensor back = run_reference("Transpose", nchw, {&want});
+    for (int block : {8, 16, 48}) {
+      Prepared p = run_cpu("Transpose", nchw, {&want}, {false}, 0, block);
+      CHECK(p.kernel == "transpose_nhwc_blocked");
+      std::vector<float> got = from_blocked(p.outputs[0], block);
+      CHECK_MESSAGE(std::memcmp(got.data(), back.raw(), back.byte_size()) == 0, "block ", block);
+      CHECK(std::memcmp(back.raw(), x.raw(), x.byte_size()) == 0);
     }
   }
 

@@ -202,6 +202,49 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("ConvNeXt's block: NCHW <-> NHWC Transposes read and write the blocked layout") {
+    // x -> Conv 1x1 (32) -> c -> depthwise Conv 3x3 -> d -> Transpose [0,2,3,1] -> LayerNorm
+    //   -> Transpose [0,3,1,2] -> t ; Add(c, t) -> Conv 1x1 (16) -> y: no reorder but x's and y's.
+    GraphMaker mk;
+    Graph& g = mk.g;
+    g.opset = 17;
+    const int x = image_input(g, {1, 16, 7, 6});
+    Tensor w0 = random_f32({32, 16, 1, 1}, 91, -0.3f, 0.3f),
+           wd = random_f32({32, 1, 3, 3}, 92, -0.3f, 0.3f),
+           w2 = random_f32({16, 32, 1, 1}, 93, -0.3f, 0.3f);
+    Tensor ln_s = random_f32({32}, 94, 0.5f, 1.5f), ln_b = random_f32({32}, 95, -0.5f, 0.5f);
+    Attributes dw, to_nhwc, to_nchw, ln;
+    dw.set("group", attr_int(32));
+    dw.set("pads", attr_ints({1, 1, 1, 1}));
+    to_nhwc.set("perm", attr_ints({0, 2, 3, 1}));
+    to_nchw.set("perm", attr_ints({0, 3, 1, 2}));
+    ln.set("axis", attr_int(-1));
+    const int c = mk.node("Conv", {x, mk.constant("w0", w0)});
+    const int d = mk.node("Conv", {c, mk.constant("wd", wd)}, dw);
+    const int n = mk.node(
+        "LayerNormalization",
+        {mk.node("Transpose", {d}, to_nhwc), mk.constant("ln_s", ln_s), mk.constant("ln_b", ln_b)},
+        ln);
+    const int t = mk.node("Transpose", {n}, to_nchw);
+    const int y = mk.node("Conv", {mk.node("Add", {c, t}), mk.constant("w2", w2)});
+    g.outputs.push_back(y);
+    Tensor xin = random_f32({1, 16, 7, 6}, 96);
+    Tensor cin = one("Conv", {xin}, {w0});
+    Tensor tin = one(
+        "Transpose",
+        {one("LayerNormalization", {one("Transpose", {one("Conv", {cin}, {wd}, dw)}, {}, to_nhwc)},
+             {ln_s, ln_b}, ln)},
+        {}, to_nchw);
+    Tensor want = one("Conv", {one("Add", {cin, tin}, {})}, {w2});
+    auto session = cpu_session(g, "convnext");
+    auto plan = session->plan_for({{1, 16, 7, 6}}).value();
+    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+      CHECK(plan->values[static_cast<size_t>(t)].block > 0);
+      CHECK(plan->reorders <= 2);  // x and y only
+    }
+    check_run(*session, xin, y, want, 1e-4, 1e-4);
+  }
+
   TEST_CASE("x * Sigmoid(x) after a Conv becomes a Swish epilogue (EfficientNet's SiLU)") {
     // Conv 1x1 -> SiLU -> depthwise Conv 3x3 -> SiLU (Mul with the Sigmoid first) -> y, and a
     // Sigmoid read twice (not fused).

@@ -7,9 +7,10 @@
 // axes that stay adjacent in the input are merged, so the attention layouts ([B, S, H, D] <->
 // [B, H, S, D]) become a copy of D-element rows, a 2-D transpose one gather, and a Slice of the
 // last axis one copy per row. Each work item walks its rows with a running offset (no division per
-// row); rows that are contiguous in the input are copied whole. The one blocked case: NCHW -> NHWC
+// row); rows that are contiguous in the input are copied whole. The blocked cases: NCHW -> NHWC
 // (perm [0, 2, 3, 1], ConvNeXt's and Swin's hand-over from a convolution to per-pixel layers)
-// reads a channel-blocked or channels-last input directly, runs of a block's channels per pixel.
+// reads a channel-blocked or channels-last input directly, and NHWC -> NCHW (perm [0, 3, 1, 2],
+// the way back) writes one, as runs of a block's channels per pixel.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -127,11 +128,14 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
 
 // ---- Transpose ----------------------------------------------------------------------------------
 
-struct BlockedToNhwc {
+struct ChannelRuns {
   int64_t n, c, pixels, block;
 };
 
-Status run_blocked_to_nhwc(const BlockedToNhwc& p, const KernelArgs& a, const ExecContext& exec) {
+// NCHW <-> NHWC between a channel-blocked (or channels-last) tensor and a plain NHWC one: per
+// pixel, runs of `block` channels; kToBlocked picks the direction.
+template <bool kToBlocked>
+Status run_channel_runs(const ChannelRuns& p, const KernelArgs& a, const ExecContext& exec) {
   const float* x = a.inputs[0]->data<float>();
   float* y = a.outputs[0]->data<float>();
   const int64_t blocks = p.c / p.block;
@@ -141,9 +145,12 @@ Status run_blocked_to_nhwc(const BlockedToNhwc& p, const KernelArgs& a, const Ex
       const int64_t image = b / p.pixels, p0 = b % p.pixels;
       const int64_t p1 = std::min(p.pixels, p0 + (e - b));
       for (int64_t cb = 0; cb < blocks; ++cb) {
-        const float* src = x + ((image * blocks + cb) * p.pixels + p0) * p.block;
-        float* dst = y + (image * p.pixels + p0) * p.c + cb * p.block;
-        for (int64_t px = p0; px < p1; ++px, src += p.block, dst += p.c) {
+        const int64_t blocked = ((image * blocks + cb) * p.pixels + p0) * p.block;
+        const int64_t nhwc = (image * p.pixels + p0) * p.c + cb * p.block;
+        const float* src = x + (kToBlocked ? nhwc : blocked);
+        float* dst = y + (kToBlocked ? blocked : nhwc);
+        const int64_t src_step = kToBlocked ? p.c : p.block, dst_step = kToBlocked ? p.block : p.c;
+        for (int64_t px = p0; px < p1; ++px, src += src_step, dst += dst_step) {
           std::memcpy(dst, src, static_cast<size_t>(p.block) * sizeof(float));
         }
       }
@@ -154,6 +161,20 @@ Status run_blocked_to_nhwc(const BlockedToNhwc& p, const KernelArgs& a, const Ex
 }
 
 Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
+  if (ctx.outputs[0].block > 0) {
+    // NHWC -> NCHW into the planned layout (LayoutRole::kWritesBlocked for this perm).
+    auto perm = ctx.attrs().get_ints("perm", {});
+    const Shape& in = ctx.inputs[0].shape;
+    const int blk = ctx.outputs[0].block;
+    if (!perm || *perm != std::vector<int64_t>{0, 3, 1, 2} || in.size() != 4 ||
+        ctx.inputs[0].dtype != DType::kFloat32 || ctx.inputs[0].block != 0 || in[3] % blk != 0) {
+      return unsupported(
+          "transpose_cpu writes a blocked output only for perm [0, 3, 1, 2] of a "
+          "plain float32 input");
+    }
+    return make_kernel("transpose_nhwc_blocked", ChannelRuns{in[0], in[3], in[1] * in[2], blk},
+                       run_channel_runs<true>);
+  }
   if (ctx.inputs[0].block > 0) {
     // NCHW -> NHWC from a blocked or channels-last input (CpuBackend::layout_role gives this perm
     // LayoutRole::kReadsBlocked); any other blocked case is declined and planned on plain data.
@@ -167,8 +188,8 @@ Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
           "float32 into a plain output");
     }
     return make_kernel("transpose_blocked_nhwc",
-                       BlockedToNhwc{in[0], in[1], in[2] * in[3], ctx.inputs[0].block},
-                       run_blocked_to_nhwc);
+                       ChannelRuns{in[0], in[1], in[2] * in[3], ctx.inputs[0].block},
+                       run_channel_runs<false>);
   }
   TERN_RETURN_IF_ERROR(check_movable(ctx, "transpose_cpu"));
   const Shape& in = ctx.inputs[0].shape;
