@@ -19,10 +19,12 @@ class KernelRegistry;
 enum class LayoutRole {
   kPlain,            // reads and writes plain tensors only (the planner inserts reorders)
   kConvolution,      // reads blocked inputs and writes its output in the planned layout
-  kKeepsBlock,       // pooling, BatchNormalization: reads input 0 blocked and may write its block
+  kKeepsBlock,       // pooling, Batch/Instance/GroupNormalization: reads input 0 blocked and
+                     // may write its block
   kElementwise,      // computes alike on any layout its inputs and output share
   kElementwiseRows,  // kElementwise, and takes an operand of one value per channel (binary ops)
-  kReadsBlocked,     // reads blocked inputs, writes plain output (global pooling)
+  kReadsBlocked,     // reads blocked inputs, writes plain output (global pooling, Transpose
+                     // NCHW -> NHWC)
   kJoinsChannels,    // Concat on the channels: writes the block its inputs share, each input
                      // a whole number of blocks (the blocks then follow one another)
   kWritesBlocked,    // reads plain inputs, writes its output in the planned layout (Transpose
