@@ -175,9 +175,7 @@ Status run_gn(const ops::GroupNormParams& p, const KernelArgs& a, const ExecCont
 template <bool kInstance>
 Expected<std::unique_ptr<Kernel>> make_gn(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::GroupNormParams p, ops::parse_group_norm(ctx, kInstance));
-  if (ctx.inputs[0].block > 0 || ctx.outputs[0].block > 0) {
-    return unsupported("channel-blocked layouts (the CPU's vectorised kernel reads those)");
-  }
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));  // the CPU's norm_vec reads blocks
   return make_kernel("reference", p, run_gn);
 }
 

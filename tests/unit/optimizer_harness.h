@@ -41,6 +41,11 @@ inline int image_input(Graph& g, const std::vector<int64_t>& dims) {
   return x;
 }
 
+// Whether the CPU planner chooses blocked layouts here (oneDNN built, an ISA above the baseline).
+inline bool plans_blocked_layouts() {
+  return tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT";
+}
+
 // A session of `g` (optimised as every session is) on the CPU backend alone.
 inline std::unique_ptr<Session> cpu_session(const Graph& g, const char* name) {
   SessionConfig cfg;

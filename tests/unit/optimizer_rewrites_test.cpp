@@ -104,7 +104,7 @@ TEST_SUITE("optimizer") {
         {one("Concat", {one("Conv", {xin}, {w1}), one("Conv", {xin}, {w2}, pad1)}, {}, cat)}, {w3});
     auto session = cpu_session(g, "fire");
     auto plan = session->plan_for({{1, 16, 10, 9}}).value();
-    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+    if (plans_blocked_layouts()) {
       CHECK(plan->values[static_cast<size_t>(c)].block > 0);
       CHECK(plan->reorders <= 1);  // y only
     }
@@ -144,7 +144,7 @@ TEST_SUITE("optimizer") {
         {w2});
     auto session = cpu_session(g, "dense");
     auto plan = session->plan_for({{1, 32, 8, 9}}).value();
-    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+    if (plans_blocked_layouts()) {
       CHECK(plan->values[static_cast<size_t>(bn)].block > 0);
       CHECK(plan->values[static_cast<size_t>(r)].block > 0);
       CHECK(plan->reorders <= 2);  // x and y only
@@ -194,8 +194,7 @@ TEST_SUITE("optimizer") {
           {beta});
       auto session = cpu_session(g, "gn");
       auto plan = session->plan_for({{1, 16, 10, 7}}).value();
-      if (groups > 0 && tern_onednn_is_available() &&
-          std::string(tern_cpu_get_capability()) != "DEFAULT") {
+      if (groups > 0 && plans_blocked_layouts()) {
         CHECK(plan->values[static_cast<size_t>(r2)].block > 0);
       }
       check_run(*session, xin, y, want, 1e-4, 1e-4);
@@ -238,7 +237,7 @@ TEST_SUITE("optimizer") {
     Tensor want = one("Conv", {one("Add", {cin, tin}, {})}, {w2});
     auto session = cpu_session(g, "convnext");
     auto plan = session->plan_for({{1, 16, 7, 6}}).value();
-    if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) != "DEFAULT") {
+    if (plans_blocked_layouts()) {
       CHECK(plan->values[static_cast<size_t>(t)].block > 0);
       CHECK(plan->reorders <= 2);  // x and y only
     }
