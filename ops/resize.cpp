@@ -1,11 +1,21 @@
-// Resize (opset 10-19): nearest (all rounding modes) on any rank, linear and cubic (any
-// cubic_coeff_a, exclude_outside) on the last two dims; coordinate modes half_pixel,
-// pytorch_half_pixel, align_corners, asymmetric and tf_half_pixel_for_nearest.
-// tf_crop_and_resize, antialias and 'axes' are declined by name.
+// Resize (opset 10-19) and the sampling plan its kernels share (ops/resize.h).
+//
+// Every mode, coordinate transformation and attribute of opset 19: nearest (all rounding modes),
+// linear and cubic (any cubic_coeff_a, exclude_outside) on any axes and any rank; antialias (the
+// linear or cubic filter stretched by 1/scale when downscaling, weights renormalised);
+// coordinate modes half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners,
+// asymmetric, tf_half_pixel_for_nearest and tf_crop_and_resize (roi, extrapolation_value);
+// 'axes' and keep_aspect_ratio_policy. Opset 10 takes (X, scales) with asymmetric coordinates.
+// Integer tensors resampled by linear or cubic filters round to nearest and saturate.
+//
+// The reference kernel: nearest gathers rows (any dtype); the filters sum, per output element,
+// the product of the axes' taps in double (every numeric dtype). The CPU backend's separable
+// kernels (backends/cpu/kernels/resize_separable.cpp) apply the same plan one axis at a time.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "ops/resize.h"
 
@@ -15,155 +25,232 @@
 namespace tern {
 namespace {
 
-enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelNearest };
+enum class Coord {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelNearest,
+  kTfCropAndResize
+};
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
-struct ResizeParams {
-  bool linear = false;
-  bool cubic = false;  // with linear = true: the last two dims are resampled, four taps each
-  float cubic_a = -0.75f;
-  bool exclude_outside = false;
+struct ResizeAttrs {
+  ops::ResizeMode mode = ops::ResizeMode::kNearest;
+  bool antialias = false, exclude_outside = false;
+  double cubic_a = -0.75;
   Coord coord = Coord::kHalfPixel;
   Nearest nearest = Nearest::kRoundPreferFloor;
-  Shape in, out;
-  std::vector<double> scales;
-  DType dtype;
+  float extrapolation_value = 0.0f;
 };
 
-Expected<ResizeParams> parse_resize(const OpContext& ctx) {
-  ResizeParams p;
-  p.in = ctx.inputs[0].shape;
-  p.dtype = ctx.inputs[0].dtype;
-  const size_t r = p.in.size();
+Expected<ResizeAttrs> parse_attrs(const OpContext& ctx) {
+  ResizeAttrs a;
   TERN_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "nearest"));
-  std::string coord_default = ctx.opset >= 11 ? "half_pixel" : "asymmetric";
+  const std::string coord_default = ctx.opset >= 11 ? "half_pixel" : "asymmetric";
   TERN_ASSIGN_OR_RETURN(std::string coord,
                         ctx.attrs().get_string("coordinate_transformation_mode", coord_default));
   TERN_ASSIGN_OR_RETURN(std::string nearest,
                         ctx.attrs().get_string("nearest_mode", "round_prefer_floor"));
-  TERN_ASSIGN_OR_RETURN(auto axes, ctx.attrs().get_ints("axes"));
+  TERN_ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().get_int("antialias", 0));
+  TERN_ASSIGN_OR_RETURN(int64_t exclude, ctx.attrs().get_int("exclude_outside", 0));
+  TERN_ASSIGN_OR_RETURN(float cubic_a, ctx.attrs().get_float("cubic_coeff_a", -0.75f));
+  TERN_ASSIGN_OR_RETURN(a.extrapolation_value, ctx.attrs().get_float("extrapolation_value", 0.0f));
+  a.antialias = antialias != 0;
+  a.exclude_outside = exclude != 0;
+  a.cubic_a = cubic_a;
+  if (mode == "linear" || mode == "bilinear" || mode == "trilinear") {
+    a.mode = ops::ResizeMode::kLinear;
+  } else if (mode == "cubic" || mode == "bicubic") {
+    a.mode = ops::ResizeMode::kCubic;
+  } else if (mode != "nearest") {
+    return invalid_model(ctx.where, ": Resize mode '", mode, "' (valid: nearest, linear, cubic)");
+  }
+  static const std::pair<const char*, Coord> kCoords[] = {
+      {"half_pixel", Coord::kHalfPixel},
+      {"half_pixel_symmetric", Coord::kHalfPixelSymmetric},
+      {"pytorch_half_pixel", Coord::kPytorchHalfPixel},
+      {"align_corners", Coord::kAlignCorners},
+      {"asymmetric", Coord::kAsymmetric},
+      {"tf_half_pixel_for_nearest", Coord::kTfHalfPixelNearest},
+      {"tf_crop_and_resize", Coord::kTfCropAndResize}};
+  bool known = false;
+  for (const auto& [name, c] : kCoords) {
+    if (coord == name) a.coord = c, known = true;
+  }
+  if (!known) {
+    return invalid_model(ctx.where, ": coordinate_transformation_mode '", coord, "' is not valid");
+  }
+  static const std::pair<const char*, Nearest> kNearest[] = {
+      {"round_prefer_floor", Nearest::kRoundPreferFloor},
+      {"round_prefer_ceil", Nearest::kRoundPreferCeil},
+      {"floor", Nearest::kFloor},
+      {"ceil", Nearest::kCeil}};
+  known = false;
+  for (const auto& [name, n] : kNearest) {
+    if (nearest == name) a.nearest = n, known = true;
+  }
+  if (!known) return invalid_model(ctx.where, ": nearest_mode '", nearest, "' is not valid");
+  return a;
+}
+
+// Per dim after 'axes' is applied: the scale, the output size and the roi (start, end).
+struct Extent {
+  Shape out;
+  std::vector<double> scale, roi_start, roi_end;
+};
+
+Expected<Extent> resolve_extent(const OpContext& ctx, const ResizeAttrs& a) {
+  const Shape& in = ctx.inputs[0].shape;
+  const int64_t r = static_cast<int64_t>(in.size());
+  TERN_ASSIGN_OR_RETURN(auto axes_attr, ctx.attrs().get_ints("axes"));
   TERN_ASSIGN_OR_RETURN(std::string keep_ratio,
                         ctx.attrs().get_string("keep_aspect_ratio_policy", "stretch"));
-  if (!axes.empty()) return unsupported("Resize with the 'axes' attribute");
-  if (keep_ratio != "stretch") return unsupported("keep_aspect_ratio_policy '", keep_ratio, "'");
-  TERN_ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().get_int("antialias", 0));
-  if (antialias != 0) return unsupported("Resize with antialias");
-  if (mode == "linear" || mode == "bilinear") {
-    p.linear = true;
-  } else if (mode == "cubic" || mode == "bicubic") {
-    p.linear = p.cubic = true;
-    TERN_ASSIGN_OR_RETURN(p.cubic_a, ctx.attrs().get_float("cubic_coeff_a", -0.75f));
-    TERN_ASSIGN_OR_RETURN(int64_t exclude, ctx.attrs().get_int("exclude_outside", 0));
-    p.exclude_outside = exclude != 0;
-  } else if (mode != "nearest") {
-    return unsupported("Resize mode '", mode, "' (supported: nearest, linear, cubic)");
+  if (keep_ratio != "stretch" && keep_ratio != "not_larger" && keep_ratio != "not_smaller") {
+    return invalid_model(ctx.where, ": keep_aspect_ratio_policy '", keep_ratio, "' is not valid");
   }
-  if (coord == "half_pixel")
-    p.coord = Coord::kHalfPixel;
-  else if (coord == "pytorch_half_pixel")
-    p.coord = Coord::kPytorchHalfPixel;
-  else if (coord == "align_corners")
-    p.coord = Coord::kAlignCorners;
-  else if (coord == "asymmetric")
-    p.coord = Coord::kAsymmetric;
-  else if (coord == "tf_half_pixel_for_nearest")
-    p.coord = Coord::kTfHalfPixelNearest;
-  else
-    return unsupported("coordinate_transformation_mode '", coord, "'");
-  if (nearest == "round_prefer_floor")
-    p.nearest = Nearest::kRoundPreferFloor;
-  else if (nearest == "round_prefer_ceil")
-    p.nearest = Nearest::kRoundPreferCeil;
-  else if (nearest == "floor")
-    p.nearest = Nearest::kFloor;
-  else if (nearest == "ceil")
-    p.nearest = Nearest::kCeil;
-  else
-    return invalid_model("nearest_mode '", nearest, "' is not valid");
+  std::vector<size_t> axes;
+  for (int64_t ax : axes_attr) {
+    TERN_ASSIGN_OR_RETURN(int64_t d, ops::normalize_axis(ax, r, "axes"));
+    if (std::find(axes.begin(), axes.end(), static_cast<size_t>(d)) != axes.end()) {
+      return invalid_model(ctx.where, ": axes lists dim ", d, " twice");
+    }
+    axes.push_back(static_cast<size_t>(d));
+  }
+  if (axes.empty()) {
+    for (int64_t d = 0; d < r; ++d) axes.push_back(static_cast<size_t>(d));
+  }
+  const size_t n = axes.size();
 
   // Opset 10: (X, scales). Opset 11+: (X, roi, scales, sizes).
-  const size_t scales_at = ctx.opset >= 11 ? 2 : 1, sizes_at = 3;
+  const size_t roi_at = 1, scales_at = ctx.opset >= 11 ? 2 : 1, sizes_at = 3;
+  auto known = [&](size_t i) {
+    return ctx.has_input(i) && ctx.inputs[i].value && ctx.inputs[i].value->numel() > 0;
+  };
   std::vector<double> scales;
   std::vector<int64_t> sizes;
-  if (ctx.has_input(scales_at) && ctx.inputs[scales_at].value &&
-      ctx.inputs[scales_at].value->numel() > 0) {
+  if (known(scales_at)) {
     const Tensor& t = *ctx.inputs[scales_at].value;
     for (int64_t i = 0; i < t.numel(); ++i) scales.push_back(t.float_at(i));
   }
-  if (ctx.has_input(sizes_at) && ctx.inputs[sizes_at].value &&
-      ctx.inputs[sizes_at].value->numel() > 0) {
-    sizes = ops::read_ints(*ctx.inputs[sizes_at].value);
-  }
+  if (ctx.opset >= 11 && known(sizes_at)) sizes = ops::read_ints(*ctx.inputs[sizes_at].value);
   if (scales.empty() == sizes.empty()) {
-    return invalid_model("exactly one of 'scales' and 'sizes' must be given");
+    return invalid_model(ctx.where, ": exactly one of 'scales' and 'sizes' must be given");
   }
-  p.out.resize(r);
-  p.scales.resize(r);
+  if (!scales.empty() && scales.size() != n) {
+    return invalid_model(ctx.where, ": scales has ", scales.size(), " entries for ", n, " axes");
+  }
+  if (!sizes.empty() && sizes.size() != n) {
+    return invalid_model(ctx.where, ": sizes has ", sizes.size(), " entries for ", n, " axes");
+  }
+
+  Extent e;
+  e.out = in;
+  e.scale.assign(static_cast<size_t>(r), 1.0);
+  e.roi_start.assign(static_cast<size_t>(r), 0.0);
+  e.roi_end.assign(static_cast<size_t>(r), 1.0);
+  if (a.coord == Coord::kTfCropAndResize) {
+    if (!known(roi_at)) {
+      return unsupported(ctx.where, ": tf_crop_and_resize needs 'roi' as a constant");
+    }
+    const Tensor& t = *ctx.inputs[roi_at].value;
+    if (static_cast<size_t>(t.numel()) != 2 * n) {
+      return invalid_model(ctx.where, ": roi has ", t.numel(), " values for ", n, " axes");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      e.roi_start[axes[i]] = t.float_at(static_cast<int64_t>(i));
+      e.roi_end[axes[i]] = t.float_at(static_cast<int64_t>(n + i));
+    }
+  }
   if (!scales.empty()) {
-    if (scales.size() != r)
-      return invalid_model("scales has ", scales.size(), " entries for rank ", r);
-    for (size_t i = 0; i < r; ++i) {
-      if (!(scales[i] > 0)) return invalid_model("scales must be positive");
-      p.scales[i] = scales[i];
-      p.out[i] = static_cast<int64_t>(std::floor(static_cast<double>(p.in[i]) * scales[i]));
+    for (size_t i = 0; i < n; ++i) {
+      const size_t d = axes[i];
+      if (!(scales[i] > 0) || !std::isfinite(scales[i])) {
+        return invalid_model(ctx.where, ": scales must be positive and finite");
+      }
+      e.scale[d] = scales[i];
+      const double roi = a.coord == Coord::kTfCropAndResize ? e.roi_end[d] - e.roi_start[d] : 1.0;
+      const double len = std::floor(static_cast<double>(in[d]) * roi * scales[i]);
+      if (!(len >= 0 && len < 9.0e15)) {
+        return invalid_model(ctx.where, ": scale ", scales[i],
+                             " gives an output size out of range");
+      }
+      e.out[d] = static_cast<int64_t>(len);
     }
   } else {
-    if (sizes.size() != r)
-      return invalid_model("sizes has ", sizes.size(), " entries for rank ", r);
-    for (size_t i = 0; i < r; ++i) {
-      if (sizes[i] < 0) return invalid_model("sizes must be >= 0");
-      p.out[i] = sizes[i];
-      p.scales[i] = p.in[i] ? static_cast<double>(sizes[i]) / static_cast<double>(p.in[i]) : 1.0;
+    for (size_t i = 0; i < n; ++i) {
+      if (sizes[i] < 0) return invalid_model(ctx.where, ": sizes must be >= 0");
+      const size_t d = axes[i];
+      e.out[d] = sizes[i];
+      e.scale[d] = in[d] ? static_cast<double>(sizes[i]) / static_cast<double>(in[d]) : 1.0;
     }
-  }
-  if (p.linear) {
-    for (size_t i = 0; i + 2 < r; ++i) {
-      if (p.out[i] != p.in[i]) {
-        return unsupported(p.cubic ? "cubic" : "linear",
-                           " Resize of a dim other than the last two");
+    if (keep_ratio != "stretch") {
+      double s = keep_ratio == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+      for (size_t d : axes) {
+        s = keep_ratio == "not_larger" ? std::min(s, e.scale[d]) : std::max(s, e.scale[d]);
+      }
+      for (size_t d : axes) {
+        e.scale[d] = s;
+        e.out[d] = static_cast<int64_t>(s * static_cast<double>(in[d]) + 0.5);  // half up
       }
     }
-    if (p.dtype != DType::kFloat32) {
-      return ops::dtype_error(ctx, 0, p.cubic ? "float32 (cubic)" : "float32 (linear)");
-    }
-  } else if (p.dtype == DType::kString) {
-    return ops::dtype_error(ctx, 0, "non-string types");
   }
-  return p;
+  for (int64_t d = 0; d < r; ++d) {
+    if (in[static_cast<size_t>(d)] == 0 && e.out[static_cast<size_t>(d)] > 0) {
+      return invalid_model(ctx.where, ": dim ", d, " is empty and cannot be resized to ",
+                           e.out[static_cast<size_t>(d)]);
+    }
+  }
+  return e;
 }
 
-double source_coord(const ResizeParams& p, size_t d, int64_t x) {
-  const double s = p.scales[d];
-  const double xo = static_cast<double>(x);
-  switch (p.coord) {
+// The source coordinate of output index x on dim d; `outside` is set where tf_crop_and_resize
+// samples past the input.
+double source_coord(const ResizeAttrs& a, const Extent& e, int64_t in, size_t d, int64_t x,
+                    bool* outside) {
+  const double s = e.scale[d], xo = static_cast<double>(x), len_in = static_cast<double>(in);
+  const int64_t out = e.out[d];
+  switch (a.coord) {
     case Coord::kHalfPixel:
       return (xo + 0.5) / s - 0.5;
+    case Coord::kHalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(out) / (s * len_in);
+      const double offset = len_in / 2 * (1 - adjustment);
+      return offset + (xo + 0.5) / s - 0.5;
+    }
     case Coord::kPytorchHalfPixel:
-      return p.out[d] > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
+      return out > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
     case Coord::kAlignCorners: {
       // The resized length is in * scale before rounding down (the output size), as ONNX's
       // reference computes it: 4 -> 3 by scale 0.8 maps output 2 to input 2 * 3 / 2.2.
-      const double resized = static_cast<double>(p.in[d]) * s;
-      return p.out[d] == 1 || resized <= 1 ? 0.0
-                                           : xo * static_cast<double>(p.in[d] - 1) / (resized - 1);
+      const double resized = len_in * s;
+      return out == 1 || resized <= 1 ? 0.0 : xo * (len_in - 1) / (resized - 1);
     }
     case Coord::kAsymmetric:
       return xo / s;
     case Coord::kTfHalfPixelNearest:
       return (xo + 0.5) / s;
+    case Coord::kTfCropAndResize: {
+      const double b = e.roi_start[d], f = e.roi_end[d];
+      const double c =
+          out > 1 ? b * (len_in - 1) + xo * (f - b) * (len_in - 1) / static_cast<double>(out - 1)
+                  : 0.5 * (b + f) * (len_in - 1);
+      *outside = c < 0 || c > len_in - 1;
+      return c;
+    }
   }
   return 0;
 }
 
-int64_t nearest_index(const ResizeParams& p, size_t d, int64_t x) {
-  const double c = source_coord(p, d, x);
+int64_t nearest_of(Nearest m, double c) {
   double r;
-  switch (p.nearest) {
+  switch (m) {
     case Nearest::kRoundPreferFloor:
       r = c == std::floor(c) + 0.5 ? std::floor(c) : std::round(c);
       break;
     case Nearest::kRoundPreferCeil:
-      r = std::round(c);
+      r = c == std::floor(c) + 0.5 ? std::ceil(c) : std::round(c);
       break;
     case Nearest::kFloor:
       r = std::floor(c);
@@ -174,12 +261,120 @@ int64_t nearest_index(const ResizeParams& p, size_t d, int64_t x) {
     default:
       r = c;
   }
-  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, p.in[d] - 1);
+  return static_cast<int64_t>(std::clamp(r, -1.0, 9.0e15));
+}
+
+double cubic_weight(double x, double A) {
+  x = std::fabs(x);
+  if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+  if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  return 0;
+}
+
+// One axis's taps. The filters put tap k of output o at index floor(c) - (support - 1) + k
+// around the source coordinate c, weighed by the kernel at (index - c) * min(scale, 1) when
+// antialiased (the footprint widens by 1/scale, weights renormalised), else at index - c.
+ops::ResizeAxis axis_taps(const ResizeAttrs& a, const Extent& e, int64_t in, size_t d) {
+  ops::ResizeAxis ax;
+  ax.in = in;
+  ax.out = e.out[d];
+  const bool tf_crop = a.coord == Coord::kTfCropAndResize;
+  if (tf_crop) ax.outside.assign(static_cast<size_t>(ax.out), 0);
+  auto clamp_index = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+  if (a.mode == ops::ResizeMode::kNearest) {
+    ax.taps = 1;
+    for (int64_t o = 0; o < ax.out; ++o) {
+      bool outside = false;
+      const double c = source_coord(a, e, in, d, o, &outside);
+      if (tf_crop) ax.outside[static_cast<size_t>(o)] = outside;
+      ax.index.push_back(clamp_index(nearest_of(a.nearest, c)));
+      ax.weight.push_back(1.0f);
+    }
+  } else {
+    const double support = a.mode == ops::ResizeMode::kCubic ? 2 : 1;
+    const double s = a.antialias ? std::min(e.scale[d], 1.0) : 1.0;
+    // Taps from start = floor(-support / s) + 1 to -start + 1 after the coordinate's floor.
+    const int64_t start = static_cast<int64_t>(std::floor(-support / s)) + 1;
+    ax.taps = static_cast<int>(2 - 2 * start);
+    for (int64_t o = 0; o < ax.out; ++o) {
+      bool outside = false;
+      double c = source_coord(a, e, in, d, o, &outside);
+      if (tf_crop) ax.outside[static_cast<size_t>(o)] = outside;
+      if (a.mode == ops::ResizeMode::kLinear && !a.antialias) {
+        c = std::clamp(c, 0.0, static_cast<double>(in - 1));  // the edge: what padding gives
+      }
+      if (!std::isfinite(c)) c = 0;
+      c = std::clamp(c, -9.0e15, 9.0e15);
+      const double f = std::floor(c);
+      double sum = 0;
+      const size_t first = ax.weight.size();
+      for (int k = 0; k < ax.taps; ++k) {
+        const int64_t i = static_cast<int64_t>(f) + start + k;
+        const double dist = (static_cast<double>(i) - c) * s;
+        double w = a.mode == ops::ResizeMode::kCubic ? cubic_weight(dist, a.cubic_a)
+                                                     : std::max(0.0, 1 - std::fabs(dist));
+        if (a.exclude_outside && (i < 0 || i >= in)) w = 0;
+        sum += w;
+        ax.index.push_back(clamp_index(i));
+        ax.weight.push_back(static_cast<float>(w));
+      }
+      if ((a.antialias || a.exclude_outside) && sum != 0) {
+        for (size_t k = first; k < ax.weight.size(); ++k) {
+          ax.weight[k] = static_cast<float>(ax.weight[k] / sum);
+        }
+      }
+    }
+  }
+  // Identity: each output o reads input o alone (taps clamped onto o add up to weight 1).
+  ax.identity = ax.out == ax.in && !tf_crop;
+  for (int64_t o = 0; ax.identity && o < ax.out; ++o) {
+    double self = 0, other = 0;
+    for (int k = 0; k < ax.taps; ++k) {
+      const size_t t =
+          static_cast<size_t>(o) * static_cast<size_t>(ax.taps) + static_cast<size_t>(k);
+      (ax.index[t] == o ? self : other) += std::fabs(ax.weight[t]);
+    }
+    ax.identity = self == 1.0 && other == 0.0;
+  }
+  return ax;
+}
+
+Expected<ops::ResizePlan> make_plan(const OpContext& ctx) {
+  TERN_ASSIGN_OR_RETURN(ResizeAttrs a, parse_attrs(ctx));
+  const DType dt = ctx.inputs[0].dtype;
+  if (dt == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
+  if (a.mode != ops::ResizeMode::kNearest) {
+    const bool numeric = ops::visit_all_numeric(dt, [](auto) {});
+    if (!numeric) return ops::dtype_error(ctx, 0, "numeric types (linear and cubic)");
+  }
+  TERN_ASSIGN_OR_RETURN(Extent e, resolve_extent(ctx, a));
+  ops::ResizePlan p;
+  p.mode = a.mode;
+  p.antialias = a.antialias && a.mode != ops::ResizeMode::kNearest;
+  p.dtype = dt;
+  p.in = ctx.inputs[0].shape;
+  p.out = e.out;
+  p.extrapolation_value = a.extrapolation_value;
+  for (size_t d = 0; d < p.in.size(); ++d) {
+    if (p.in[d] == 0 || p.out[d] == 0) {  // nothing to sample: an empty axis
+      ops::ResizeAxis ax;
+      ax.in = p.in[d];
+      ax.out = p.out[d];
+      ax.identity = ax.in == ax.out;
+      p.axes.push_back(std::move(ax));
+      continue;
+    }
+    p.axes.push_back(axis_taps(a, e, p.in[d], d));
+    for (uint8_t f : p.axes.back().outside) p.extrapolate = p.extrapolate || f;
+  }
+  return p;
 }
 
 Status infer_resize(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
-  ctx.set_output(0, ctx.inputs[0].dtype, p.out);
+  TERN_ASSIGN_OR_RETURN(ResizeAttrs a, parse_attrs(ctx));
+  TERN_ASSIGN_OR_RETURN(Extent e, resolve_extent(ctx, a));
+  if (ctx.inputs[0].dtype == DType::kString) return ops::dtype_error(ctx, 0, "non-string types");
+  ctx.set_output(0, ctx.inputs[0].dtype, e.out);
   return Status::ok();
 }
 
@@ -188,26 +383,26 @@ void gather_row(const T* src, const int64_t* index, int64_t n, T* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = src[index[i]];
 }
 
-void run_nearest(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
+// Nearest: each output row copies the input row its leading indices select, gathered along the
+// last dim; repeated rows (upscaling) are copied whole.
+void run_nearest(const ops::ResizePlan& p, const Tensor& x, Tensor& y, int threads) {
   const size_t r = p.in.size(), es = dtype_size(p.dtype);
-  std::vector<std::vector<int64_t>> index(r);
-  for (size_t d = 0; d < r; ++d) {
-    for (int64_t i = 0; i < p.out[d]; ++i) index[d].push_back(nearest_index(p, d, i));
-  }
   std::vector<int64_t> in_stride(r, 1);
   for (size_t d = r; d-- > 1;) in_stride[d - 1] = in_stride[d] * p.in[d];
   const int64_t inner = r ? p.out[r - 1] : 1;
   const int64_t rows = inner ? numel(p.out) / inner : 0;
   const auto* src = static_cast<const uint8_t*>(x.raw());
   auto* dst = static_cast<uint8_t*>(y.raw());
-  const int64_t* last = index[r - 1].data();
+  const int64_t* last = r ? p.axes[r - 1].index.data() : nullptr;
+  const int64_t zero = 0;
+  if (!last) last = &zero;
   const size_t row_bytes = static_cast<size_t>(inner) * es;
   parallel_for(rows, 64, threads, [&](int64_t b, int64_t e) {
     int64_t prev_off = -1;
     for (int64_t row = b; row < e; ++row) {
       int64_t off = 0, rem = row;
       for (size_t d = r - 1; d-- > 0;) {
-        off += index[d][static_cast<size_t>(rem % p.out[d])] * in_stride[d];
+        off += p.axes[d].index[static_cast<size_t>(rem % p.out[d])] * in_stride[d];
         rem /= p.out[d];
       }
       uint8_t* out = dst + static_cast<size_t>(row) * row_bytes;
@@ -231,146 +426,79 @@ void run_nearest(const ResizeParams& p, const Tensor& x, Tensor& y, int threads)
   });
 }
 
-struct LinearTap {
-  int64_t i0, i1;
-  float w1;
-};
+}  // namespace
 
-std::vector<LinearTap> linear_taps(const ResizeParams& p, size_t d) {
-  std::vector<LinearTap> taps;
-  for (int64_t i = 0; i < p.out[d]; ++i) {
-    double c = std::clamp(source_coord(p, d, i), 0.0, static_cast<double>(p.in[d] - 1));
-    int64_t i0 = static_cast<int64_t>(std::floor(c));
-    int64_t i1 = std::min(i0 + 1, p.in[d] - 1);
-    taps.push_back({i0, i1, static_cast<float>(c - static_cast<double>(i0))});
-  }
-  return taps;
-}
+namespace {
 
-// The last two dims resampled (linear and cubic): the planes of IH x IW (a rank-1 input is one
-// row) become OH x OW.
-struct Planes {
-  bool two_d;
-  size_t dh, dw;
-  int64_t IH, IW, OH, OW, planes;
-};
-
-Planes planes_of(const ResizeParams& p) {
+// Linear and cubic, plainly: each output element sums, over every combination of its axes'
+// taps, the product of the weights times the input there (identity axes contribute one tap).
+template <class T>
+void run_filter(const ops::ResizePlan& p, const Tensor& x, Tensor& y, int threads) {
   const size_t r = p.in.size();
-  Planes q{r >= 2, r >= 2 ? r - 2 : 0, r - 1, 1, p.in[r - 1], 1, p.out[r - 1], 0};
-  if (q.two_d) q.IH = p.in[q.dh], q.OH = p.out[q.dh];
-  q.planes = numel(p.in) / (q.IH * q.IW);
-  return q;
-}
-
-void run_linear(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
-  const Planes q = planes_of(p);
-  auto th = q.two_d ? linear_taps(p, q.dh) : std::vector<LinearTap>{{0, 0, 0.f}};
-  auto tw = linear_taps(p, q.dw);
-  const float* src = x.data<float>();
-  float* dst = y.data<float>();
-  parallel_for(q.planes, 1, threads, [&](int64_t b, int64_t e) {
-    for (int64_t pl = b; pl < e; ++pl) {
-      const float* xp = src + pl * q.IH * q.IW;
-      float* yp = dst + pl * q.OH * q.OW;
-      for (int64_t oh = 0; oh < q.OH; ++oh) {
-        const LinearTap& h = th[static_cast<size_t>(oh)];
-        const float* r0 = xp + h.i0 * q.IW;
-        const float* r1 = xp + h.i1 * q.IW;
-        for (int64_t ow = 0; ow < q.OW; ++ow) {
-          const LinearTap& w = tw[static_cast<size_t>(ow)];
-          const float top = r0[w.i0] + (r0[w.i1] - r0[w.i0]) * w.w1;
-          const float bot = r1[w.i0] + (r1[w.i1] - r1[w.i0]) * w.w1;
-          yp[oh * q.OW + ow] = top + (bot - top) * h.w1;
-        }
+  const T* src = static_cast<const T*>(x.raw());
+  T* dst = static_cast<T*>(y.raw());
+  std::vector<int64_t> in_stride(r, 1);
+  for (size_t d = r; d-- > 1;) in_stride[d - 1] = in_stride[d] * p.in[d];
+  parallel_for(numel(p.out), 256, threads, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> o(r);
+    std::vector<int> k(r);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t rem = i;
+      for (size_t d = r; d-- > 0;) {
+        o[d] = rem % p.out[d];
+        rem /= p.out[d];
       }
-    }
-  });
-}
-
-// Cubic: four taps per output coordinate (the ONNX convolution kernel with coefficient A); taps
-// past the edge read the edge, or, with exclude_outside, weigh nothing (the rest renormalised).
-struct CubicTap {
-  int64_t i[4];
-  float w[4];
-};
-
-std::vector<CubicTap> cubic_taps(const ResizeParams& p, size_t d) {
-  const double A = p.cubic_a;
-  std::vector<CubicTap> taps;
-  for (int64_t o = 0; o < p.out[d]; ++o) {
-    const double c = source_coord(p, d, o);
-    const double f = std::floor(c), t = c - f;
-    const double s[4] = {t + 1, t, 1 - t, 2 - t};  // distances to taps floor-1 .. floor+2
-    CubicTap tap{};
-    double sum = 0;
-    for (int k = 0; k < 4; ++k) {
-      const double x = s[k];
-      double w =
-          x <= 1 ? ((A + 2) * x - (A + 3)) * x * x + 1 : ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-      const int64_t src = static_cast<int64_t>(f) - 1 + k;
-      if (p.exclude_outside && (src < 0 || src >= p.in[d])) w = 0;
-      tap.i[k] = std::clamp<int64_t>(src, 0, p.in[d] - 1);
-      tap.w[k] = static_cast<float>(w);
-      sum += w;
-    }
-    if (p.exclude_outside && sum != 0) {
-      for (float& w : tap.w) w = static_cast<float>(w / sum);
-    }
-    taps.push_back(tap);
-  }
-  return taps;
-}
-
-// Separable: each plane's rows are resampled along W into a scratch of IH x OW, then each output
-// row is four scratch rows weighed.
-void run_cubic(const ResizeParams& p, const Tensor& x, Tensor& y, int threads) {
-  const Planes q = planes_of(p);
-  const auto th =
-      q.two_d ? cubic_taps(p, q.dh) : std::vector<CubicTap>{{{0, 0, 0, 0}, {0, 1, 0, 0}}};
-  const auto tw = cubic_taps(p, q.dw);
-  const float* src = x.data<float>();
-  float* dst = y.data<float>();
-  parallel_for(q.planes, 1, threads, [&](int64_t b, int64_t e) {
-    std::vector<float> rows(static_cast<size_t>(q.IH * q.OW));
-    for (int64_t pl = b; pl < e; ++pl) {
-      const float* xp = src + pl * q.IH * q.IW;
-      for (int64_t ih = 0; ih < q.IH; ++ih) {
-        const float* in = xp + ih * q.IW;
-        float* out = rows.data() + ih * q.OW;
-        for (int64_t ow = 0; ow < q.OW; ++ow) {
-          const CubicTap& t = tw[static_cast<size_t>(ow)];
-          out[ow] =
-              t.w[0] * in[t.i[0]] + t.w[1] * in[t.i[1]] + t.w[2] * in[t.i[2]] + t.w[3] * in[t.i[3]];
+      double acc = 0;
+      std::fill(k.begin(), k.end(), 0);
+      while (true) {
+        double w = 1;
+        int64_t off = 0;
+        for (size_t d = 0; d < r; ++d) {
+          const ops::ResizeAxis& ax = p.axes[d];
+          if (ax.identity) {
+            off += o[d] * in_stride[d];
+            continue;
+          }
+          const size_t t =
+              static_cast<size_t>(o[d]) * static_cast<size_t>(ax.taps) + static_cast<size_t>(k[d]);
+          w *= ax.weight[t];
+          off += ax.index[t] * in_stride[d];
         }
-      }
-      float* yp = dst + pl * q.OH * q.OW;
-      for (int64_t oh = 0; oh < q.OH; ++oh) {
-        const CubicTap& t = th[static_cast<size_t>(oh)];
-        const float* r0 = rows.data() + t.i[0] * q.OW;
-        const float* r1 = rows.data() + t.i[1] * q.OW;
-        const float* r2 = rows.data() + t.i[2] * q.OW;
-        const float* r3 = rows.data() + t.i[3] * q.OW;
-        float* out = yp + oh * q.OW;
-        for (int64_t ow = 0; ow < q.OW; ++ow) {
-          out[ow] = t.w[0] * r0[ow] + t.w[1] * r1[ow] + t.w[2] * r2[ow] + t.w[3] * r3[ow];
+        if (w != 0) acc += w * ops::as_double(src[off]);
+        size_t d = r;  // next combination of taps over the non-identity axes
+        while (d-- > 0) {
+          if (p.axes[d].identity) continue;
+          if (++k[d] < p.axes[d].taps) break;
+          k[d] = 0;
         }
+        if (d == static_cast<size_t>(-1)) break;
       }
+      dst[i] = ops::round_resampled<T>(acc);
     }
   });
 }
 
 Expected<std::unique_ptr<Kernel>> make_resize(const OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  TERN_ASSIGN_OR_RETURN(ops::ResizePlan p, make_plan(ctx));
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   return make_kernel("reference", std::move(p),
-                     [](const ResizeParams& q, const KernelArgs& a, const ExecContext& exec) {
+                     [](const ops::ResizePlan& q, const KernelArgs& a, const ExecContext& exec) {
                        if (numel(q.out) == 0) return Status::ok();
-                       if (q.cubic) {
-                         run_cubic(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
-                       } else if (q.linear) {
-                         run_linear(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
+                       const Tensor& x = *a.inputs[0];
+                       Tensor& y = *a.outputs[0];
+                       if (q.mode == ops::ResizeMode::kNearest) {
+                         run_nearest(q, x, y, exec.num_threads);
                        } else {
-                         run_nearest(q, *a.inputs[0], *a.outputs[0], exec.num_threads);
+                         ops::visit_all_numeric(q.dtype, [&](auto tag) {
+                           using T = decltype(tag);
+                           run_filter<T>(q, x, y, exec.num_threads);
+                         });
+                       }
+                       if (q.extrapolate) {
+                         ops::visit_all_numeric(q.dtype, [&](auto tag) {
+                           using T = decltype(tag);
+                           ops::fill_extrapolated(q, static_cast<T*>(y.raw()));
+                         });
                        }
                        return Status::ok();
                      });
@@ -380,36 +508,46 @@ Expected<std::unique_ptr<Kernel>> make_resize(const OpContext& ctx) {
 
 namespace ops {
 
+Expected<ResizePlan> resize_plan(const OpContext& ctx) {
+  return make_plan(ctx);
+}
+
 Expected<ResizeGeometry> resize_geometry(const OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
-  if (p.cubic) return unsupported("cubic Resize (four taps per axis) on this backend");
+  TERN_ASSIGN_OR_RETURN(ResizePlan p, make_plan(ctx));
+  if (p.mode == ResizeMode::kCubic) {
+    return unsupported("cubic Resize (four taps per axis) on this backend");
+  }
+  if (p.extrapolate) return unsupported("tf_crop_and_resize's extrapolation on this backend");
+  const size_t r = p.in.size();
   ResizeGeometry g;
-  g.linear = p.linear;
+  g.linear = p.mode == ResizeMode::kLinear;
   g.in = p.in;
   g.out = p.out;
-  const size_t r = p.in.size();
   for (size_t d = 0; d < r; ++d) {
+    const ResizeAxis& ax = p.axes[d];
     ResizeTaps t;
-    const bool linear_dim = p.linear && d + 2 >= r;
-    if (linear_dim) {
-      for (const LinearTap& lt : linear_taps(p, d)) {
-        t.i0.push_back(lt.i0);
-        t.i1.push_back(lt.i1);
-        t.w1.push_back(lt.w1);
-      }
-    } else if (p.linear) {  // linear mode leaves the leading dims as they are
-      for (int64_t i = 0; i < p.out[d]; ++i) {
+    if (g.linear && d + 2 < r) {
+      if (!ax.identity) return unsupported("linear Resize of a leading dim on this backend");
+      for (int64_t i = 0; i < ax.out; ++i) {
         t.i0.push_back(i);
         t.i1.push_back(i);
         t.w1.push_back(0.0f);
       }
-    } else {
-      for (int64_t i = 0; i < p.out[d]; ++i) {
-        const int64_t k = nearest_index(p, d, i);
-        t.i0.push_back(k);
-        t.i1.push_back(k);
-        t.w1.push_back(0.0f);
+    } else if (ax.taps == 1) {
+      t.i0 = ax.index;
+      t.i1 = ax.index;
+      t.w1.assign(ax.index.size(), 0.0f);
+    } else if (ax.taps == 2 && !p.antialias) {
+      for (int64_t o = 0; o < ax.out; ++o) {
+        const size_t k = 2 * static_cast<size_t>(o);
+        t.i0.push_back(ax.index[k]);
+        t.i1.push_back(ax.index[k + 1]);
+        t.w1.push_back(ax.weight[k + 1]);
       }
+    } else if (ax.out == 0 || ax.in == 0) {
+      // an empty axis: no taps
+    } else {
+      return unsupported("antialiased linear Resize (", ax.taps, " taps) on this backend");
     }
     g.axes.push_back(std::move(t));
   }

@@ -4,8 +4,15 @@
 // loop the compiler vectorises. An upscale by s reads each input row for ~s output rows, so the
 // gather work of the reference (per output element) drops by s and the rest streams.
 // The leading dims (N, C, and for nearest any other) map output planes to input planes.
+//
+// Every other plan (cubic, antialiased, linear on any axes, tf_crop_and_resize; float32, float16,
+// bfloat16, int8, uint8) runs as one pass per resampled axis, the axes that shrink the tensor
+// most first: a pass over a leading axis blends whole contiguous rows (vectorised), the last
+// axis's pass sums each output's taps along the row. Other dtypes are converted to float32 on
+// the way in and rounded (integers to nearest, saturated) on the way out.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -117,10 +124,160 @@ Expected<std::unique_ptr<Kernel>> make_separable(const OpContext& ctx) {
   return make_kernel("resize_separable", std::move(p), run_separable);
 }
 
+// ---- one pass per axis ---------------------------------------------------------------------
+
+// [outer, ax.in, inner] -> [outer, ax.out, inner].
+void axis_pass(const float* src, float* dst, int64_t outer, int64_t inner,
+               const ops::ResizeAxis& ax, int threads) {
+  const int64_t T = ax.taps;
+  const int64_t* idx = ax.index.data();
+  const float* wt = ax.weight.data();
+  if (inner == 1) {
+    const int64_t work = std::max<int64_t>(1, ax.out * T);
+    parallel_for(outer, std::max<int64_t>(1, 32768 / work), threads, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const float* s = src + o * ax.in;
+        float* d = dst + o * ax.out;
+        for (int64_t j = 0; j < ax.out; ++j) {
+          const int64_t* ij = idx + j * T;
+          const float* wj = wt + j * T;
+          float acc = 0.0f;
+          for (int64_t k = 0; k < T; ++k) acc += wj[k] * s[ij[k]];
+          d[j] = acc;
+        }
+      }
+    });
+    return;
+  }
+  const int64_t rows = outer * ax.out;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / (inner * T)), threads, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t o = row / ax.out, j = row % ax.out;
+      const float* s = src + o * ax.in * inner;
+      float* d = dst + row * inner;
+      const int64_t* ij = idx + j * T;
+      const float* wj = wt + j * T;
+      bool first = true;
+      for (int64_t k = 0; k < T; ++k) {
+        const float w = wj[k];
+        if (w == 0.0f && !(first && k == T - 1)) continue;
+        const float* sk = s + ij[k] * inner;
+        if (first) {
+          for (int64_t i = 0; i < inner; ++i) d[i] = w * sk[i];
+          first = false;
+        } else {
+          for (int64_t i = 0; i < inner; ++i) d[i] += w * sk[i];
+        }
+      }
+    }
+  });
+}
+
+struct AxisPasses {
+  ops::ResizePlan plan;
+  std::vector<size_t> order;  // the resampled axes, in the order they run
+};
+
+template <class T>
+void run_passes_typed(const AxisPasses& k, const Tensor& x, Tensor& y, int threads) {
+  const ops::ResizePlan& p = k.plan;
+  const size_t r = p.in.size();
+  Shape cur = p.in;
+  std::vector<float> buf[2];
+  const float* src;
+  if constexpr (std::is_same_v<T, float>) {
+    src = x.data<float>();
+  } else {
+    buf[1].resize(static_cast<size_t>(numel(p.in)));
+    const T* xs = static_cast<const T*>(x.raw());
+    parallel_for(numel(p.in), 32768, threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) buf[1][static_cast<size_t>(i)] = static_cast<float>(xs[i]);
+    });
+    src = buf[1].data();
+  }
+  T* out = static_cast<T*>(y.raw());
+  for (size_t n = 0; n < k.order.size(); ++n) {
+    const size_t d = k.order[n];
+    const ops::ResizeAxis& ax = p.axes[d];
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < d; ++i) outer *= cur[i];
+    for (size_t i = d + 1; i < r; ++i) inner *= cur[i];
+    cur[d] = ax.out;
+    float* dst;
+    if (n + 1 == k.order.size() && std::is_same_v<T, float>) {
+      dst = reinterpret_cast<float*>(out);
+    } else {
+      std::vector<float>& b = buf[n % 2];
+      b.resize(static_cast<size_t>(numel(cur)));
+      dst = b.data();
+    }
+    axis_pass(src, dst, outer, inner, ax, threads);
+    src = dst;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (k.order.empty()) {
+      std::memcpy(out, src, static_cast<size_t>(numel(p.out)) * sizeof(float));
+    }
+  } else {
+    parallel_for(numel(p.out), 32768, threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = ops::round_resampled<T>(src[i]);
+    });
+  }
+  ops::fill_extrapolated(p, out);
+}
+
+Status run_passes(const AxisPasses& k, const KernelArgs& a, const ExecContext& exec) {
+  if (a.outputs[0]->numel() == 0) return Status::ok();
+  const Tensor& x = *a.inputs[0];
+  Tensor& y = *a.outputs[0];
+  switch (k.plan.dtype) {
+    case DType::kFloat32:
+      run_passes_typed<float>(k, x, y, exec.num_threads);
+      break;
+    case DType::kFloat16:
+      run_passes_typed<ops::Float16>(k, x, y, exec.num_threads);
+      break;
+    case DType::kBFloat16:
+      run_passes_typed<ops::BFloat16>(k, x, y, exec.num_threads);
+      break;
+    case DType::kUInt8:
+      run_passes_typed<uint8_t>(k, x, y, exec.num_threads);
+      break;
+    case DType::kInt8:
+      run_passes_typed<int8_t>(k, x, y, exec.num_threads);
+      break;
+    default:
+      return internal_error("resize_passes: dtype ", dtype_name(k.plan.dtype));
+  }
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_passes(const OpContext& ctx) {
+  const DType dt = ctx.inputs[0].dtype;
+  if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16 &&
+      dt != DType::kUInt8 && dt != DType::kInt8) {
+    return ops::dtype_error(ctx, 0, "float32, float16, bfloat16, int8, uint8");
+  }
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
+  AxisPasses k;
+  TERN_ASSIGN_OR_RETURN(k.plan, ops::resize_plan(ctx));
+  for (size_t d = 0; d < k.plan.axes.size(); ++d) {
+    if (!k.plan.axes[d].identity && numel(k.plan.out) > 0) k.order.push_back(d);
+  }
+  // Shrinking axes first: every later pass then reads and writes less.
+  auto ratio = [&](size_t d) {
+    return static_cast<double>(k.plan.axes[d].out) / static_cast<double>(k.plan.axes[d].in);
+  };
+  std::stable_sort(k.order.begin(), k.order.end(),
+                   [&](size_t a, size_t b) { return ratio(a) < ratio(b); });
+  return make_kernel("resize_passes", std::move(k), run_passes);
+}
+
 }  // namespace
 
 void register_cpu_resize_separable(KernelRegistry& r) {
   r.add("Resize", "cpu", DType::kFloat32, make_separable);
+  r.add("Resize", "cpu", DType::kUndefined, make_passes, -1);
 }
 
 }  // namespace tern
