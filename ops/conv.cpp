@@ -6,11 +6,11 @@
 namespace tern {
 namespace ops {
 
-Expected<ConvParams> parse_conv(const OpContext& ctx) {
+Expected<ConvParams> parse_conv(const OpContext& ctx, bool any_float) {
   ConvParams p;
   p.x = ctx.inputs[0].shape;
   p.w = ctx.inputs[1].shape;
-  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  TERN_RETURN_IF_ERROR(require_f32_or_half(ctx, 0, any_float));
   TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
   if (p.w.size() != p.x.size()) {
     return invalid_argument("weight '", ctx.input_names[1], "' ", shape_str(p.w), " and input '",
@@ -81,7 +81,7 @@ void conv_reference(const ConvParams& p, const float* x, const float* w, const f
 namespace {
 
 Status infer_conv(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ops::ConvParams p, ops::parse_conv(ctx));
+  TERN_ASSIGN_OR_RETURN(ops::ConvParams p, ops::parse_conv(ctx, true));
   ctx.set_output(0, ctx.inputs[0].dtype, p.y);
   return Status::ok();
 }

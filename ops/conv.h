@@ -13,7 +13,8 @@ struct ConvParams {
   bool has_bias = false;
 };
 
-Expected<ConvParams> parse_conv(const OpContext& ctx);
+// any_float: shape inference's check (float16/bfloat16 too); kernels keep the default (float32).
+Expected<ConvParams> parse_conv(const OpContext& ctx, bool any_float = false);
 // y = conv(x, w) + b; b may be null. Accumulates in double.
 void conv_reference(const ConvParams& p, const float* x, const float* w, const float* b, float* y);
 

@@ -7,11 +7,11 @@
 namespace tern {
 namespace ops {
 
-Expected<ConvTransposeParams> parse_conv_transpose(const OpContext& ctx) {
+Expected<ConvTransposeParams> parse_conv_transpose(const OpContext& ctx, bool any_float) {
   ConvTransposeParams p;
   p.x = ctx.inputs[0].shape;
   p.w = ctx.inputs[1].shape;
-  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  TERN_RETURN_IF_ERROR(require_f32_or_half(ctx, 0, any_float));
   TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
   if (p.x.size() < 3 || p.w.size() != p.x.size()) {
     return invalid_argument("input '", ctx.input_names[0], "' ", shape_str(p.x), " and weight '",
@@ -123,7 +123,7 @@ void conv_transpose_reference(const ConvTransposeParams& p, const float* x, cons
 namespace {
 
 Status infer_conv_transpose(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx));
+  TERN_ASSIGN_OR_RETURN(ops::ConvTransposeParams p, ops::parse_conv_transpose(ctx, true));
   ctx.set_output(0, ctx.inputs[0].dtype, p.y);
   return Status::ok();
 }

@@ -14,7 +14,8 @@ struct ConvTransposeParams {
   bool has_bias = false;
 };
 
-Expected<ConvTransposeParams> parse_conv_transpose(const OpContext& ctx);
+// any_float: shape inference's check (float16/bfloat16 too); kernels keep the default (float32).
+Expected<ConvTransposeParams> parse_conv_transpose(const OpContext& ctx, bool any_float = false);
 void conv_transpose_reference(const ConvTransposeParams& p, const float* x, const float* w,
                               const float* b, float* y);
 

@@ -10,9 +10,9 @@
 namespace tern {
 namespace ops {
 
-Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx) {
+Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx, bool any_float) {
   FusedConvParams p;
-  TERN_ASSIGN_OR_RETURN(p.conv, parse_conv(ctx));
+  TERN_ASSIGN_OR_RETURN(p.conv, parse_conv(ctx, any_float));
   TERN_ASSIGN_OR_RETURN(std::vector<std::string> acts, ctx.attrs().get_strings("activations", {}));
   TERN_ASSIGN_OR_RETURN(std::vector<float> params, ctx.attrs().get_floats("activation_params", {}));
   struct Known {
@@ -112,8 +112,8 @@ void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n)
 namespace {
 
 Status infer_fused_conv(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ops::FusedConvParams p, ops::parse_fused_conv(ctx));
-  ctx.set_output(0, DType::kFloat32, p.conv.y);
+  TERN_ASSIGN_OR_RETURN(ops::FusedConvParams p, ops::parse_fused_conv(ctx, true));
+  ctx.set_output(0, ctx.inputs[0].dtype, p.conv.y);
   return Status::ok();
 }
 

@@ -36,7 +36,7 @@ struct FusedConvParams {
   bool has_sum = false;
 };
 
-Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx);
+Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx, bool any_float = false);
 // A Conv node's params as a FusedConv without epilogue or residual; FusedConv's as they are
 // (for kernels serving both ops).
 Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx);

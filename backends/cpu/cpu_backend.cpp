@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/widened_kernel.h"
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
 
@@ -92,13 +93,31 @@ bool CpuBackend::supports_op(const std::string& op_type) const {
   return s && s->reference;
 }
 
-Expected<std::unique_ptr<Kernel>> CpuBackend::prepare(const OpContext& ctx) const {
+Expected<std::unique_ptr<Kernel>> CpuBackend::prepare_direct(const OpContext& ctx,
+                                                             bool reference) const {
   auto optimised = Backend::prepare(ctx);
   // An optimised kernel may decline a case (a dtype, an attribute); the portable one then runs.
-  if (optimised || optimised.status().code() != Code::kUnsupported) return optimised;
+  if (optimised || optimised.status().code() != Code::kUnsupported || !reference) {
+    return optimised;
+  }
   const OpSchema* s = OpRegistry::global().find(ctx.node->op_type);
   if (!s || !s->reference) return optimised;
   return s->reference(ctx);
+}
+
+Expected<std::unique_ptr<Kernel>> CpuBackend::prepare(const OpContext& ctx) const {
+  if (!has_half_values(ctx)) return prepare_direct(ctx, true);
+  // float16/bfloat16: an optimised kernel of the node's own types, else the node's float32
+  // kernel between conversions, else the portable kernel (plain loops over half elements).
+  auto optimised = prepare_direct(ctx, false);
+  if (optimised || optimised.status().code() != Code::kUnsupported) return optimised;
+  auto widened =
+      prepare_widened(ctx, [this](const OpContext& c) { return prepare_direct(c, true); });
+  if (widened || widened.status().code() != Code::kUnsupported) return widened;
+  auto portable = prepare_direct(ctx, true);
+  if (portable || portable.status().code() != Code::kUnsupported) return portable;
+  return unsupported(portable.status().message(),
+                     "; through float32: ", widened.status().message());
 }
 
 int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const {

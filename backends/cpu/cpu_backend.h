@@ -20,12 +20,18 @@ class CpuBackend final : public Backend {
   bool is_built() const override { return true; }
   bool is_available() const override { return true; }
   bool supports_op(const std::string& op_type) const override;
+  // The CPU's kernel for ctx: its optimised kernels, then the portable one. A node with
+  // float16/bfloat16 values that no optimised kernel takes runs its float32 kernel between
+  // conversions (widened_kernel.h) before the portable one is tried.
   Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const override;
   int conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const override;
   LayoutRole layout_role(const Node& node) const override;
   void set_num_threads(int n) override;
   void begin_run(const FlagValues& flags) override;
   void end_run(const FlagValues& flags) override;
+
+ private:
+  Expected<std::unique_ptr<Kernel>> prepare_direct(const OpContext& ctx, bool reference) const;
 };
 
 // The capability Tern dispatches to now (the CPU's, capped by cpu.max_capability), as

@@ -145,6 +145,13 @@ Status dtype_error(const OpContext& ctx, size_t input, const char* allowed) {
                      dtype_name(ctx.inputs[input].dtype), "; supported: ", allowed);
 }
 
+Status require_f32_or_half(const OpContext& ctx, size_t input, bool any_float) {
+  const DType dt = ctx.inputs[input].dtype;
+  if (dt == DType::kFloat32) return Status::ok();
+  if (any_float && (dt == DType::kFloat16 || dt == DType::kBFloat16)) return Status::ok();
+  return dtype_error(ctx, input, any_float ? "float32, float16, bfloat16" : "float32");
+}
+
 Status require_same_dtype(const OpContext& ctx, size_t a, size_t b) {
   if (ctx.inputs[a].dtype == ctx.inputs[b].dtype) return Status::ok();
   return invalid_model("inputs '", ctx.input_names[a], "' (", dtype_name(ctx.inputs[a].dtype),

@@ -201,6 +201,9 @@ void for_each_index(const Shape& shape, Fn&& fn) {
 }
 
 Status dtype_error(const OpContext& ctx, size_t input, const char* allowed);
+// Input `input` is float32, or, for shape inference (any_float), float32, float16 or bfloat16:
+// the CPU computes half nodes without kernels of their own in float32 (widened kernels).
+Status require_f32_or_half(const OpContext& ctx, size_t input, bool any_float);
 // Float tensors of any float type as float32 (a reference computes in float32 or wider, then
 // stores back with from_float32).
 std::vector<float> to_float32(const Tensor& t);

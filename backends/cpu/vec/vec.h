@@ -39,6 +39,9 @@ struct VecOps {
   // y[i] = a[i] op b[i], op 0..3 = + - * /; a step of 0 repeats element 0 (y may be a or b).
   void (*binary)(int op, const float* a, int a_step, const float* b, int b_step, float* y,
                  int64_t n);
+  // IEEE half <-> float, round to nearest even (F16C / AVX-512F / NEON conversions).
+  void (*half_to_float)(const uint16_t* x, float* y, int64_t n);
+  void (*float_to_half)(const float* x, uint16_t* y, int64_t n);
 };
 
 // VecOps::activation's functions; errors those of erf and tanh (GELU's two forms use them).

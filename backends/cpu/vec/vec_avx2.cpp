@@ -3,9 +3,9 @@
 
 #if defined(__x86_64__)
 #pragma GCC push_options
-#pragma GCC target("avx2,fma,prefer-vector-width=256")
+#pragma GCC target("avx2,fma,f16c,prefer-vector-width=256")
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 #endif
 
 #define TERN_VEC_NS vec_avx2
@@ -32,6 +32,8 @@ const VecOps kAvx2Ops = {"avx2",
                          vec_avx2::activation,
                          vec_avx2::moments,
                          vec_avx2::affine,
-                         vec_avx2::binary};
+                         vec_avx2::binary,
+                         vec_avx2::half_to_float_row,
+                         vec_avx2::float_to_half_row};
 }  // namespace tern::vec_detail
 #endif

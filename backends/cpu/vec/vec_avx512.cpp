@@ -33,6 +33,8 @@ const VecOps kAvx512Ops = {"avx512",
                            vec_avx512::activation,
                            vec_avx512::moments,
                            vec_avx512::affine,
-                           vec_avx512::binary};
+                           vec_avx512::binary,
+                           vec_avx512::half_to_float_row,
+                           vec_avx512::float_to_half_row};
 }  // namespace tern::vec_detail
 #endif

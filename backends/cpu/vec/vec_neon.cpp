@@ -242,6 +242,23 @@ void binary(int op, const float* a, int a_step, const float* b, int b_step, floa
   binary_op<3>(a, a_step, b, b_step, y, n);
 }
 
+// IEEE half <-> float through the conversions every ARMv8-A CPU has (round to nearest even).
+void half_to_float_row(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(x + i))));
+  for (; i < n; ++i) {
+    vst1q_lane_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(x[i]))), 0);
+  }
+}
+
+void float_to_half_row(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+  for (; i < n; ++i) {
+    vst1_lane_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(x[i]))), 0);
+  }
+}
+
 }  // namespace
 }  // namespace tern::vec_neon
 
@@ -257,6 +274,8 @@ const VecOps kNeonOps = {"neon",
                          vec_neon::activation,
                          vec_neon::moments,
                          vec_neon::affine,
-                         vec_neon::binary};
+                         vec_neon::binary,
+                         vec_neon::half_to_float_row,
+                         vec_neon::float_to_half_row};
 }  // namespace tern::vec_detail
 #endif

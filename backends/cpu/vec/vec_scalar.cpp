@@ -23,7 +23,9 @@ const VecOps kScalarOps = {"scalar",
                            vec_scalar::activation,
                            vec_scalar::moments,
                            vec_scalar::affine,
-                           vec_scalar::binary};
+                           vec_scalar::binary,
+                           vec_scalar::half_to_float_row,
+                           vec_scalar::float_to_half_row};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {
