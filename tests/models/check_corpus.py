@@ -65,6 +65,7 @@ for _name in blocks.CASES:
 
 # The scripts a model's export depends on (besides export.py): a change to one regenerates it.
 SOURCES = {**{n: ["vision.py"] for n in vision.CASES},
+           **{n: ["vision.py", "half.py"] for n in vision.HALF},
            **{n: ["blocks.py", "vision.py"] for n in blocks.CASES},
            **{n: ["detection.py"] for n in ("ssdlite", "faster_rcnn")},
            **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad")}}

@@ -111,6 +111,13 @@ CASES = {
 }
 
 
+# float16 versions (half.py): name -> the float32 case each is made from.
+HALF = {"resnet50_fp16": "resnet50", "vit_tiny_fp16": "vit_tiny"}
+for _half, _base in HALF.items():
+    CASES[_half] = (CASES[_base][0], CASES[_base][1],
+                    "float16 weights and activations, float32 inputs and outputs")
+
+
 def randomise_norms(model, batch, seed):
     """Random affine parameters for every normalisation, then BatchNorm statistics from one
     training-mode pass over `batch` (a tuple of inputs; none is needed without BatchNorm)."""
@@ -149,4 +156,8 @@ def export(name, out_dir, seed=0):
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"],
                       output_names=names, do_constant_folding=True)
+    if name in HALF:
+        import onnx
+        from half import to_half
+        onnx.save(to_half(onnx.load(path)), path)
     return [path]
