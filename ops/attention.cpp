@@ -1,6 +1,7 @@
 // Attention: params, shape inference and the naive reference (accumulates in double).
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -26,8 +27,23 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
   const Shape& q = ctx.inputs[0].shape;
   const Shape& k = ctx.inputs[1].shape;
   const Shape& v = ctx.inputs[2].shape;
-  for (size_t i = 0; i < 3; ++i) {
-    if (ctx.inputs[i].dtype != DType::kFloat32) return dtype_error(ctx, i, "float32");
+  p.dtype = ctx.inputs[0].dtype;
+  if (p.dtype != DType::kFloat32 && p.dtype != DType::kFloat16 && p.dtype != DType::kBFloat16) {
+    return dtype_error(ctx, 0, "float32, float16, bfloat16");
+  }
+  TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 1));
+  TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 2));
+  if (ctx.attrs().has("softmax_precision")) {
+    TERN_ASSIGN_OR_RETURN(int64_t precision, ctx.attrs().get_int("softmax_precision", 1));
+    // ONNX TensorProto types: FLOAT 1, FLOAT16 10, DOUBLE 11, BFLOAT16 16.
+    if (precision == 10) {
+      p.softmax_round = DType::kFloat16;
+    } else if (precision == 16) {
+      p.softmax_round = DType::kBFloat16;
+    } else if (precision != 1 && precision != 11) {
+      return invalid_model(ctx.where, ": softmax_precision ", precision,
+                           " is not 1 (float), 10 (float16), 11 (double) or 16 (bfloat16)");
+    }
   }
   p.nonpad = ctx.num_inputs() > 6 && ctx.has_input(6);
   p.want_qk = ctx.outputs.size() > 3 && ctx.outputs[3].present;
@@ -98,9 +114,8 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
     }
     const Shape& pk = ctx.inputs[4].shape;
     const Shape& pv = ctx.inputs[5].shape;
-    if (ctx.inputs[4].dtype != DType::kFloat32 || ctx.inputs[5].dtype != DType::kFloat32) {
-      return dtype_error(ctx, 4, "float32");
-    }
+    TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 4));
+    TERN_RETURN_IF_ERROR(require_same_dtype(ctx, 0, 5));
     if (pk.size() != 4 || pv.size() != 4 || pk[0] != p.batch || pk[1] != p.kv_heads ||
         pk[3] != p.head_dim || pv[0] != p.batch || pv[1] != p.kv_heads || pv[2] != pk[2] ||
         pv[3] != p.v_head_dim) {
@@ -124,10 +139,10 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
     const TensorInfo& m = ctx.inputs[3];
     if (m.dtype == DType::kBool) {
       p.mask = AttentionParams::Mask::kBool;
-    } else if (m.dtype == DType::kFloat32) {
+    } else if (m.dtype == p.dtype) {
       p.mask = AttentionParams::Mask::kFloat;
     } else {
-      return dtype_error(ctx, 3, "bool, float32");
+      return dtype_error(ctx, 3, "bool or Q's float type");
     }
     const Shape full = {p.batch, p.q_heads, p.seq_q, p.seq_kv};
     if (m.shape.size() > 4) {
@@ -157,6 +172,7 @@ SdpCase sdp_case(const AttentionParams& p) {
   c.seq_q = p.seq_q;
   c.seq_kv = p.seq_kv;
   c.head_dim = p.head_dim;
+  c.dtype = p.dtype;
   c.causal = p.causal;
   c.mask = p.mask != AttentionParams::Mask::kNone;
   return c;
@@ -201,21 +217,21 @@ namespace {
 Status infer_attention(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::AttentionParams p, ops::parse_attention(ctx));
   const bool three_d = ctx.inputs[0].shape.size() == 3;
-  ctx.set_output(0, DType::kFloat32,
+  ctx.set_output(0, p.dtype,
                  three_d ? Shape{p.batch, p.seq_q, p.q_heads * p.v_head_dim}
                          : Shape{p.batch, p.q_heads, p.seq_q, p.v_head_dim});
   if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
-    ctx.set_output(1, DType::kFloat32, {p.batch, p.kv_heads, p.seq_kv, p.head_dim});
+    ctx.set_output(1, p.dtype, {p.batch, p.kv_heads, p.seq_kv, p.head_dim});
   }
   if (ctx.outputs.size() > 2 && ctx.outputs[2].present) {
-    ctx.set_output(2, DType::kFloat32, {p.batch, p.kv_heads, p.seq_kv, p.v_head_dim});
+    ctx.set_output(2, p.dtype, {p.batch, p.kv_heads, p.seq_kv, p.v_head_dim});
   }
-  if (p.want_qk) ctx.set_output(3, DType::kFloat32, {p.batch, p.q_heads, p.seq_q, p.seq_kv});
+  if (p.want_qk) ctx.set_output(3, p.dtype, {p.batch, p.q_heads, p.seq_q, p.seq_kv});
   return Status::ok();
 }
 
-// The ground truth: one (batch, head, query) row at a time, in double.
-Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const ExecContext&) {
+// The ground truth: one (batch, head, query) row at a time, in double; float32 tensors.
+Status run_reference_f32(const ops::AttentionParams& p, const KernelArgs& a) {
   ops::write_present(p, a);
   const ops::KvSource kv = ops::kv_source(p, a);
   const float* q = a.inputs[0]->data<float>();
@@ -250,10 +266,18 @@ Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const E
           s[static_cast<size_t>(j)] = dot;
           mx = std::max(mx, dot);
         }
+        if (p.softmax_round != DType::kUndefined && mx != kNegInf) {
+          for (double& e : s) e = ops::round_to(p.softmax_round, static_cast<float>(e));
+          mx = ops::round_to(p.softmax_round, static_cast<float>(mx));
+        }
         double sum = 0;
         for (double& e : s) {
           e = mx == kNegInf ? 0.0 : std::exp(e - mx);  // a fully masked row gives zeros
           sum += e;
+        }
+        if (p.softmax_round != DType::kUndefined && sum > 0) {
+          for (double& e : s) e = ops::round_to(p.softmax_round, static_cast<float>(e / sum));
+          sum = 1;
         }
         if (qk_row && p.qk_mode == 3) {
           for (int64_t j = 0; j < p.seq_kv; ++j) {
@@ -270,6 +294,42 @@ Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const E
         }
       }
     }
+  }
+  return Status::ok();
+}
+
+// float16 / bfloat16 tensors: the float32 reference on widened copies, its outputs rounded back.
+Status run_reference(const ops::AttentionParams& p, const KernelArgs& a, const ExecContext&) {
+  if (p.dtype == DType::kFloat32) return run_reference_f32(p, a);
+  std::vector<Tensor> held;
+  held.reserve(a.inputs.size() + a.outputs.size());
+  KernelArgs wide;
+  for (const Tensor* t : a.inputs) {
+    if (!t || t->dtype() != p.dtype) {  // absent, a boolean mask, nonpad_kv_seqlen
+      wide.inputs.push_back(t);
+      continue;
+    }
+    TERN_ASSIGN_OR_RETURN(Tensor w, Tensor::allocate(DType::kFloat32, t->shape()));
+    const std::vector<float> v = ops::to_float32(*t);
+    std::copy(v.begin(), v.end(), w.data<float>());
+    held.push_back(std::move(w));
+    wide.inputs.push_back(&held.back());
+  }
+  for (const Tensor* t : a.outputs) {
+    if (!t) {
+      wide.outputs.push_back(nullptr);
+      continue;
+    }
+    TERN_ASSIGN_OR_RETURN(Tensor w, Tensor::allocate(DType::kFloat32, t->shape()));
+    held.push_back(std::move(w));
+    wide.outputs.push_back(&held.back());
+  }
+  TERN_RETURN_IF_ERROR(run_reference_f32(p, wide));
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    if (!a.outputs[i]) continue;
+    const Tensor& w = *wide.outputs[i];
+    ops::from_float32(std::vector<float>(w.data<float>(), w.data<float>() + w.numel()),
+                      *a.outputs[i]);
   }
   return Status::ok();
 }

@@ -3,7 +3,8 @@
 // additive mask, is_causal (bottom-right aligned after a KV cache), softcap, a KV cache
 // (past_key/past_value in, present_key/present_value out), nonpad_kv_seqlen and the
 // qk_matmul_output output (the last two in the reference kernel only). A row whose keys are all
-// masked gives zeros.
+// masked gives zeros. Q/K/V/past (and a float mask) may be float32, float16 or bfloat16, all of one
+// type; the kernels compute in float32 or wider and round the outputs to that type.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ struct AttentionParams {
   int64_t batch = 0, q_heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, past = 0;
   int64_t head_dim = 0, v_head_dim = 0;
   HeadView q, k, v, y;  // k and v index the new keys/values only (positions past.. seq_kv)
+  DType dtype = DType::kFloat32;  // Q, K, V, past, a float mask, the outputs
+  // softmax_precision when it asks for float16 or bfloat16: the scores are rounded to it before
+  // the softmax and the probabilities after (kUndefined: float32 or wider, as kernels compute).
+  DType softmax_round = DType::kUndefined;
   bool has_past = false;
   bool want_present_key = false, want_present_value = false;
   float scale = 1, softcap = 0;
@@ -33,7 +38,7 @@ struct AttentionParams {
   // Causal masking is bottom-right aligned: query i sees keys j <= i + causal_offset, where the
   // offset is the number of cached keys before this query block (past length).
   int64_t causal_offset = 0;
-  bool nonpad = false;  // nonpad_kv_seqlen given: keys at or past it are padding (reference only)
+  bool nonpad = false;   // nonpad_kv_seqlen given: keys at or past it are padding (reference only)
   bool want_qk = false;  // the qk_matmul_output output (reference only)
   int64_t qk_mode = 0;   // 0 scaled QK, 1 after softcap, 2 + mask, 3 softmax
   enum class Mask { kNone, kBool, kFloat } mask = Mask::kNone;

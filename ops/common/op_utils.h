@@ -79,6 +79,13 @@ struct BFloat16 {
 };
 static_assert(sizeof(Float16) == 2 && sizeof(BFloat16) == 2);
 
+// f rounded to the float type t as a tensor of t would store it (float32 and wider: unchanged).
+inline float round_to(DType t, float f) {
+  if (t == DType::kFloat16) return half_to_float(float_to_half(f));
+  if (t == DType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(f));
+  return f;
+}
+
 template <class T>
 inline constexpr bool is_float_like_v =
     std::is_floating_point_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;

@@ -148,9 +148,11 @@ TEST_SUITE("backends") {
     CHECK(tern_sdp_can_use(TERN_SDP_FLASH, &p, why, sizeof why) == 0);
     CHECK(std::string(why).find("dropout") != std::string::npos);
     p.dropout_p = 0;
-    p.dtype = TERN_FLOAT16;
+    p.dtype = TERN_FLOAT16;  // widened to float32 by the CPU kernels
+    CHECK(tern_sdp_can_use(TERN_SDP_MATH, &p, why, sizeof why) == 1);
+    p.dtype = TERN_FLOAT64;
     CHECK(tern_sdp_can_use(TERN_SDP_MATH, &p, why, sizeof why) == 0);
-    CHECK(std::string(why).find("float16") != std::string::npos);
+    CHECK(std::string(why).find("float64") != std::string::npos);
     p.dtype = TERN_FLOAT32;
     p.head_dim = 4096;
     CHECK(tern_sdp_can_use(TERN_SDP_FLASH, &p, why, sizeof why) == 0);

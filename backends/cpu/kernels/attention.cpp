@@ -4,7 +4,9 @@
 // FLASH never does: each task takes a block of query rows and streams the keys in blocks with an
 // online softmax (running max and sum per row), keeping only a (rows x keys) tile and a (rows x
 // v_dim) accumulator per thread. Both use the vectorised primitives of the dispatched ISA, whose
-// name is part of the kernel name ("flash.avx512").
+// name is part of the kernel name ("flash.avx512"). float16/bfloat16 tensors are widened to float32
+// once per call into the workspace (Q, the mask, and K/V with their past in the present layout),
+// and the float32 output and present K/V rounded back at the end.
 #include "backends/cpu/kernels/attention.h"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_gemm.h"
+#include "backends/cpu/float_rows.h"
 #include "backends/cpu/panel_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -31,7 +34,26 @@ struct CpuAttention {
   const VecOps* vec = nullptr;
   CpuIsa isa = CpuIsa::kScalar;
   int scratch_slots = 1;  // per-thread scratch slots in the workspace
+  size_t wide_at = 0;     // bytes into the workspace where the widened operands start
+  int64_t mask_numel = 0;
 };
+
+// float16/bfloat16 operands widened to float32 (floats, each part a multiple of 16): Q and Y in
+// their tensors' layouts, K and V (past then new) in the present outputs' layout, a float mask.
+struct WideLayout {
+  int64_t q = 0, k = 0, v = 0, mask = 0, y = 0;
+  size_t bytes() const { return static_cast<size_t>(q + k + v + mask + y) * sizeof(float); }
+};
+WideLayout wide_layout(const CpuAttention& k) {
+  const ops::AttentionParams& p = k.p;
+  if (p.dtype == DType::kFloat32) return {};
+  auto r16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  const bool float_mask = p.mask == ops::AttentionParams::Mask::kFloat;
+  return {r16(p.batch * p.q_heads * p.seq_q * p.head_dim),
+          r16(p.batch * p.kv_heads * p.seq_kv * p.head_dim),
+          r16(p.batch * p.kv_heads * p.seq_kv * p.v_head_dim), float_mask ? r16(k.mask_numel) : 0,
+          r16(p.batch * p.q_heads * p.seq_q * p.v_head_dim)};
+}
 
 // The operands of one run; the KV cache is written to the present outputs first.
 struct Io {
@@ -41,11 +63,54 @@ struct Io {
   float* y;
 };
 
-Io begin(const ops::AttentionParams& p, const KernelArgs& a) {
-  ops::write_present(p, a);
-  return {ops::kv_source(p, a), a.inputs[0]->data<float>(),
-          a.inputs.size() > 3 && a.inputs[3] ? a.inputs[3]->raw() : nullptr,
-          a.outputs[0]->data<float>()};
+Io begin(const CpuAttention& k, const KernelArgs& a) {
+  const ops::AttentionParams& p = k.p;
+  const Tensor* mask = a.inputs.size() > 3 ? a.inputs[3] : nullptr;
+  if (p.dtype == DType::kFloat32) {
+    ops::write_present(p, a);
+    return {ops::kv_source(p, a), a.inputs[0]->data<float>(), mask ? mask->raw() : nullptr,
+            a.outputs[0]->data<float>()};
+  }
+  const WideLayout l = wide_layout(k);
+  float* q = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + k.wide_at);
+  float* kw = q + l.q;
+  float* vw = kw + l.k;
+  float* mw = vw + l.v;
+  float* y = mw + l.mask;
+  const Tensor& Q = *a.inputs[0];
+  read_f32(Q, 0, Q.numel(), q);
+  // K and V: each (batch, KV head) as its past rows, then the new ones.
+  auto widen = [&](const Tensor* past, const Tensor& fresh, const ops::HeadView& fv, int64_t dim,
+                   float* dst) {
+    for (int64_t b = 0; b < p.batch; ++b) {
+      for (int64_t h = 0; h < p.kv_heads; ++h) {
+        float* d = dst + (b * p.kv_heads + h) * p.seq_kv * dim;
+        if (p.past) read_f32(*past, (b * p.kv_heads + h) * p.past * dim, p.past * dim, d);
+        for (int64_t s = 0; s < p.seq_kv - p.past; ++s) {
+          read_f32(fresh, fv.offset(b, h, s), dim, d + (p.past + s) * dim);
+        }
+      }
+    }
+  };
+  widen(p.has_past ? a.inputs[4] : nullptr, *a.inputs[1], p.k, p.head_dim, kw);
+  widen(p.has_past ? a.inputs[5] : nullptr, *a.inputs[2], p.v, p.v_head_dim, vw);
+  const ops::HeadView kv{p.kv_heads * p.seq_kv * p.head_dim, p.seq_kv * p.head_dim, p.head_dim};
+  const ops::HeadView vv{p.kv_heads * p.seq_kv * p.v_head_dim, p.seq_kv * p.v_head_dim,
+                         p.v_head_dim};
+  const void* m = mask ? mask->raw() : nullptr;
+  if (p.mask == ops::AttentionParams::Mask::kFloat) {
+    read_f32(*mask, 0, mask->numel(), mw);
+    m = mw;
+  }
+  return {{kw, vw, kv, vv}, q, m, y};
+}
+
+// float16/bfloat16: the float32 output and present K/V rounded into the outputs.
+void finish(const CpuAttention& k, const KernelArgs& a, const Io& io) {
+  if (k.p.dtype == DType::kFloat32) return;
+  write_f32(io.y, a.outputs[0]->numel(), *a.outputs[0], 0);
+  if (k.p.want_present_key) write_f32(io.kv.k, a.outputs[1]->numel(), *a.outputs[1], 0);
+  if (k.p.want_present_value) write_f32(io.kv.v, a.outputs[2]->numel(), *a.outputs[2], 0);
 }
 
 // Scale, softcap, mask and causal masking of one row of scores for query i, keys [j0, j0 + n).
@@ -106,7 +171,7 @@ MathLayout math_layout(const ops::AttentionParams& p, int slots) {
 Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
   const ops::AttentionParams& p = k.p;
   const VecOps& vec = *k.vec;
-  const Io io = begin(p, a);
+  const Io io = begin(k, a);
   const ops::KvSource& kv = io.kv;
   const MathLayout l = math_layout(p, k.scratch_slots);
   const int64_t slot_floats = l.scores / k.scratch_slots;
@@ -154,6 +219,7 @@ Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& e
             vec.scale(y + r * p.y.stride_s, inv_sum[r], p.v_head_dim);
         }
       });
+  finish(k, a, io);
   return Status::ok();
 }
 
@@ -166,7 +232,7 @@ size_t flash_slot_floats(const ops::AttentionParams& p) {
 Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& exec) {
   const ops::AttentionParams& p = k.p;
   const VecOps& vec = *k.vec;
-  const Io io = begin(p, a);
+  const Io io = begin(k, a);
   const ops::KvSource& kv = io.kv;
   const float* q = io.q;
   const void* mask = io.mask;
@@ -224,6 +290,7 @@ Status run_flash(const CpuAttention& k, const KernelArgs& a, const ExecContext& 
       }
     }
   });
+  finish(k, a, io);
   return Status::ok();
 }
 
@@ -239,6 +306,15 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
   const ops::SdpCase c = ops::sdp_case(p);
   const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
   CpuAttention k{p, &vec_ops(isa), isa};
+  if (p.softmax_round != DType::kUndefined) {
+    return unsupported(ctx.where, ": softmax_precision float16/bfloat16 runs in the reference");
+  }
+  if (p.mask == ops::AttentionParams::Mask::kFloat) k.mask_numel = numel(ctx.inputs[3].shape);
+  // The widened operands follow the kernel's own scratch (64-byte aligned).
+  auto with_wide = [&](size_t scratch) {
+    k.wide_at = (scratch + 63) / 64 * 64;
+    return k.wide_at + wide_layout(k).bytes();
+  };
   std::string why_flash = ctx.flag(FlagId::kSdpFlash) ? cpu_sdp_refusal(CpuSdp::kFlash, c)
                                                       : "disabled (sdp.flash_enabled)";
   std::string why_math = ctx.flag(FlagId::kSdpMath) ? cpu_sdp_refusal(CpuSdp::kMath, c)
@@ -252,13 +328,14 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
   const bool prefer_math = why_math.empty() && scores <= kMathScoresLimit;
   if (why_flash.empty() && !prefer_math) {
     k.scratch_slots = std::max(1, static_cast<int>(ctx.flag(FlagId::kNumThreads)));
-    return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash,
-                       static_cast<size_t>(k.scratch_slots) * flash_slot_floats(p) * sizeof(float));
+    const size_t bytes =
+        with_wide(static_cast<size_t>(k.scratch_slots) * flash_slot_floats(p) * sizeof(float));
+    return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash, bytes);
   }
   if (why_math.empty()) {
     k.scratch_slots = std::max(1, static_cast<int>(ctx.flag(FlagId::kNumThreads)));
-    return make_kernel(str_cat("math.", k.vec->isa), k, run_math,
-                       math_layout(p, k.scratch_slots).bytes(p));
+    const size_t bytes = with_wide(math_layout(p, k.scratch_slots).bytes(p));
+    return make_kernel(str_cat("math.", k.vec->isa), k, run_math, bytes);
   }
   return invalid_argument(ctx.where,
                           ": no enabled scaled-dot-product attention backend can run it on the "
@@ -269,8 +346,9 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
 }  // namespace
 
 std::string cpu_sdp_refusal(CpuSdp kernel, const ops::SdpCase& c) {
-  if (c.dtype != DType::kFloat32) {
-    return str_cat("dtype ", dtype_name(c.dtype), " (the CPU kernels take float32)");
+  if (c.dtype != DType::kFloat32 && c.dtype != DType::kFloat16 && c.dtype != DType::kBFloat16) {
+    return str_cat("dtype ", dtype_name(c.dtype),
+                   " (the CPU kernels take float32, float16 and bfloat16)");
   }
   if (c.dropout > 0) return "dropout_p > 0 (inference kernels do not apply dropout)";
   if (c.batch < 0 || c.heads < 0 || c.seq_q < 0 || c.seq_kv < 0 || c.head_dim < 0) {
@@ -290,7 +368,9 @@ std::string cpu_sdp_refusal(CpuSdp kernel, const ops::SdpCase& c) {
 }
 
 void register_cpu_attention(KernelRegistry& r) {
-  r.add("Attention", "cpu", DType::kFloat32, make_attention);
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    r.add("Attention", "cpu", t, make_attention);
+  }
 }
 
 }  // namespace tern
