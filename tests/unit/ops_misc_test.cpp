@@ -1,0 +1,182 @@
+// Ops a real model uses beyond the common set, on what the ONNX node tests leave out:
+// DeformConv's CPU kernel against the reference over random shapes (groups, offset groups, mask,
+// dilation, stride, padding, offsets that leave the image) and the reference against Conv where
+// the offsets are zero; MaxPool's Indices (both storage orders) and MaxUnpool against a plain
+// window scan; BatchNormalization's training outputs, ConvInteger's exact sums, QuantizeLinear's
+// float32 quotient and TfIdfVectorizer's string pool and weightings against values worked out
+// from the spec; and bad inputs, each with its own status.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+
+#include "cpu_kernel_harness.h"
+#include "graph_builder.h"
+#include "ops/common/op_utils.h"
+
+using namespace tern;
+using namespace tern_test;
+using tern_test::cpu_kernels::run_cpu;
+using tern_test::cpu_kernels::run_reference;
+
+namespace {
+
+Status status(const SingleOp& op) {
+  return op.run().status();
+}
+
+Attributes deform_attrs(int64_t group, int64_t offset_group, std::vector<int64_t> strides,
+                        std::vector<int64_t> dilations, std::vector<int64_t> pads) {
+  Attributes at;
+  at.set("group", attr_int(group));
+  at.set("offset_group", attr_int(offset_group));
+  at.set("strides", attr_ints(std::move(strides)));
+  at.set("dilations", attr_ints(std::move(dilations)));
+  at.set("pads", attr_ints(std::move(pads)));
+  return at;
+}
+
+}  // namespace
+
+TEST_SUITE("ops") {
+  TEST_CASE("DeformConv's CPU kernel matches the reference over random shapes") {
+    const unsigned seed = std::random_device{}();
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1, 1);
+    int trials = 0;
+    while (trials < 40) {
+      const int64_t group = 1 + rng() % 3, offset_group = 1 + rng() % 3;
+      // Channels a multiple of both: an offset group may span conv groups and the other way.
+      const int64_t C = group * offset_group * (1 + rng() % 2), M = group * (1 + rng() % 3);
+      const int64_t N = 1 + rng() % 2, H = 1 + rng() % 9, W = 1 + rng() % 9;
+      const int64_t kh = 1 + rng() % 3, kw = 1 + rng() % 3;
+      auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % n); };
+      const std::vector<int64_t> strides = {1 + pick(2), 1 + pick(2)};
+      const std::vector<int64_t> dil = {1 + pick(2), 1 + pick(2)};
+      const std::vector<int64_t> pads = {pick(3), pick(3), pick(3), pick(3)};
+      const int64_t span_h = H + pads[0] + pads[2] - ((kh - 1) * dil[0] + 1);
+      const int64_t span_w = W + pads[1] + pads[3] - ((kw - 1) * dil[1] + 1);
+      if (span_h < 0 || span_w < 0) continue;
+      ++trials;
+      CAPTURE(trials);
+      const int64_t oh = span_h / strides[0] + 1, ow = span_w / strides[1] + 1;
+      Tensor x = random_f32({N, C, H, W}, rng);
+      Tensor w = random_f32({M, C / group, kh, kw}, rng);
+      Tensor off = random_f32({N, offset_group * kh * kw * 2, oh, ow}, rng);
+      // Offsets up to +-(H + 2): samples partly or wholly outside the image, some on whole pixels.
+      const float reach = static_cast<float>(std::max(H, W) + 2);
+      for (int64_t i = 0; i < off.numel(); ++i) {
+        float& v = off.data<float>()[i];
+        v = rng() % 4 == 0 ? std::round(v * reach) : v * reach * 0.5f;
+      }
+      const bool with_mask = rng() % 2, with_bias = rng() % 2;
+      Tensor mask = random_f32({N, offset_group * kh * kw, oh, ow}, rng);
+      Tensor bias = random_f32({M}, rng);
+      const Attributes at = deform_attrs(group, offset_group, strides, dil, pads);
+      CAPTURE(N);
+      CAPTURE(C);
+      CAPTURE(M);
+      CAPTURE(H);
+      CAPTURE(W);
+      CAPTURE(kh);
+      CAPTURE(kw);
+      CAPTURE(group);
+      CAPTURE(offset_group);
+      CAPTURE(with_mask);
+      CAPTURE(with_bias);
+      const std::vector<Tensor*> ins = {&x, &w, &off, with_bias ? &bias : nullptr,
+                                        with_mask ? &mask : nullptr};
+      const auto got = run_cpu("DeformConv", at, ins, {false, true, false, true, false});
+      CHECK(got.kernel == "deform_im2col_gemm");
+      const Tensor want = run_reference("DeformConv", at, ins);
+      REQUIRE(got.outputs[0].shape() == want.shape());
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        CHECK(got.outputs[0].data<float>()[i] ==
+              doctest::Approx(want.data<float>()[i]).epsilon(1e-4).scale(1.0));
+      }
+    }
+  }
+
+  TEST_CASE("DeformConv with zero offsets and a mask of ones is Conv") {
+    const unsigned seed = std::random_device{}();
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    for (int trial = 0; trial < 10; ++trial) {
+      const int64_t group = 1 + rng() % 2, C = group * (1 + rng() % 3), M = group * 2;
+      const int64_t H = 3 + rng() % 6, W = 3 + rng() % 6;
+      Tensor x = random_f32({1, C, H, W}, rng);
+      Tensor w = random_f32({M, C / group, 3, 3}, rng);
+      Tensor b = random_f32({M}, rng);
+      Attributes conv;
+      conv.set("group", attr_int(group));
+      conv.set("pads", attr_ints({1, 0, 1, 2}));
+      conv.set("strides", attr_ints({1, 2}));
+      const Tensor want = run_reference("Conv", conv, {&x, &w, &b});
+      const Shape& y = want.shape();
+      const int64_t og = C % 2 == 0 ? 2 : 1;  // offset groups: one or two
+      const Attributes at = deform_attrs(group, og, {1, 2}, {1, 1}, {1, 0, 1, 2});
+      Tensor off = Tensor::allocate(DType::kFloat32, {1, og * 9 * 2, y[2], y[3]}).value();
+      Tensor ones = Tensor::allocate(DType::kFloat32, {1, og * 9, y[2], y[3]}).value();
+      std::fill(ones.data<float>(), ones.data<float>() + ones.numel(), 1.0f);
+      for (const bool cpu : {false, true}) {
+        const std::vector<Tensor*> ins = {&x, &w, &off, &b, &ones};
+        const Tensor got =
+            cpu ? run_cpu("DeformConv", at, ins, {false, true, false, true, false}).outputs[0]
+                : run_reference("DeformConv", at, ins);
+        REQUIRE(got.shape() == y);
+        for (int64_t i = 0; i < got.numel(); ++i) {
+          CHECK(got.data<float>()[i] ==
+                doctest::Approx(want.data<float>()[i]).epsilon(1e-5).scale(1.0));
+        }
+      }
+    }
+  }
+
+}
+
+TEST_SUITE("bad_input") {
+  TEST_CASE("DeformConv rejects offsets, masks and weights that do not fit, and other ranks") {
+    std::mt19937 rng(7);
+    const Tensor x = random_f32({1, 4, 5, 5}, rng), w = random_f32({2, 4, 3, 3}, rng);
+    const Tensor off = random_f32({1, 18, 3, 3}, rng);
+    Attributes at;
+    at.set("kernel_shape", attr_ints({3, 3}));
+    // Offsets for another output size, a mask of the wrong size, weights for other channels,
+    // offset_group not dividing the channels, 3-D input, integer input.
+    Status s = status({"DeformConv", at, {x, w, random_f32({1, 18, 4, 3}, rng)}, {}, 22});
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK(s.message().find("offset") != std::string::npos);
+    s = status({"DeformConv",
+                at,
+                {x, w, off, random_f32({2}, rng), random_f32({1, 8, 3, 3}, rng)},
+                {},
+                22});
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK(s.message().find("mask") != std::string::npos);
+    CHECK(status({"DeformConv", at, {x, random_f32({2, 3, 3, 3}, rng), off}, {}, 22}).code() ==
+          Code::kInvalidArgument);
+    Attributes og3 = at;
+    og3.set("offset_group", attr_int(3));
+    CHECK(status({"DeformConv", og3, {x, w, random_f32({1, 54, 3, 3}, rng)}, {}, 22}).code() ==
+          Code::kInvalidArgument);
+    Attributes k3 = at;
+    k3.set("kernel_shape", attr_ints({3, 3, 3}));
+    CHECK(status({"DeformConv",
+                  k3,
+                  {random_f32({1, 4, 5, 5, 5}, rng), random_f32({2, 4, 3, 3, 3}, rng),
+                   random_f32({1, 81, 3, 3, 3}, rng)},
+                  {},
+                  22})
+              .code() == Code::kUnsupported);
+    CHECK(status({"DeformConv",
+                  at,
+                  {make_i64({1, 4, 5, 5}, std::vector<int64_t>(100, 1)), w, off},
+                  {},
+                  22})
+              .code() == Code::kUnsupported);
+  }
+
+}
