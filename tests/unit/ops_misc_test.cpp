@@ -23,6 +23,32 @@ using tern_test::cpu_kernels::run_reference;
 
 namespace {
 
+// MaxPool's Indices worked out by a plain window scan of a [N, C, H, W] tensor: the first
+// largest element of each window, as a flat index in row-major or column-major (h fastest)
+// order within its plane.
+std::vector<int64_t> naive_argmax(const Tensor& x, int64_t k, int64_t s, bool column_major) {
+  const Shape& d = x.shape();
+  const int64_t oh = (d[2] - k) / s + 1, ow = (d[3] - k) / s + 1, plane = d[2] * d[3];
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < d[0] * d[1]; ++p) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        int64_t best_h = i * s, best_w = j * s;
+        for (int64_t h = i * s; h < i * s + k; ++h) {
+          for (int64_t w = j * s; w < j * s + k; ++w) {
+            if (x.data<float>()[p * plane + h * d[3] + w] >
+                x.data<float>()[p * plane + best_h * d[3] + best_w]) {
+              best_h = h, best_w = w;
+            }
+          }
+        }
+        out.push_back(p * plane + (column_major ? best_w * d[2] + best_h : best_h * d[3] + best_w));
+      }
+    }
+  }
+  return out;
+}
+
 Status status(const SingleOp& op) {
   return op.run().status();
 }
@@ -135,6 +161,69 @@ TEST_SUITE("ops") {
     }
   }
 
+  TEST_CASE("MaxPool's Indices in both storage orders, and MaxUnpool puts the maxima back") {
+    const unsigned seed = std::random_device{}();
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    for (int trial = 0; trial < 20; ++trial) {
+      const int64_t k = 2, s = 1 + rng() % 2, N = 1 + rng() % 2, C = 1 + rng() % 3;
+      // Windows that tile the input, so unpooling gives back its shape.
+      const int64_t H = (rng() % 4) * s + k, W = (rng() % 4) * s + k;
+      Tensor x = random_f32({N, C, H, W}, rng);
+      for (const int64_t order : {0, 1}) {
+        Attributes at;
+        at.set("kernel_shape", attr_ints({k, k}));
+        at.set("strides", attr_ints({s, s}));
+        at.set("storage_order", attr_int(order));
+        SingleOp pool{"MaxPool", at, {x}, {}, 22};
+        pool.outputs = 2;
+        auto out = pool.run();
+        REQUIRE_MESSAGE(out.has_value(), out.status().message());
+        const Tensor& idx = (*out)[1];
+        const std::vector<int64_t> want = naive_argmax(x, k, s, order == 1);
+        REQUIRE(idx.numel() == static_cast<int64_t>(want.size()));
+        CHECK(std::equal(want.begin(), want.end(), idx.data<int64_t>()));
+        if (order == 1) continue;
+        // Unpooling the maxima at their row-major indices: each max back in place, zeros around;
+        // a larger output_shape holds that in its leading corner.
+        Attributes un;
+        un.set("kernel_shape", attr_ints({k, k}));
+        un.set("strides", attr_ints({s, s}));
+        for (const int64_t extra : {0, 1, 2}) {
+          const int64_t OH = H + extra, OW = W + 2 * extra;
+          std::vector<std::optional<Tensor>> shape;
+          if (extra > 0) shape.push_back(make_i64({4}, {N, C, OH, OW}));
+          auto back = SingleOp{"MaxUnpool", un, {(*out)[0], idx}, shape, 22}.run();
+          REQUIRE_MESSAGE(back.has_value(), back.status().message());
+          REQUIRE(back->at(0).shape() == Shape{N, C, OH, OW});
+          std::vector<float> expect(static_cast<size_t>(N * C * OH * OW), 0.0f);
+          for (int64_t i : want) {
+            const int64_t plane = i / (H * W), h = i / W % H, w = i % W;
+            expect[static_cast<size_t>((plane * OH + h) * OW + w)] = x.data<float>()[i];
+          }
+          CHECK(values_f32(back->at(0)) == expect);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("MaxUnpool's default output shape runs the window backwards") {
+    Attributes un;
+    un.set("kernel_shape", attr_ints({3}));
+    un.set("strides", attr_ints({2}));
+    un.set("pads", attr_ints({1, 0}));
+    // (2 - 1) * 2 + 3 - 1 = 4 per plane, indices flat over [1, 2, 4].
+    auto y = SingleOp{"MaxUnpool",
+                      un,
+                      {make_f32({1, 2, 2}, {1, 2, 3, 4})},
+                      {make_i64({1, 2, 2}, {0, 3, 5, 6})},
+                      22}
+                 .run();
+    REQUIRE_MESSAGE(y.has_value(), y.status().message());
+    CHECK(y->at(0).shape() == Shape{1, 2, 4});
+    CHECK(values_f32(y->at(0)) == std::vector<float>{1, 0, 0, 2, 0, 3, 4, 0});
+  }
+
 }
 
 TEST_SUITE("bad_input") {
@@ -177,6 +266,37 @@ TEST_SUITE("bad_input") {
                   {},
                   22})
               .code() == Code::kUnsupported);
+  }
+
+  TEST_CASE("MaxUnpool and MaxPool reject bad indices, output shapes and storage orders") {
+    std::mt19937 rng(7);
+    const Tensor x = random_f32({1, 4, 5, 5}, rng);
+    // MaxUnpool: an index past the output, indices of another shape, an output_shape of the
+    // wrong rank or too small.
+    Attributes un;
+    un.set("kernel_shape", attr_ints({2, 2}));
+    un.set("strides", attr_ints({2, 2}));
+    const Tensor v = make_f32({1, 1, 1, 2}, {1, 2});
+    const Status s = status({"MaxUnpool", un, {v, make_i64({1, 1, 1, 2}, {0, 8})}, {}, 22});
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK(s.message().find("index 8") != std::string::npos);
+    CHECK(status({"MaxUnpool", un, {v, make_i64({1, 1, 2, 1}, {0, 1})}, {}, 22}).code() ==
+          Code::kInvalidArgument);
+    CHECK(
+        status({"MaxUnpool", un, {v, make_i64({1, 1, 1, 2}, {0, 1})}, {make_i64({2}, {2, 4})}, 22})
+            .code() == Code::kInvalidArgument);
+    // An output_shape smaller than the unpooled [1, 1, 2, 4].
+    CHECK(status({"MaxUnpool",
+                  un,
+                  {v, make_i64({1, 1, 1, 2}, {0, 1})},
+                  {make_i64({4}, {1, 1, 2, 3})},
+                  22})
+              .code() == Code::kInvalidArgument);
+    // MaxPool: storage_order 2.
+    Attributes mp;
+    mp.set("kernel_shape", attr_ints({2, 2}));
+    mp.set("storage_order", attr_int(2));
+    CHECK(status({"MaxPool", mp, {x}, {}, 22}).code() == Code::kInvalidModel);
   }
 
 }
