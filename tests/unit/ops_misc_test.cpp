@@ -23,6 +23,21 @@ using tern_test::cpu_kernels::run_reference;
 
 namespace {
 
+Tensor random_u8(Shape shape, std::mt19937& rng, DType dtype = DType::kUInt8) {
+  Tensor t = Tensor::allocate(dtype, std::move(shape)).value();
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+  return t;
+}
+
+Tensor scalar_of(DType dtype, double v) {
+  Tensor t = Tensor::allocate(dtype, {}).value();
+  ops::visit_all_numeric(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    *t.data<T>() = ops::from_double<T>(v);
+  });
+  return t;
+}
+
 // MaxPool's Indices worked out by a plain window scan of a [N, C, H, W] tensor: the first
 // largest element of each window, as a flat index in row-major or column-major (h fastest)
 // order within its plane.
@@ -224,6 +239,94 @@ TEST_SUITE("ops") {
     CHECK(values_f32(y->at(0)) == std::vector<float>{1, 0, 0, 2, 0, 3, 4, 0});
   }
 
+  TEST_CASE("BatchNormalization in training mode: batch statistics and running updates") {
+    const unsigned seed = std::random_device{}();
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    const int64_t N = 3, C = 4, P = 5;
+    Tensor x = random_f32({N, C, P}, rng);
+    Tensor scale = random_f32({C}, rng), bias = random_f32({C}, rng);
+    Tensor mean = random_f32({C}, rng), var = random_f32({C}, rng);
+    for (int64_t c = 0; c < C; ++c) var.data<float>()[c] += 1.5f;
+    Attributes at;
+    at.set("training_mode", attr_int(1));
+    at.set("momentum", attr_float(0.8f));
+    at.set("epsilon", attr_float(1e-3f));
+    SingleOp bn{"BatchNormalization", at, {x, scale, bias, mean, var}, {}, 15};
+    bn.outputs = 3;
+    auto out = bn.run();
+    REQUIRE_MESSAGE(out.has_value(), out.status().message());
+    for (int64_t c = 0; c < C; ++c) {
+      double sum = 0, sq = 0;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p = 0; p < P; ++p) sum += x.data<float>()[(n * C + c) * P + p];
+      const double m = sum / (N * P);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p = 0; p < P; ++p) {
+          const double d = x.data<float>()[(n * C + c) * P + p] - m;
+          sq += d * d;
+        }
+      const double v = sq / (N * P);  // population variance
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t i = (n * C + c) * P + p;
+          const double y = (x.data<float>()[i] - m) / std::sqrt(v + 1e-3) * scale.data<float>()[c] +
+                           bias.data<float>()[c];
+          CHECK((*out)[0].data<float>()[i] == doctest::Approx(y).epsilon(1e-5));
+        }
+      CHECK((*out)[1].data<float>()[c] ==
+            doctest::Approx(mean.data<float>()[c] * 0.8 + m * 0.2).epsilon(1e-5));
+      CHECK((*out)[2].data<float>()[c] ==
+            doctest::Approx(var.data<float>()[c] * 0.8 + v * 0.2).epsilon(1e-5));
+    }
+  }
+
+  TEST_CASE("ConvInteger sums exactly past float32's 2^24, with per-channel weight zero points") {
+    const unsigned seed = std::random_device{}();
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    // 32 channels * 3 * 3 taps of up to 255 * 255: sums up to 18.7 million, odd ones included.
+    const int64_t C = 32, M = 3, H = 4, W = 5;
+    for (const DType wtype : {DType::kUInt8, DType::kInt8}) {
+      Tensor x = random_u8({1, C, H, W}, rng);
+      Tensor w = random_u8({M, C, 3, 3}, rng, wtype);
+      if (wtype == DType::kUInt8) {
+        // All but the last channel at 255: output channel 0's sums reach 254 * 255 * 31 * 9.
+        std::fill(x.data<uint8_t>(), x.data<uint8_t>() + x.numel() - H * W, uint8_t{255});
+        std::fill(w.data<uint8_t>(), w.data<uint8_t>() + w.numel() / M, uint8_t{255});
+      }
+      Tensor wz = Tensor::allocate(wtype, {M}).value();
+      for (int64_t m = 0; m < M; ++m) wz.data<uint8_t>()[m] = static_cast<uint8_t>(m * 3);
+      Attributes at;
+      at.set("pads", attr_ints({1, 1, 1, 1}));
+      auto out = SingleOp{"ConvInteger", at, {x, w}, {scalar_of(DType::kUInt8, 1), wz}, 10}.run();
+      REQUIRE_MESSAGE(out.has_value(), out.status().message());
+      const Tensor& y = (*out)[0];
+      REQUIRE(y.shape() == Shape{1, M, H, W});
+      REQUIRE(y.dtype() == DType::kInt32);
+      int64_t largest = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t i = 0; i < H; ++i)
+          for (int64_t j = 0; j < W; ++j) {
+            int64_t acc = 0;
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t a = 0; a < 3; ++a)
+                for (int64_t b = 0; b < 3; ++b) {
+                  const int64_t ih = i + a - 1, iw = j + b - 1;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                  const int64_t xv = x.data<uint8_t>()[(c * H + ih) * W + iw] - 1;
+                  const int64_t wi = ((m * C + c) * 3 + a) * 3 + b;
+                  const int64_t wv = wtype == DType::kInt8 ? w.data<int8_t>()[wi] - int8_t(m * 3)
+                                                           : w.data<uint8_t>()[wi] - m * 3;
+                  acc += xv * wv;
+                }
+            largest = std::max(largest, std::abs(acc));
+            CHECK(y.data<int32_t>()[(m * H + i) * W + j] == acc);
+          }
+      if (wtype == DType::kUInt8) CHECK(largest > (int64_t{1} << 24));
+    }
+  }
+
 }
 
 TEST_SUITE("bad_input") {
@@ -299,4 +402,24 @@ TEST_SUITE("bad_input") {
     CHECK(status({"MaxPool", mp, {x}, {}, 22}).code() == Code::kInvalidModel);
   }
 
+  TEST_CASE("ConvInteger rejects float inputs and zero points of the wrong size") {
+    std::mt19937 rng(7);
+    const Tensor x = random_f32({1, 4, 5, 5}, rng), w = random_f32({2, 4, 3, 3}, rng);
+    // ConvInteger: float input; a w_zero_point of the wrong length.
+    CHECK(status({"ConvInteger", {}, {x, w}, {}, 10}).code() == Code::kUnsupported);
+    const Tensor xq = random_u8({1, 4, 5, 5}, rng), wq = random_u8({2, 4, 3, 3}, rng);
+    CHECK(status(
+              {"ConvInteger", {}, {xq, wq}, {scalar_of(DType::kUInt8, 0), random_u8({3}, rng)}, 10})
+              .code() == Code::kInvalidArgument);
+  }
+
+  TEST_CASE("BatchNormalization refuses opset 9's training outputs") {
+    std::mt19937 rng(7);
+    const Tensor x = random_f32({1, 4, 5, 5}, rng);
+    // BatchNormalization: opset 9's five-output training form.
+    Tensor c4 = random_f32({4}, rng);
+    SingleOp bn{"BatchNormalization", {}, {x, c4, c4, c4, c4}, {}, 9};
+    bn.outputs = 5;
+    CHECK(status(bn).code() == Code::kUnsupported);
+  }
 }
