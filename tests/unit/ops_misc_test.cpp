@@ -38,6 +38,12 @@ Tensor scalar_of(DType dtype, double v) {
   return t;
 }
 
+Tensor strings(Shape shape, const std::vector<std::string>& v) {
+  Tensor t = Tensor::allocate(DType::kString, std::move(shape)).value();
+  std::copy(v.begin(), v.end(), t.data<std::string>());
+  return t;
+}
+
 // MaxPool's Indices worked out by a plain window scan of a [N, C, H, W] tensor: the first
 // largest element of each window, as a flat index in row-major or column-major (h fastest)
 // order within its plane.
@@ -327,6 +333,58 @@ TEST_SUITE("ops") {
     }
   }
 
+  TEST_CASE("QuantizeLinear divides float32 by float32: 0.5 / (5 / 255) is a tie at 25.5") {
+    const float scale = 5.0f / 255.0f;
+    REQUIRE(0.5f / scale == 25.5f);  // (in double the quotient is just below 25.5)
+    REQUIRE(0.5 / static_cast<double>(scale) < 25.5);
+    auto out = SingleOp{"QuantizeLinear",
+                        {},
+                        {make_f32({3}, {0.5f, 1.5f * scale, -0.5f})},
+                        {make_f32({}, {scale}), scalar_of(DType::kUInt8, 153)},
+                        13}
+                   .run();
+    REQUIRE_MESSAGE(out.has_value(), out.status().message());
+    // rint(25.5) = 26 (half to even), rint(1.5) = 2, rint(-25.5) = -26.
+    const uint8_t* q = (*out)[0].data<uint8_t>();
+    CHECK(q[0] == 179);
+    CHECK(q[1] == 155);
+    CHECK(q[2] == 127);
+  }
+
+  TEST_CASE("TfIdfVectorizer over a string pool: skip-grams, TF, IDF and TFIDF with weights") {
+    // Pool: unigrams a b c (ids 1-3), bigrams (a b), (b c) (ids 4, 5); columns id - 1.
+    // Row 0 "a b a c b": unigrams a 2, b 2, c 1; bigrams at skip 0: ab; at skip 1 (items two
+    // apart): (a a), (b c), (a b) -> ab 2, bc 1. Row 1 "c c x y z": c 2, no bigram.
+    Attributes at;
+    at.set("min_gram_length", attr_int(1));
+    at.set("max_gram_length", attr_int(2));
+    at.set("max_skip_count", attr_int(1));
+    at.set("ngram_counts", attr_ints({0, 3}));
+    at.set("ngram_indexes", attr_ints({0, 1, 2, 3, 4}));
+    at.set("pool_strings", attr_strings({"a", "b", "c", "a", "b", "b", "c"}));
+    at.set("weights", attr_floats({0.5f, 1, 2, 3, 4}));
+    const Tensor x = strings({2, 5}, {"a", "b", "a", "c", "b", "c", "c", "x", "y", "z"});
+    const std::vector<std::pair<std::string, std::vector<float>>> cases = {
+        {"TF", {2, 2, 1, 2, 1, 0, 0, 2, 0, 0}},
+        {"IDF", {0.5f, 1, 2, 3, 4, 0, 0, 2, 0, 0}},
+        {"TFIDF", {1, 2, 2, 6, 4, 0, 0, 4, 0, 0}},
+    };
+    for (const auto& [mode, want] : cases) {
+      CAPTURE(mode);
+      at.set("mode", attr_string(mode));
+      auto out = SingleOp{"TfIdfVectorizer", at, {x}, {}, 9}.run();
+      REQUIRE_MESSAGE(out.has_value(), out.status().message());
+      CHECK((*out)[0].shape() == Shape{2, 5});
+      CHECK(values_f32((*out)[0]) == want);
+    }
+    // Bigrams only (min_gram_length 2): the unigram columns stay 0.
+    at.set("mode", attr_string("TF"));
+    at.set("min_gram_length", attr_int(2));
+    auto out =
+        SingleOp{"TfIdfVectorizer", at, {strings({5}, {"a", "b", "a", "c", "b"})}, {}, 9}.run();
+    REQUIRE_MESSAGE(out.has_value(), out.status().message());
+    CHECK(values_f32((*out)[0]) == std::vector<float>{0, 0, 0, 2, 1});
+  }
 }
 
 TEST_SUITE("bad_input") {
@@ -411,6 +469,37 @@ TEST_SUITE("bad_input") {
     CHECK(status(
               {"ConvInteger", {}, {xq, wq}, {scalar_of(DType::kUInt8, 0), random_u8({3}, rng)}, 10})
               .code() == Code::kInvalidArgument);
+  }
+
+  TEST_CASE("TfIdfVectorizer rejects unknown modes, pools of the other type and rank 3") {
+    // TfIdfVectorizer: unknown mode; an integer input with a string pool; rank 3.
+    Attributes tf;
+    tf.set("mode", attr_string("BM25"));
+    tf.set("min_gram_length", attr_int(1));
+    tf.set("max_gram_length", attr_int(1));
+    tf.set("ngram_counts", attr_ints({0}));
+    tf.set("ngram_indexes", attr_ints({0, 1}));
+    tf.set("pool_strings", attr_strings({"a", "b"}));
+    const Tensor words = strings({2}, {"a", "c"});
+    CHECK(status({"TfIdfVectorizer", tf, {words}, {}, 9}).code() == Code::kInvalidModel);
+    tf.set("mode", attr_string("TF"));
+    CHECK(status({"TfIdfVectorizer", tf, {make_i64({2}, {1, 2})}, {}, 9}).code() ==
+          Code::kInvalidArgument);
+    CHECK(status({"TfIdfVectorizer", tf, {strings({1, 1, 2}, {"a", "b"})}, {}, 9}).code() ==
+          Code::kInvalidArgument);
+  }
+
+  TEST_CASE("MelWeightMatrix rejects edges outside the spectrum") {
+    // MelWeightMatrix: an upper edge above the Nyquist frequency leaves the spectrum.
+    const Status s = status(
+        {"MelWeightMatrix",
+         {},
+         {},
+         {scalar_of(DType::kInt32, 8), scalar_of(DType::kInt32, 16), scalar_of(DType::kInt32, 8000),
+          scalar_of(DType::kFloat32, 0), scalar_of(DType::kFloat32, 20000)},
+         17});
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK(s.message().find("outside") != std::string::npos);
   }
 
   TEST_CASE("BatchNormalization refuses opset 9's training outputs") {
