@@ -21,13 +21,18 @@ struct PoolParams {
   DType dtype;
   int64_t p_norm = 2;         // LpPool
   bool want_indices = false;  // MaxPool's second output
+  // MaxPool's Indices within a plane: row-major (storage_order 0) or column-major (1, the first
+  // spatial dim fastest).
+  bool column_major = false;
 };
 
 Expected<PoolParams> parse_pool(const OpContext& ctx, PoolKind kind, bool global) {
   const Shape& x = ctx.inputs[0].shape;
   const bool ok = kind == PoolKind::kMax ? ops::visit_all_numeric(ctx.inputs[0].dtype, [](auto) {})
                                          : ops::visit_any_float(ctx.inputs[0].dtype, [](auto) {});
-  if (!ok) return ops::dtype_error(ctx, 0, kind == PoolKind::kMax ? "numeric types" : "float types");
+  if (!ok) {
+    return ops::dtype_error(ctx, 0, kind == PoolKind::kMax ? "numeric types" : "float types");
+  }
   if (x.size() < 3) {
     return invalid_argument("input '", ctx.input_names[0], "' must be [N, C, spatial...], got ",
                             shape_str(x));
@@ -49,7 +54,10 @@ Expected<PoolParams> parse_pool(const OpContext& ctx, PoolKind kind, bool global
     TERN_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().get_int("ceil_mode", 0));
     TERN_ASSIGN_OR_RETURN(int64_t cip, ctx.attrs().get_int("count_include_pad", 0));
     TERN_ASSIGN_OR_RETURN(int64_t storage_order, ctx.attrs().get_int("storage_order", 0));
-    if (storage_order != 0) return unsupported("MaxPool storage_order 1");
+    if (storage_order != 0 && storage_order != 1) {
+      return invalid_model("storage_order ", storage_order, " is not 0 or 1");
+    }
+    p.column_major = storage_order == 1;
     p.count_include_pad = cip != 0;
     TERN_ASSIGN_OR_RETURN(w, ops::forward_window(ctx.attrs(), x, {}, ceil_mode != 0));
   }
@@ -90,7 +98,10 @@ void pool_plane(const PoolParams& p, const T* x, T* y, int64_t* idx, int64_t pla
               const int64_t at = (id * v.in[1] + ih) * v.in[2] + iw;
               const double xv = ops::as_double(x[at]);
               if (p.kind == PoolKind::kMax) {
-                if (std::isnan(xv) || xv > acc) acc = xv, arg = at;
+                if (std::isnan(xv) || xv > acc) {
+                  acc = xv;
+                  arg = p.column_major ? (iw * v.in[1] + ih) * v.in[0] + id : at;
+                }
               } else if (p.kind == PoolKind::kLp) {
                 acc += std::pow(std::fabs(xv), static_cast<double>(p.p_norm));
               } else {
@@ -163,10 +174,22 @@ void register_op_pool(OpRegistry& r) {
          infer_pool<PoolKind::kAverage, false>,
          make_pool<PoolKind::kAverage, false>,
          {}});
-  r.add({"LpPool", 1, 1, 1, 1, infer_pool<PoolKind::kLp, false>, make_pool<PoolKind::kLp, false>,
+  r.add({"LpPool",
+         1,
+         1,
+         1,
+         1,
+         infer_pool<PoolKind::kLp, false>,
+         make_pool<PoolKind::kLp, false>,
          {}});
-  r.add({"GlobalLpPool", 1, 1, 1, 1, infer_pool<PoolKind::kLp, true>,
-         make_pool<PoolKind::kLp, true>, {}});
+  r.add({"GlobalLpPool",
+         1,
+         1,
+         1,
+         1,
+         infer_pool<PoolKind::kLp, true>,
+         make_pool<PoolKind::kLp, true>,
+         {}});
   r.add({"GlobalMaxPool",
          1,
          1,

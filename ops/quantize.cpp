@@ -150,6 +150,20 @@ Status infer_quantize(OpContext& ctx) {
   return Status::ok();
 }
 
+// x / scale in the precision ONNX's reference divides in (numpy's: float32 by float32 is a float32
+// quotient, float16 by float16 a float16 one): a quotient rounded once more than in double may
+// land on a .5 that round-half-to-even then decides (0.5 / (5 / 255) is 25.5 in float32).
+double quotient(const Tensor& x, int64_t i, const Tensor& s, int64_t k) {
+  const DType a = x.dtype(), b = s.dtype();
+  if (a == DType::kFloat64 || b == DType::kFloat64 || !dtype_is_float(a)) {
+    return load(x, i) / load(s, k);
+  }
+  const float q = static_cast<float>(load(x, i)) / static_cast<float>(load(s, k));
+  if (a == b && a == DType::kFloat16) return static_cast<float>(ops::Float16(q));
+  if (a == b && a == DType::kBFloat16) return static_cast<float>(ops::BFloat16(q));
+  return q;
+}
+
 Status run_quantize(const QParams& p, const KernelArgs& a, const ExecContext&) {
   const Tensor& x = *a.inputs[0];
   const Tensor& s = *a.inputs[1];
@@ -158,7 +172,7 @@ Status run_quantize(const QParams& p, const KernelArgs& a, const ExecContext&) {
   ops::for_each_index(p.map.x, [&](int64_t i, const std::vector<int64_t>& pos) {
     const int64_t k = p.map.index(pos);
     const double z = zp ? load(*zp, k) : 0.0;
-    double v = load(x, i) / load(s, k);
+    double v = quotient(x, i, s, k);
     if (!dtype_is_low_float(y.dtype())) v = std::nearbyint(v);
     store_quantized(y, i, v + z, p.saturate);
   });
@@ -176,7 +190,8 @@ Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
 Status infer_dequantize(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(int64_t od, ctx.attrs().get_int("output_dtype", 0));
   const DType out = od != 0 ? static_cast<DType>(od) : ctx.inputs[1].dtype;
-  if (!ops::visit_any_float(out, [](auto) {})) return unsupported(ctx.where, ": output ", dtype_name(out));
+  if (!ops::visit_any_float(out, [](auto) {}))
+    return unsupported(ctx.where, ": output ", dtype_name(out));
   ctx.set_output(0, out, ctx.inputs[0].shape);
   return Status::ok();
 }
@@ -222,8 +237,9 @@ Status run_dynq(const int&, const KernelArgs& a, const ExecContext&) {
   const float scale = static_cast<float>((hi - lo) / 255.0);
   // float32 arithmetic, as the ONNX definition computes it
   const float zp =
-      scale == 0 ? 0.0f
-                 : std::min(255.0f, std::max(0.0f, std::nearbyint(-static_cast<float>(lo) / scale)));
+      scale == 0
+          ? 0.0f
+          : std::min(255.0f, std::max(0.0f, std::nearbyint(-static_cast<float>(lo) / scale)));
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float q = scale == 0 ? zp : std::nearbyint(x.data<float>()[i] / scale) + zp;
     a.outputs[0]->data<uint8_t>()[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, q)));
@@ -323,8 +339,9 @@ Status run_qmm(const QmmParams& p, const KernelArgs& a, const ExecContext&) {
         } else {
           const double real = acc * per(as, i, 1) * per(bs, j, 1);
           const double v = real / load(*a.inputs[6], 0);
-          store_quantized(Y, o, (dtype_is_low_float(Y.dtype()) ? v : std::nearbyint(v)) +
-                                    load(*a.inputs[7], 0), true);
+          store_quantized(
+              Y, o, (dtype_is_low_float(Y.dtype()) ? v : std::nearbyint(v)) + load(*a.inputs[7], 0),
+              true);
         }
       }
     }

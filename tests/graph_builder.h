@@ -98,8 +98,8 @@ struct GraphMaker {
   }
   int node(const std::string& op, std::vector<int> inputs, tern::Attributes attrs = {}) {
     int out = g.add_value(op + std::to_string(g.nodes.size()));
-    g.nodes.push_back(tern::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(inputs),
-                                 {out}, std::move(attrs)});
+    g.nodes.push_back(tern::Node{
+        "n" + std::to_string(g.nodes.size()), op, "", std::move(inputs), {out}, std::move(attrs)});
     return out;
   }
 };
@@ -126,6 +126,18 @@ inline tern::Attribute attr_string(std::string v) {
   tern::Attribute a;
   a.kind = tern::Attribute::Kind::kString;
   a.s = std::move(v);
+  return a;
+}
+inline tern::Attribute attr_floats(std::vector<float> v) {
+  tern::Attribute a;
+  a.kind = tern::Attribute::Kind::kFloats;
+  a.floats = std::move(v);
+  return a;
+}
+inline tern::Attribute attr_strings(std::vector<std::string> v) {
+  tern::Attribute a;
+  a.kind = tern::Attribute::Kind::kStrings;
+  a.strings = std::move(v);
   return a;
 }
 

@@ -178,8 +178,12 @@ LayoutRole CpuBackend::layout_role(const Node& node) const {
     const bool plain_dil = std::all_of(dil->begin(), dil->end(), [](int64_t d) { return d == 1; });
     return plain_dil ? LayoutRole::kKeepsBlock : LayoutRole::kPlain;
   }
-  // Per-channel scale and shift: blocked and channels-last rows alike (ops/batch_norm.cpp).
-  if (op == "BatchNormalization") return LayoutRole::kKeepsBlock;
+  // Per-channel scale and shift: blocked and channels-last rows alike (ops/batch_norm.cpp); the
+  // training form's batch statistics read plain rows.
+  if (op == "BatchNormalization") {
+    auto training = node.attrs.get_int("training_mode", 0);
+    return training && *training == 0 ? LayoutRole::kKeepsBlock : LayoutRole::kPlain;
+  }
   // Per-channel statistics summed in the block's lanes (backends/cpu/kernels/norm_vec.cpp).
   if (op == "InstanceNormalization" || op == "GroupNormalization") return LayoutRole::kKeepsBlock;
   // The binary kernel has a blocked case for an operand of one value per channel; these others

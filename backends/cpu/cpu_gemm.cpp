@@ -122,4 +122,15 @@ void cpu_sgemm_batch(const GemmShape& s, float alpha, const float* const* a, con
   for (int64_t i = 0; i < count; ++i) cpu_sgemm(s, alpha, a[i], b[i], beta, c[i], threads, false);
 }
 
+void cpu_conv_group_gemm(int64_t m, int64_t pixels, int64_t depth, const float* w, const float* col,
+                         const float* bias, float* y, int threads, bool deterministic) {
+  cpu_sgemm(GemmShape{false, false, m, pixels, depth, depth, pixels, pixels}, 1.0f, w, col, 0.0f, y,
+            threads, deterministic);
+  if (!bias) return;
+  for (int64_t o = 0; o < m; ++o) {
+    float* yo = y + o * pixels;
+    for (int64_t i = 0; i < pixels; ++i) yo[i] += bias[o];
+  }
+}
+
 }  // namespace tern

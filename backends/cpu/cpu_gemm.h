@@ -24,6 +24,11 @@ const char* cpu_gemm_name();
 void cpu_sgemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
                float* c, int threads, bool deterministic);
 
+// One group of an im2col convolution: y[m, pixels] = w[m, depth] * col[depth, pixels], plus
+// bias[row] on each row where bias is not null (all row-major, packed).
+void cpu_conv_group_gemm(int64_t m, int64_t pixels, int64_t depth, const float* w, const float* col,
+                         const float* bias, float* y, int threads, bool deterministic);
+
 // `count` independent GEMMs of one shape (batched MatMul): in parallel over the batch when there
 // are at least as many matrices as threads, else one after another, each split.
 void cpu_sgemm_batch(const GemmShape& s, float alpha, const float* const* a, const float* const* b,

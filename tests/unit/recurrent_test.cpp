@@ -108,19 +108,6 @@ Tensor uniform(Shape shape, std::mt19937& rng, float lo, float hi) {
   return t;
 }
 
-Attribute strings_attr(std::vector<std::string> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kStrings;
-  a.strings = std::move(v);
-  return a;
-}
-Attribute floats_attr(std::vector<float> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 Case random_case(std::mt19937& rng) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   Case c;
@@ -144,9 +131,9 @@ Case random_case(std::mt19937& rng) {
                             "Softsign", "ScaledTanh", "Affine", "Elu"};
     const int per = kind == 0 ? 3 : kind == 1 ? 2 : 1;
     for (int k = 0; k < per * dirs; ++k) acts.push_back(choice[pick(9)]);
-    c.attrs.set("activations", strings_attr(acts));
-    c.attrs.set("activation_alpha", floats_attr({0.3f, 0.7f, 1.2f}));
-    c.attrs.set("activation_beta", floats_attr({0.4f, 0.1f}));
+    c.attrs.set("activations", attr_strings(acts));
+    c.attrs.set("activation_alpha", attr_floats({0.3f, 0.7f, 1.2f}));
+    c.attrs.set("activation_beta", attr_floats({0.4f, 0.1f}));
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(in + H));
   c.inputs.resize(kind == 0 ? 8 : 6);

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_gemm.h"
-#include "ops/common/op_utils.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
+#include "ops/common/op_utils.h"
 #include "ops/conv.h"
 
 namespace tern {
@@ -56,17 +56,9 @@ Status run_conv(const Im2colConv& k, const KernelArgs& a, const ExecContext& exe
           }
         }
       });
-      float* yg = y + (b * m + g * k.mg) * k.pixels;
-      cpu_sgemm(
-          GemmShape{false, false, k.mg, k.pixels, k.cg * k.taps, k.cg * k.taps, k.pixels, k.pixels},
-          1.0f, wt + g * k.mg * k.cg * k.taps, col, 0.0f, yg, exec.num_threads, exec.deterministic);
-      if (bias) {
-        for (int64_t o = 0; o < k.mg; ++o) {
-          const float bv = bias[g * k.mg + o];
-          float* yo = yg + o * k.pixels;
-          for (int64_t i = 0; i < k.pixels; ++i) yo[i] += bv;
-        }
-      }
+      cpu_conv_group_gemm(k.mg, k.pixels, k.cg * k.taps, wt + g * k.mg * k.cg * k.taps, col,
+                          bias ? bias + g * k.mg : nullptr, y + (b * m + g * k.mg) * k.pixels,
+                          exec.num_threads, exec.deterministic);
     }
   }
   return Status::ok();

@@ -229,6 +229,9 @@ Expected<std::unique_ptr<Kernel>> make_batch_norm(const OpContext& ctx) {
   for (size_t o = 1; o < ctx.outputs.size(); ++o) {
     if (ctx.outputs[o].present) return unsupported(ctx.where, ": training outputs");
   }
+  // Training mode normalises with the batch's statistics even when only Y is wanted.
+  TERN_ASSIGN_OR_RETURN(int64_t training, ctx.attrs().get_int("training_mode", 0));
+  if (training != 0) return unsupported(ctx.where, ": training mode runs on the CPU");
   const Shape& x = ctx.inputs[0].shape;
   if (x.size() < 2) return unsupported(ctx.where, ": input of rank < 2");
   BatchNormParams p{};
