@@ -1,13 +1,15 @@
 // GridSample: the CPU kernel against the reference in ops/ over random inputs (seed printed) for
 // every mode x padding x align_corners with 1, 2 and 3 spatial dims, grid points far outside
 // [-1, 1], on the edges and halfway between elements, and NaNs in X; an identity grid reproduces
-// X (an independent check of the geometry); float64 through the reference; bad shapes refused.
+// X (an independent check of the geometry); float64 and float16 through the reference; bad
+// shapes refused.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
+#include "core/half.h"
 #include "cpu_kernel_harness.h"
 #include "graph_builder.h"
 #include "test_util.h"
@@ -145,26 +147,35 @@ TEST_SUITE("ops") {
     }
   }
 
-  TEST_CASE("GridSample runs float64 through the reference, agreeing with float32") {
+  TEST_CASE("GridSample runs float64 and float16 through the reference, agreeing with float32") {
     std::mt19937 rng(7);
     Tensor x = random_f32({1, 2, 5, 6}, rng), grid = random_f32({1, 4, 3, 2}, rng);
-    auto to_f64 = [](const Tensor& t) {
-      Tensor d = Tensor::allocate(DType::kFloat64, t.shape()).value();
-      for (int64_t i = 0; i < t.numel(); ++i) d.data<double>()[i] = t.data<float>()[i];
+    auto convert = [](const Tensor& t, DType dt) {
+      Tensor d = Tensor::allocate(dt, t.shape()).value();
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const float v = t.data<float>()[i];
+        if (dt == DType::kFloat64) d.data<double>()[i] = v;
+        if (dt == DType::kFloat16) d.data<uint16_t>()[i] = float_to_half(v);
+      }
       return d;
     };
     for (const char* mode : kModes) {
-      CAPTURE(mode);
-      const Attributes at = grid_attrs(mode, "reflection", false);
-      SingleOp f32{"GridSample", at, {x, grid}, {}, 22};
-      SingleOp f64{"GridSample", at, {to_f64(x), to_f64(grid)}, {}, 22};
-      auto a = f32.run();
-      auto b = f64.run();
-      REQUIRE_MESSAGE(a.has_value(), a.status().message());
-      REQUIRE_MESSAGE(b.has_value(), b.status().message());
-      REQUIRE((*b)[0].dtype() == DType::kFloat64);
-      for (int64_t i = 0; i < (*a)[0].numel(); ++i) {
-        CHECK((*a)[0].data<float>()[i] == doctest::Approx((*b)[0].data<double>()[i]).epsilon(1e-5));
+      // float16 rounds X, the grid (to 2^-11 relative) and Y: a few 1e-3 at values up to ~1.
+      for (auto [dt, tol] : {std::pair{DType::kFloat64, 1e-5}, std::pair{DType::kFloat16, 1e-2}}) {
+        CAPTURE(mode);
+        CAPTURE(dtype_name(dt));
+        const Attributes at = grid_attrs(mode, "reflection", false);
+        SingleOp f32{"GridSample", at, {x, grid}, {}, 22};
+        SingleOp other{"GridSample", at, {convert(x, dt), convert(grid, dt)}, {}, 22};
+        auto a = f32.run();
+        auto b = other.run();
+        REQUIRE_MESSAGE(a.has_value(), a.status().message());
+        REQUIRE_MESSAGE(b.has_value(), b.status().message());
+        REQUIRE((*b)[0].dtype() == dt);
+        for (int64_t i = 0; i < (*a)[0].numel(); ++i) {
+          CHECK((*a)[0].data<float>()[i] ==
+                doctest::Approx((*b)[0].float_at(i)).epsilon(tol).scale(1.0));
+        }
       }
     }
   }
