@@ -1,5 +1,9 @@
 #include "core/op_registry.h"
 
+#include <algorithm>
+
+#include "core/onnx_schema.h"
+
 namespace tern {
 
 const OpRegistry& OpRegistry::global() {
@@ -43,6 +47,29 @@ Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_prese
   if (n_out < schema.min_outputs || n_out > schema.max_outputs) {
     return invalid_model(where, ": has ", n_out, " outputs, expected ", schema.min_outputs, " to ",
                          schema.max_outputs);
+  }
+  return Status::ok();
+}
+
+Status check_attributes(const OpSchema& schema, const Attributes& attributes, int64_t opset,
+                        const std::string& where) {
+  if (!schema.attributes) return Status::ok();
+  const OpAttributes& known = *schema.attributes;
+  for (const auto& [name, value] : attributes.all()) {
+    if (std::find(known.read.begin(), known.read.end(), name) != known.read.end()) continue;
+    if (std::any_of(known.ignored.begin(), known.ignored.end(),
+                    [&](const IgnoredAttribute& a) { return a.name == name; })) {
+      continue;
+    }
+    const std::vector<std::string> onnx = onnx_schema::attributes_at(schema.op_type, opset);
+    if (std::find(onnx.begin(), onnx.end(), name) != onnx.end()) {
+      return unsupported(where, ": attribute '", name, "' of ", schema.op_type, " (opset ", opset,
+                         ") is not implemented by Tern");
+    }
+    return invalid_model(where, ": ", schema.op_type, " has no attribute '", name, "'",
+                         onnx_schema::is_onnx_op(schema.op_type)
+                             ? str_cat(" at opset ", opset, " (misspelt?)")
+                             : std::string());
   }
   return Status::ok();
 }

@@ -3,12 +3,33 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/kernel.h"
 
 namespace tern {
+
+// An attribute an op accepts and ignores on purpose (it has no effect on inference).
+struct IgnoredAttribute {
+  std::string name;
+  std::string why;
+};
+
+// The attributes an op understands: those its code reads (including ones it reads only to refuse
+// values it does not implement), and those it ignores on purpose. Any other attribute on a node is
+// refused when the model is loaded (check_attributes).
+struct OpAttributes {
+  std::vector<std::string> read;
+  std::vector<IgnoredAttribute> ignored;
+};
+
+// An op with no attributes declares attrs({}).
+inline OpAttributes attrs(std::vector<std::string> read,
+                          std::vector<IgnoredAttribute> ignored = {}) {
+  return OpAttributes{std::move(read), std::move(ignored)};
+}
 
 struct OpSchema {
   std::string op_type;
@@ -21,6 +42,9 @@ struct OpSchema {
   // Inputs whose values shape inference reads (Reshape's shape, Slice's starts...). They must be
   // known before the run: constants, or computed from shapes.
   std::vector<int> value_inputs;
+  // The attributes the op understands. Every op declares them (attrs({}) for none); an op left
+  // undeclared is named by the registry's unit test, and its attributes go unchecked.
+  std::optional<OpAttributes> attributes;
 };
 
 class OpRegistry {
@@ -43,5 +67,11 @@ Status infer_node(const OpSchema& schema, OpContext& ctx);
 // for too few or too many, or a required input (below min_inputs) that is not present.
 Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_present,
                    size_t n_outputs, const std::string& where);
+// A node's attributes against its schema's declaration, at the model's ai.onnx opset: an
+// attribute the op neither reads nor ignores is UNSUPPORTED when ONNX defines it for the op at
+// that opset (Tern does not implement it), INVALID_MODEL otherwise (a misspelt name, or one of
+// another opset or op); both name the attribute, prefixed by `where`.
+Status check_attributes(const OpSchema& schema, const Attributes& attributes, int64_t opset,
+                        const std::string& where);
 
 }  // namespace tern

@@ -121,11 +121,19 @@ Expected<std::unique_ptr<Kernel>> make_clip(const OpContext& ctx) {
 }  // namespace
 
 void register_op_activation(OpRegistry& r) {
-  r.add({"Relu", 1, 1, 1, 1, infer_same, make_act<Act::kRelu>, {}});
-  r.add({"Sigmoid", 1, 1, 1, 1, infer_same, make_act<Act::kSigmoid>, {}});
-  r.add({"HardSigmoid", 1, 1, 1, 1, infer_same, make_act<Act::kHardSigmoid>, {}});
-  r.add({"HardSwish", 1, 1, 1, 1, infer_same, make_act<Act::kHardSwish>, {}});
-  r.add({"Clip", 1, 3, 1, 1, infer_clip, make_clip, {}});
+  r.add({"Relu", 1, 1, 1, 1, infer_same, make_act<Act::kRelu>, {}, attrs({})});
+  r.add({"Sigmoid", 1, 1, 1, 1, infer_same, make_act<Act::kSigmoid>, {}, attrs({})});
+  r.add({"HardSigmoid",
+         1,
+         1,
+         1,
+         1,
+         infer_same,
+         make_act<Act::kHardSigmoid>,
+         {},
+         attrs({"alpha", "beta"})});
+  r.add({"HardSwish", 1, 1, 1, 1, infer_same, make_act<Act::kHardSwish>, {}, attrs({})});
+  r.add({"Clip", 1, 3, 1, 1, infer_clip, make_clip, {}, attrs({"max", "min"})});
 }
 
 }  // namespace tern

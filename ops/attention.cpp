@@ -52,6 +52,10 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(int64_t causal, ctx.attrs().get_int("is_causal", 0));
   TERN_ASSIGN_OR_RETURN(int64_t qk_mode, ctx.attrs().get_int("qk_matmul_output_mode", 0));
   TERN_ASSIGN_OR_RETURN(p.softcap, ctx.attrs().get_float("softcap", 0.0f));
+  for (const char* window : {"left_window_size", "right_window_size"}) {  // opset 25
+    TERN_ASSIGN_OR_RETURN(int64_t w, ctx.attrs().get_int(window, -1));
+    if (w != -1) return unsupported(window, "=", w, " (sliding-window attention)");
+  }
   p.qk_mode = qk_mode;
   p.causal = causal != 0;
   if (q.size() != k.size() || q.size() != v.size() || (q.size() != 3 && q.size() != 4)) {
@@ -349,7 +353,19 @@ Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
 }  // namespace
 
 void register_op_attention(OpRegistry& r) {
-  r.add({"Attention", 3, 7, 1, 4, infer_attention, make_reference, {}});
+  r.add({"Attention",
+         3,
+         7,
+         1,
+         4,
+         infer_attention,
+         make_reference,
+         {},
+         attrs({"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale",
+                "softcap", "left_window_size", "right_window_size"},
+               {{"softmax_precision",
+                 "the inputs are float32 and the softmax is computed in float32: another "
+                 "precision changes the result by rounding only"}})});
 }
 
 }  // namespace tern

@@ -25,6 +25,13 @@ Status infer_bn(OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
   if (ctx.inputs[0].dtype != DType::kFloat32) return ops::dtype_error(ctx, 0, "float32");
   if (x.size() < 2) return invalid_argument("input '", ctx.input_names[0], "' must have rank >= 2");
+  TERN_ASSIGN_OR_RETURN(int64_t spatial, ctx.attrs().get_int("spatial", 1));
+  if (spatial != 1) {
+    return unsupported("spatial=", spatial,
+                       " (opset 7-8: statistics per element, not per channel)");
+  }
+  TERN_ASSIGN_OR_RETURN(int64_t training, ctx.attrs().get_int("training_mode", 0));
+  if (training != 0) return unsupported("training_mode=", training);
   for (size_t i = 1; i < 5; ++i) {
     if (ctx.inputs[i].dtype != DType::kFloat32 || ctx.inputs[i].shape != Shape{x[1]}) {
       return invalid_argument("input '", ctx.input_names[i], "' must be float32 [", x[1], "], got ",
@@ -136,7 +143,16 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
 }  // namespace
 
 void register_op_batch_norm(OpRegistry& r) {
-  r.add({"BatchNormalization", 5, 5, 1, 5, infer_bn, make_bn, {}});
+  r.add({"BatchNormalization",
+         5,
+         5,
+         1,
+         5,
+         infer_bn,
+         make_bn,
+         {},
+         attrs({"epsilon", "spatial", "training_mode"},
+               {{"momentum", "updates the running statistics in training only"}})});
 }
 
 }  // namespace tern

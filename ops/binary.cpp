@@ -212,10 +212,10 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
 }  // namespace
 
 void register_op_binary(OpRegistry& r) {
-  r.add({"Add", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kAdd>, {}});
-  r.add({"Sub", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kSub>, {}});
-  r.add({"Mul", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kMul>, {}});
-  r.add({"Div", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kDiv>, {}});
+  r.add({"Add", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kAdd>, {}, attrs({})});
+  r.add({"Sub", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kSub>, {}, attrs({})});
+  r.add({"Mul", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kMul>, {}, attrs({})});
+  r.add({"Div", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kDiv>, {}, attrs({})});
 }
 
 }  // namespace tern

@@ -79,7 +79,15 @@ Expected<std::unique_ptr<Kernel>> make_conv_reference(const OpContext& ctx) {
 }  // namespace
 
 void register_op_conv(OpRegistry& r) {
-  r.add({"Conv", 2, 3, 1, 1, infer_conv, make_conv_reference, {}});
+  r.add({"Conv",
+         2,
+         3,
+         1,
+         1,
+         infer_conv,
+         make_conv_reference,
+         {},
+         attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})});
 }
 
 }  // namespace tern

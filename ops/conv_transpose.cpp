@@ -143,7 +143,17 @@ Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
 }  // namespace
 
 void register_op_conv_transpose(OpRegistry& r) {
-  r.add({"ConvTranspose", 2, 3, 1, 1, infer_conv_transpose, make_reference, {}});
+  r.add({"ConvTranspose",
+         2,
+         3,
+         1,
+         1,
+         infer_conv_transpose,
+         make_reference,
+         {},
+         attrs({"auto_pad", "dilations", "group", "output_padding", "output_shape", "pads",
+                "strides"},
+               {{"kernel_shape", "the weights' spatial dims are the kernel shape"}})});
 }
 
 }  // namespace tern

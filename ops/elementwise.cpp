@@ -410,26 +410,26 @@ Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx) {
 }  // namespace
 
 void register_op_elementwise(OpRegistry& r) {
-  r.add({"Equal", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kEq>, {}});
-  r.add({"Less", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLt>, {}});
-  r.add({"Greater", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGt>, {}});
-  r.add({"LessOrEqual", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLe>, {}});
-  r.add({"GreaterOrEqual", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGe>, {}});
-  r.add({"And", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kAnd>, {}});
-  r.add({"Or", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kOr>, {}});
-  r.add({"Xor", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kXor>, {}});
-  r.add({"BitwiseAnd", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitAnd>, {}});
-  r.add({"BitwiseOr", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitOr>, {}});
-  r.add({"BitwiseXor", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitXor>, {}});
-  r.add({"BitShift", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kShift>, {}});
-  r.add({"Mod", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kMod>, {}});
-  r.add({"PRelu", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kPRelu>, {}});
-  r.add({"Pow", 2, 2, 1, 1, infer_pow, make_pow, {}});
-  r.add({"Where", 3, 3, 1, 1, infer_where, make_where, {}});
-  r.add({"Max", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMax>, {}});
-  r.add({"Min", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMin>, {}});
-  r.add({"Sum", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kSum>, {}});
-  r.add({"Mean", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMean>, {}});
+  r.add({"Equal", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kEq>, {}, attrs({})});
+  r.add({"Less", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLt>, {}, attrs({})});
+  r.add({"Greater", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGt>, {}, attrs({})});
+  r.add({"LessOrEqual", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLe>, {}, attrs({})});
+  r.add({"GreaterOrEqual", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGe>, {}, attrs({})});
+  r.add({"And", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kAnd>, {}, attrs({})});
+  r.add({"Or", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kOr>, {}, attrs({})});
+  r.add({"Xor", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kXor>, {}, attrs({})});
+  r.add({"BitwiseAnd", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitAnd>, {}, attrs({})});
+  r.add({"BitwiseOr", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitOr>, {}, attrs({})});
+  r.add({"BitwiseXor", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitXor>, {}, attrs({})});
+  r.add({"BitShift", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kShift>, {}, attrs({"direction"})});
+  r.add({"Mod", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kMod>, {}, attrs({"fmod"})});
+  r.add({"PRelu", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kPRelu>, {}, attrs({})});
+  r.add({"Pow", 2, 2, 1, 1, infer_pow, make_pow, {}, attrs({})});
+  r.add({"Where", 3, 3, 1, 1, infer_where, make_where, {}, attrs({})});
+  r.add({"Max", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMax>, {}, attrs({})});
+  r.add({"Min", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMin>, {}, attrs({})});
+  r.add({"Sum", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kSum>, {}, attrs({})});
+  r.add({"Mean", 1, 1 << 20, 1, 1, infer_same_type, make_var<Var::kMean>, {}, attrs({})});
 }
 
 }  // namespace tern

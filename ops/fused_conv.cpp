@@ -139,7 +139,16 @@ Expected<std::unique_ptr<Kernel>> make_fused_conv_reference(const OpContext& ctx
 }  // namespace
 
 void register_op_fused_conv(OpRegistry& r) {
-  r.add({"FusedConv", 2, 4, 1, 1, infer_fused_conv, make_fused_conv_reference, {}});
+  r.add({"FusedConv",
+         2,
+         4,
+         1,
+         1,
+         infer_fused_conv,
+         make_fused_conv_reference,
+         {},
+         attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activations",
+                "activation_params"})});
 }
 
 }  // namespace tern

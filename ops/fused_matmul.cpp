@@ -85,7 +85,15 @@ Expected<std::unique_ptr<Kernel>> make_fused_matmul_reference(const OpContext& c
 }  // namespace
 
 void register_op_fused_matmul(OpRegistry& r) {
-  r.add({"FusedMatMul", 2, 3, 1, 1, infer_fused_matmul, make_fused_matmul_reference, {}});
+  r.add({"FusedMatMul",
+         2,
+         3,
+         1,
+         1,
+         infer_fused_matmul,
+         make_fused_matmul_reference,
+         {},
+         attrs({"activation"})});
 }
 
 }  // namespace tern

@@ -321,13 +321,29 @@ Expected<std::unique_ptr<Kernel>> make_nonzero(const OpContext& ctx) {
 }  // namespace
 
 void register_op_generate(OpRegistry& r) {
-  r.add({"Size", 1, 1, 1, 1, infer_size, make_size, {}});
-  r.add({"ConstantOfShape", 1, 1, 1, 1, infer_constant_of_shape, make_constant_of_shape, {0}});
-  r.add({"Range", 3, 3, 1, 1, infer_range, make_range, {0, 1, 2}});
-  r.add({"EyeLike", 1, 1, 1, 1, infer_eye, make_eye, {}});
-  r.add({"OneHot", 3, 3, 1, 1, infer_one_hot, make_one_hot, {1}});
-  r.add({"Trilu", 1, 2, 1, 1, infer_same, make_trilu, {1}});
-  r.add({"NonZero", 1, 1, 1, 1, infer_nonzero, make_nonzero, {0}});
+  r.add({"Size", 1, 1, 1, 1, infer_size, make_size, {}, attrs({})});
+  r.add({"ConstantOfShape",
+         1,
+         1,
+         1,
+         1,
+         infer_constant_of_shape,
+         make_constant_of_shape,
+         {0},
+         attrs({"value"})});
+  r.add({"Range",
+         3,
+         3,
+         1,
+         1,
+         infer_range,
+         make_range,
+         {0, 1, 2},
+         attrs({}, {{"stash_type", "float16 and bfloat16 ranges are computed in double"}})});
+  r.add({"EyeLike", 1, 1, 1, 1, infer_eye, make_eye, {}, attrs({"dtype", "k"})});
+  r.add({"OneHot", 3, 3, 1, 1, infer_one_hot, make_one_hot, {1}, attrs({"axis"})});
+  r.add({"Trilu", 1, 2, 1, 1, infer_same, make_trilu, {1}, attrs({"upper"})});
+  r.add({"NonZero", 1, 1, 1, 1, infer_nonzero, make_nonzero, {0}, attrs({})});
 }
 
 }  // namespace tern

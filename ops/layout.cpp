@@ -59,7 +59,7 @@ Expected<std::unique_ptr<Kernel>> make_reorder(const OpContext& ctx) {
 }  // namespace
 
 void register_op_layout(OpRegistry& r) {
-  r.add({"ReorderToPlain", 1, 1, 1, 1, infer_reorder, make_reorder, {}});
+  r.add({"ReorderToPlain", 1, 1, 1, 1, infer_reorder, make_reorder, {}, attrs({})});
 }
 
 }  // namespace tern

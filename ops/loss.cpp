@@ -125,8 +125,24 @@ Expected<std::unique_ptr<Kernel>> make_loss(const OpContext& ctx) {
 }  // namespace
 
 void register_op_loss(OpRegistry& r) {
-  r.add({"NegativeLogLikelihoodLoss", 2, 3, 1, 1, infer_loss, make_loss<false>, {}});
-  r.add({"SoftmaxCrossEntropyLoss", 2, 3, 1, 2, infer_loss, make_loss<true>, {}});
+  r.add({"NegativeLogLikelihoodLoss",
+         2,
+         3,
+         1,
+         1,
+         infer_loss,
+         make_loss<false>,
+         {},
+         attrs({"ignore_index", "reduction"})});
+  r.add({"SoftmaxCrossEntropyLoss",
+         2,
+         3,
+         1,
+         2,
+         infer_loss,
+         make_loss<true>,
+         {},
+         attrs({"ignore_index", "reduction"})});
 }
 
 }  // namespace tern

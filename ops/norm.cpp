@@ -287,12 +287,36 @@ Expected<GroupNormParams> parse_group_norm(const OpContext& ctx, bool instance) 
 }  // namespace ops
 
 void register_op_norm(OpRegistry& r) {
-  r.add({"LayerNormalization", 2, 3, 1, 3, infer_ln, make_ln<false>, {}});
-  r.add({"RMSNormalization", 2, 2, 1, 1, infer_ln, make_ln<true>, {}});
-  r.add({"GroupNormalization", 3, 3, 1, 1, infer_same, make_gn<false>, {}});
-  r.add({"InstanceNormalization", 3, 3, 1, 1, infer_same, make_gn<true>, {}});
-  r.add({"LpNormalization", 1, 1, 1, 1, infer_same, make_lp, {}});
-  r.add({"LRN", 1, 1, 1, 1, infer_same, make_lrn, {}});
+  r.add({"LayerNormalization",
+         2,
+         3,
+         1,
+         3,
+         infer_ln,
+         make_ln<false>,
+         {},
+         attrs({"axis", "epsilon", "stash_type"})});
+  r.add({"RMSNormalization",
+         2,
+         2,
+         1,
+         1,
+         infer_ln,
+         make_ln<true>,
+         {},
+         attrs({"axis", "epsilon", "stash_type"})});
+  r.add({"GroupNormalization",
+         3,
+         3,
+         1,
+         1,
+         infer_same,
+         make_gn<false>,
+         {},
+         attrs({"epsilon", "num_groups", "stash_type"})});
+  r.add({"InstanceNormalization", 3, 3, 1, 1, infer_same, make_gn<true>, {}, attrs({"epsilon"})});
+  r.add({"LpNormalization", 1, 1, 1, 1, infer_same, make_lp, {}, attrs({"axis", "p"})});
+  r.add({"LRN", 1, 1, 1, 1, infer_same, make_lrn, {}, attrs({"alpha", "beta", "bias", "size"})});
 }
 
 }  // namespace tern

@@ -165,7 +165,9 @@ void register_op_pool(OpRegistry& r) {
          2,
          infer_pool<PoolKind::kMax, false>,
          make_pool<PoolKind::kMax, false>,
-         {}});
+         {},
+         attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
+                "strides"})});
   r.add({"AveragePool",
          1,
          1,
@@ -173,7 +175,9 @@ void register_op_pool(OpRegistry& r) {
          1,
          infer_pool<PoolKind::kAverage, false>,
          make_pool<PoolKind::kAverage, false>,
-         {}});
+         {},
+         attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
+                "strides"})});
   r.add({"LpPool",
          1,
          1,
@@ -181,7 +185,8 @@ void register_op_pool(OpRegistry& r) {
          1,
          infer_pool<PoolKind::kLp, false>,
          make_pool<PoolKind::kLp, false>,
-         {}});
+         {},
+         attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"})});
   r.add({"GlobalLpPool",
          1,
          1,
@@ -189,7 +194,8 @@ void register_op_pool(OpRegistry& r) {
          1,
          infer_pool<PoolKind::kLp, true>,
          make_pool<PoolKind::kLp, true>,
-         {}});
+         {},
+         attrs({"p"})});
   r.add({"GlobalMaxPool",
          1,
          1,
@@ -197,7 +203,8 @@ void register_op_pool(OpRegistry& r) {
          1,
          infer_pool<PoolKind::kMax, true>,
          make_pool<PoolKind::kMax, true>,
-         {}});
+         {},
+         attrs({})});
   r.add({"GlobalAveragePool",
          1,
          1,
@@ -205,7 +212,8 @@ void register_op_pool(OpRegistry& r) {
          1,
          infer_pool<PoolKind::kAverage, true>,
          make_pool<PoolKind::kAverage, true>,
-         {}});
+         {},
+         attrs({})});
 }
 
 }  // namespace tern

@@ -362,11 +362,28 @@ Expected<std::unique_ptr<Kernel>> make_qmm(const OpContext& ctx) {
 }  // namespace
 
 void register_op_quantize(OpRegistry& r) {
-  r.add({"QuantizeLinear", 2, 3, 1, 1, infer_quantize, make_quantize, {}});
-  r.add({"DequantizeLinear", 2, 3, 1, 1, infer_dequantize, make_dequantize, {}});
-  r.add({"DynamicQuantizeLinear", 1, 1, 3, 3, infer_dynq, make_dynq, {}});
-  r.add({"QLinearMatMul", 8, 8, 1, 1, infer_qmm, make_qmm, {}});
-  r.add({"MatMulInteger", 2, 4, 1, 1, infer_qmm, make_qmm, {}});
+  r.add({"QuantizeLinear",
+         2,
+         3,
+         1,
+         1,
+         infer_quantize,
+         make_quantize,
+         {},
+         attrs({"axis", "block_size", "output_dtype", "saturate"},
+               {{"precision", "the division by y_scale is computed in double"}})});
+  r.add({"DequantizeLinear",
+         2,
+         3,
+         1,
+         1,
+         infer_dequantize,
+         make_dequantize,
+         {},
+         attrs({"axis", "block_size", "output_dtype"})});
+  r.add({"DynamicQuantizeLinear", 1, 1, 3, 3, infer_dynq, make_dynq, {}, attrs({})});
+  r.add({"QLinearMatMul", 8, 8, 1, 1, infer_qmm, make_qmm, {}, attrs({})});
+  r.add({"MatMulInteger", 2, 4, 1, 1, infer_qmm, make_qmm, {}, attrs({})});
 }
 
 }  // namespace tern

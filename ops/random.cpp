@@ -137,10 +137,34 @@ Expected<std::unique_ptr<Kernel>> make_draw(const OpContext& ctx) {
 }  // namespace
 
 void register_op_random(OpRegistry& r) {
-  r.add({"Dropout", 1, 3, 1, 2, infer_dropout, make_dropout, {}});
-  r.add({"Bernoulli", 1, 1, 1, 1, infer_like, make_draw<Draw::kBernoulli>, {}});
-  r.add({"RandomUniformLike", 1, 1, 1, 1, infer_like, make_draw<Draw::kUniform>, {}});
-  r.add({"RandomNormalLike", 1, 1, 1, 1, infer_like, make_draw<Draw::kNormal>, {}});
+  r.add({"Dropout", 1, 3, 1, 2, infer_dropout, make_dropout, {}, attrs({"ratio", "seed"})});
+  r.add({"Bernoulli",
+         1,
+         1,
+         1,
+         1,
+         infer_like,
+         make_draw<Draw::kBernoulli>,
+         {},
+         attrs({"dtype", "seed"})});
+  r.add({"RandomUniformLike",
+         1,
+         1,
+         1,
+         1,
+         infer_like,
+         make_draw<Draw::kUniform>,
+         {},
+         attrs({"dtype", "high", "low", "seed"})});
+  r.add({"RandomNormalLike",
+         1,
+         1,
+         1,
+         1,
+         infer_like,
+         make_draw<Draw::kNormal>,
+         {},
+         attrs({"dtype", "mean", "scale", "seed"})});
 }
 
 }  // namespace tern

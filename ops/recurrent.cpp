@@ -325,9 +325,36 @@ namespace tern {
 
 void register_op_recurrent(OpRegistry& r) {
   using ops::RnnKind;
-  r.add({"LSTM", 3, 8, 0, 3, ops::infer_kind<RnnKind::kLstm>, ops::make_kind<RnnKind::kLstm>, {}});
-  r.add({"GRU", 3, 6, 0, 2, ops::infer_kind<RnnKind::kGru>, ops::make_kind<RnnKind::kGru>, {}});
-  r.add({"RNN", 3, 6, 0, 2, ops::infer_kind<RnnKind::kRnn>, ops::make_kind<RnnKind::kRnn>, {}});
+  r.add({"LSTM",
+         3,
+         8,
+         0,
+         3,
+         ops::infer_kind<RnnKind::kLstm>,
+         ops::make_kind<RnnKind::kLstm>,
+         {},
+         attrs({"activation_alpha", "activation_beta", "activations", "clip", "direction",
+                "hidden_size", "input_forget", "layout"})});
+  r.add({"GRU",
+         3,
+         6,
+         0,
+         2,
+         ops::infer_kind<RnnKind::kGru>,
+         ops::make_kind<RnnKind::kGru>,
+         {},
+         attrs({"activation_alpha", "activation_beta", "activations", "clip", "direction",
+                "hidden_size", "layout", "linear_before_reset"})});
+  r.add({"RNN",
+         3,
+         6,
+         0,
+         2,
+         ops::infer_kind<RnnKind::kRnn>,
+         ops::make_kind<RnnKind::kRnn>,
+         {},
+         attrs({"activation_alpha", "activation_beta", "activations", "clip", "direction",
+                "hidden_size", "layout"})});
 }
 
 }  // namespace tern

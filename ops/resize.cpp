@@ -557,7 +557,17 @@ Expected<ResizeGeometry> resize_geometry(const OpContext& ctx) {
 }  // namespace ops
 
 void register_op_resize(OpRegistry& r) {
-  r.add({"Resize", 1, 4, 1, 1, infer_resize, make_resize, {1, 2, 3}});
+  r.add({"Resize",
+         1,
+         4,
+         1,
+         1,
+         infer_resize,
+         make_resize,
+         {1, 2, 3},
+         attrs({"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
+                "exclude_outside", "keep_aspect_ratio_policy", "mode", "nearest_mode"},
+               {{"extrapolation_value", "read only by tf_crop_and_resize, which is declined"}})});
 }
 
 }  // namespace tern

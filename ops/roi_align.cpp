@@ -165,7 +165,16 @@ Expected<std::unique_ptr<Kernel>> make_roi_align(const OpContext& ctx) {
 namespace tern {
 
 void register_op_roi_align(OpRegistry& r) {
-  r.add({"RoiAlign", 3, 3, 1, 1, ops::infer_roi_align, ops::make_roi_align, {}});
+  r.add({"RoiAlign",
+         3,
+         3,
+         1,
+         1,
+         ops::infer_roi_align,
+         ops::make_roi_align,
+         {},
+         attrs({"coordinate_transformation_mode", "mode", "output_height", "output_width",
+                "sampling_ratio", "spatial_scale"})});
 }
 
 }  // namespace tern

@@ -318,7 +318,16 @@ Expected<std::unique_ptr<Kernel>> make_scan(const OpContext& ctx) {
 
 void register_op_scan(OpRegistry& r) {
   // min_inputs 0: opset 8's first input, sequence_lens, may be omitted (read_params counts).
-  r.add({"Scan", 0, 1 << 20, 1, 1 << 20, infer_scan, make_scan, {}});
+  r.add({"Scan",
+         0,
+         1 << 20,
+         1,
+         1 << 20,
+         infer_scan,
+         make_scan,
+         {},
+         attrs({"body", "directions", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
+                "scan_output_axes", "scan_output_directions"})});
 }
 
 }  // namespace tern

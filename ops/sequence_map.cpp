@@ -88,7 +88,15 @@ Expected<std::unique_ptr<Kernel>> make_sequence_map(const OpContext& ctx) {
 }  // namespace
 
 void register_op_sequence_map(OpRegistry& r) {
-  r.add({"SequenceMap", 1, 1 << 20, 1, 1 << 20, infer_sequence_map, make_sequence_map, {}});
+  r.add({"SequenceMap",
+         1,
+         1 << 20,
+         1,
+         1 << 20,
+         infer_sequence_map,
+         make_sequence_map,
+         {},
+         attrs({"body"})});
 }
 
 }  // namespace tern

@@ -307,13 +307,45 @@ Expected<std::unique_ptr<Kernel>> make_det(const OpContext& ctx) {
 }  // namespace
 
 void register_op_sequence_models(OpRegistry& r) {
-  r.add({"HannWindow", 1, 1, 1, 1, infer_window, make_window<Win::kHann>, {0}});
-  r.add({"HammingWindow", 1, 1, 1, 1, infer_window, make_window<Win::kHamming>, {0}});
-  r.add({"BlackmanWindow", 1, 1, 1, 1, infer_window, make_window<Win::kBlackman>, {0}});
-  r.add({"SwiGLU", 2, 2, 1, 1, infer_swiglu, make_swiglu, {}});
-  r.add({"RotaryEmbedding", 3, 4, 1, 1, infer_rope, make_rope, {}});
-  r.add({"TensorScatter", 2, 3, 1, 1, infer_tscatter, make_tscatter, {}});
-  r.add({"Det", 1, 1, 1, 1, infer_det, make_det, {}});
+  r.add({"HannWindow",
+         1,
+         1,
+         1,
+         1,
+         infer_window,
+         make_window<Win::kHann>,
+         {0},
+         attrs({"output_datatype", "periodic"})});
+  r.add({"HammingWindow",
+         1,
+         1,
+         1,
+         1,
+         infer_window,
+         make_window<Win::kHamming>,
+         {0},
+         attrs({"output_datatype", "periodic"})});
+  r.add({"BlackmanWindow",
+         1,
+         1,
+         1,
+         1,
+         infer_window,
+         make_window<Win::kBlackman>,
+         {0},
+         attrs({"output_datatype", "periodic"})});
+  r.add({"SwiGLU", 2, 2, 1, 1, infer_swiglu, make_swiglu, {}, attrs({"alpha"})});
+  r.add({"RotaryEmbedding",
+         3,
+         4,
+         1,
+         1,
+         infer_rope,
+         make_rope,
+         {},
+         attrs({"interleaved", "num_heads", "rotary_embedding_dim"})});
+  r.add({"TensorScatter", 2, 3, 1, 1, infer_tscatter, make_tscatter, {}, attrs({"axis", "mode"})});
+  r.add({"Det", 1, 1, 1, 1, infer_det, make_det, {}, attrs({})});
 }
 
 }  // namespace tern

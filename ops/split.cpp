@@ -94,12 +94,15 @@ struct PadParams {
   PadMode mode;
   Shape in, out;
   std::vector<int64_t> begin;  // per dim (may be negative: crop)
+  // Before opset 11, constant mode pads with the `value` attribute (a float; Pad's type is a float
+  // type there): a scalar of the data's type, undefined for zeros or the value input.
+  Tensor attr_value;
 };
 
 Expected<PadParams> pad_params(const OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
   const size_t r = x.size();
-  PadParams p{ctx.inputs[0].dtype, PadMode::kConstant, x, x, std::vector<int64_t>(r, 0)};
+  PadParams p{ctx.inputs[0].dtype, PadMode::kConstant, x, x, std::vector<int64_t>(r, 0), Tensor()};
   TERN_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "constant"));
   if (mode == "reflect") {
     p.mode = PadMode::kReflect;
@@ -173,6 +176,7 @@ Status run_pad(const PadParams& p, const KernelArgs& a, const ExecContext& exec)
   Tensor& y = *a.outputs[0];
   const Tensor* cval = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
   if (cval && cval->numel() == 0) cval = nullptr;
+  if (!cval && p.attr_value.defined()) cval = &p.attr_value;
   const size_t r = p.out.size();
   if (numel(p.out) == 0) return Status::ok();
   if (r == 0) {
@@ -237,7 +241,15 @@ Expected<std::unique_ptr<Kernel>> make_pad(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(PadParams p, pad_params(ctx));
   if (ctx.opset < 11) {
     TERN_ASSIGN_OR_RETURN(float v, ctx.attrs().get_float("value", 0.0f));
-    if (v != 0.0f) return unsupported(ctx.where, ": a non-zero 'value' attribute (opset < 11)");
+    if (v != 0.0f && p.mode == PadMode::kConstant) {
+      TERN_ASSIGN_OR_RETURN(p.attr_value, Tensor::allocate(p.dtype, {}));
+      if (!ops::visit_any_float(p.dtype, [&](auto tag) {
+            using T = decltype(tag);
+            *p.attr_value.template data<T>() = ops::from_double<T>(v);
+          })) {
+        return ops::dtype_error(ctx, 0, "float types (a 'value' attribute, opset < 11)");
+      }
+    }
   }
   return make_kernel("pad_rows", std::move(p), run_pad);
 }
@@ -569,13 +581,30 @@ Expected<std::unique_ptr<Kernel>> make_unique_kernel(const OpContext& ctx) {
 }  // namespace
 
 void register_op_split(OpRegistry& r) {
-  r.add({"Split", 1, 2, 1, 1 << 16, infer_split, make_split, {1}});
-  r.add({"Pad", 1, 4, 1, 1, infer_pad, make_pad, {1, 3}});
-  r.add({"DepthToSpace", 1, 1, 1, 1, infer_d2s, make_d2s, {}});
-  r.add({"SpaceToDepth", 1, 1, 1, 1, infer_d2s, make_d2s, {}});
-  r.add({"ReverseSequence", 2, 2, 1, 1, infer_same, make_reverse, {}});
-  r.add({"TopK", 1, 2, 2, 2, infer_topk, make_topk, {1}});
-  r.add({"Unique", 1, 1, 1, 4, infer_unique, make_unique_kernel, {0}});
+  r.add({"Split",
+         1,
+         2,
+         1,
+         1 << 16,
+         infer_split,
+         make_split,
+         {1},
+         attrs({"axis", "num_outputs", "split"})});
+  r.add({"Pad", 1, 4, 1, 1, infer_pad, make_pad, {1, 3}, attrs({"mode", "pads", "value"})});
+  r.add({"DepthToSpace", 1, 1, 1, 1, infer_d2s, make_d2s, {}, attrs({"blocksize", "mode"})});
+  r.add({"SpaceToDepth", 1, 1, 1, 1, infer_d2s, make_d2s, {}, attrs({"blocksize"})});
+  r.add({"ReverseSequence",
+         2,
+         2,
+         1,
+         1,
+         infer_same,
+         make_reverse,
+         {},
+         attrs({"batch_axis", "time_axis"})});
+  r.add(
+      {"TopK", 1, 2, 2, 2, infer_topk, make_topk, {1}, attrs({"axis", "k", "largest", "sorted"})});
+  r.add({"Unique", 1, 1, 1, 4, infer_unique, make_unique_kernel, {0}, attrs({"axis", "sorted"})});
 }
 
 }  // namespace tern

@@ -32,17 +32,16 @@ Status run_concat(const ops::BroadcastRows& rows, const KernelArgs& a, const Exe
   const auto* x = a.inputs[0]->data<std::string>();
   const auto* y = a.inputs[1]->data<std::string>();
   auto* z = a.outputs[0]->data<std::string>();
-  ops::broadcast_for_each<2>(rows, 1, [&](int64_t o, const int64_t* off) {
-    z[o] = x[off[0]] + y[off[1]];
-  });
+  ops::broadcast_for_each<2>(rows, 1,
+                             [&](int64_t o, const int64_t* off) { z[o] = x[off[0]] + y[off[1]]; });
   return Status::ok();
 }
 
 Expected<std::unique_ptr<Kernel>> make_concat(const OpContext& ctx) {
-  return make_kernel("reference",
-                     ops::plan_broadcast(ctx.outputs[0].shape,
-                                         {ctx.inputs[0].shape, ctx.inputs[1].shape}),
-                     run_concat);
+  return make_kernel(
+      "reference",
+      ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape}),
+      run_concat);
 }
 
 // ---- StringNormalizer ---------------------------------------------------------------------------
@@ -74,6 +73,11 @@ Expected<NormParams> norm_params(const OpContext& ctx) {
   }
   TERN_ASSIGN_OR_RETURN(int64_t cs, ctx.attrs().get_int("is_case_sensitive", 0));
   p.case_sensitive = cs != 0;
+  // Case changes are ASCII's (std::toupper in the C locale): English locales only.
+  TERN_ASSIGN_OR_RETURN(std::string locale, ctx.attrs().get_string("locale", ""));
+  if (!locale.empty() && locale != "C" && locale.rfind("en", 0) != 0) {
+    return unsupported(ctx.where, ": locale '", locale, "' (case changes are ASCII only)");
+  }
   if (const Attribute* sw = ctx.attrs().find("stopwords")) {
     for (const std::string& w : sw->strings) p.stop.insert(p.case_sensitive ? w : lower(w));
   }
@@ -146,8 +150,8 @@ std::vector<std::string> split_one(const SplitParams& p, const std::string& s) {
   }
   size_t start = 0;
   while (true) {
-    const size_t at = (p.maxsplit >= 0 && splits == p.maxsplit) ? std::string::npos
-                                                                : s.find(p.delim, start);
+    const size_t at =
+        (p.maxsplit >= 0 && splits == p.maxsplit) ? std::string::npos : s.find(p.delim, start);
     if (at == std::string::npos) {
       parts.push_back(s.substr(start));
       break;
@@ -175,7 +179,8 @@ Status infer_split(OpContext& ctx) {
   const Tensor& x = *ctx.inputs[0].value;
   int64_t most = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
-    most = std::max<int64_t>(most, static_cast<int64_t>(split_one(p, x.data<std::string>()[i]).size()));
+    most = std::max<int64_t>(most,
+                             static_cast<int64_t>(split_one(p, x.data<std::string>()[i]).size()));
   }
   Shape y = x.shape();
   y.push_back(most);
@@ -236,10 +241,19 @@ Expected<std::unique_ptr<Kernel>> make_regex(const OpContext& ctx) {
 }  // namespace
 
 void register_op_strings(OpRegistry& r) {
-  r.add({"StringConcat", 2, 2, 1, 1, infer_concat, make_concat, {}});
-  r.add({"StringNormalizer", 1, 1, 1, 1, infer_normalizer, make_normalizer, {0}});
-  r.add({"StringSplit", 1, 1, 2, 2, infer_split, make_split, {0}});
-  r.add({"RegexFullMatch", 1, 1, 1, 1, infer_regex, make_regex, {}});
+  r.add({"StringConcat", 2, 2, 1, 1, infer_concat, make_concat, {}, attrs({})});
+  r.add({"StringNormalizer",
+         1,
+         1,
+         1,
+         1,
+         infer_normalizer,
+         make_normalizer,
+         {0},
+         attrs({"case_change_action", "is_case_sensitive", "stopwords", "locale"})});
+  r.add(
+      {"StringSplit", 1, 1, 2, 2, infer_split, make_split, {0}, attrs({"delimiter", "maxsplit"})});
+  r.add({"RegexFullMatch", 1, 1, 1, 1, infer_regex, make_regex, {}, attrs({"pattern"})});
 }
 
 }  // namespace tern

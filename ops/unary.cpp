@@ -315,47 +315,55 @@ Expected<std::unique_ptr<Kernel>> make_not(const OpContext& ctx) {
 }  // namespace
 
 void register_op_unary(OpRegistry& r) {
-  auto add = [&](const char* name, KernelFactory f) {
-    r.add({name, 1, 1, 1, 1, infer_same, f, {}});
+  auto add = [&](const char* name, KernelFactory f, OpAttributes a) {
+    r.add({name, 1, 1, 1, 1, infer_same, f, {}, std::move(a)});
   };
-  add("Abs", make_unary<U::kAbs>);
-  add("Neg", make_unary<U::kNeg>);
-  add("Sqrt", make_unary<U::kSqrt>);
-  add("Exp", make_unary<U::kExp>);
-  add("Log", make_unary<U::kLog>);
-  add("Reciprocal", make_unary<U::kReciprocal>);
-  add("Tanh", make_unary<U::kTanh>);
-  add("Ceil", make_unary<U::kCeil>);
-  add("Floor", make_unary<U::kFloor>);
-  add("Round", make_unary<U::kRound>);
-  add("Sign", make_unary<U::kSign>);
-  add("Sin", make_unary<U::kSin>);
-  add("Cos", make_unary<U::kCos>);
-  add("Tan", make_unary<U::kTan>);
-  add("Asin", make_unary<U::kAsin>);
-  add("Acos", make_unary<U::kAcos>);
-  add("Atan", make_unary<U::kAtan>);
-  add("Sinh", make_unary<U::kSinh>);
-  add("Cosh", make_unary<U::kCosh>);
-  add("Asinh", make_unary<U::kAsinh>);
-  add("Acosh", make_unary<U::kAcosh>);
-  add("Atanh", make_unary<U::kAtanh>);
-  add("Erf", make_unary<U::kErf>);
-  add("Elu", make_unary<U::kElu>);
-  add("Celu", make_unary<U::kCelu>);
-  add("Selu", make_unary<U::kSelu>);
-  add("LeakyRelu", make_unary<U::kLeakyRelu>);
-  add("ThresholdedRelu", make_unary<U::kThresholdedRelu>);
-  add("Softplus", make_unary<U::kSoftplus>);
-  add("Softsign", make_unary<U::kSoftsign>);
-  add("Mish", make_unary<U::kMish>);
-  add("Gelu", make_unary<U::kGelu>);
-  add("Swish", make_unary<U::kSwish>);
-  add("Shrink", make_unary<U::kShrink>);
-  r.add({"IsNaN", 1, 1, 1, 1, infer_is, make_is<true>, {}});
-  r.add({"IsInf", 1, 1, 1, 1, infer_is, make_is<false>, {}});
-  r.add({"Not", 1, 1, 1, 1, infer_same, make_not<false>, {}});
-  r.add({"BitwiseNot", 1, 1, 1, 1, infer_same, make_not<true>, {}});
+  add("Abs", make_unary<U::kAbs>, attrs({}));
+  add("Neg", make_unary<U::kNeg>, attrs({}));
+  add("Sqrt", make_unary<U::kSqrt>, attrs({}));
+  add("Exp", make_unary<U::kExp>, attrs({}));
+  add("Log", make_unary<U::kLog>, attrs({}));
+  add("Reciprocal", make_unary<U::kReciprocal>, attrs({}));
+  add("Tanh", make_unary<U::kTanh>, attrs({}));
+  add("Ceil", make_unary<U::kCeil>, attrs({}));
+  add("Floor", make_unary<U::kFloor>, attrs({}));
+  add("Round", make_unary<U::kRound>, attrs({}));
+  add("Sign", make_unary<U::kSign>, attrs({}));
+  add("Sin", make_unary<U::kSin>, attrs({}));
+  add("Cos", make_unary<U::kCos>, attrs({}));
+  add("Tan", make_unary<U::kTan>, attrs({}));
+  add("Asin", make_unary<U::kAsin>, attrs({}));
+  add("Acos", make_unary<U::kAcos>, attrs({}));
+  add("Atan", make_unary<U::kAtan>, attrs({}));
+  add("Sinh", make_unary<U::kSinh>, attrs({}));
+  add("Cosh", make_unary<U::kCosh>, attrs({}));
+  add("Asinh", make_unary<U::kAsinh>, attrs({}));
+  add("Acosh", make_unary<U::kAcosh>, attrs({}));
+  add("Atanh", make_unary<U::kAtanh>, attrs({}));
+  add("Erf", make_unary<U::kErf>, attrs({}));
+  add("Elu", make_unary<U::kElu>, attrs({"alpha"}));
+  add("Celu", make_unary<U::kCelu>, attrs({"alpha"}));
+  add("Selu", make_unary<U::kSelu>, attrs({"alpha", "gamma"}));
+  add("LeakyRelu", make_unary<U::kLeakyRelu>, attrs({"alpha"}));
+  add("ThresholdedRelu", make_unary<U::kThresholdedRelu>, attrs({"alpha"}));
+  add("Softplus", make_unary<U::kSoftplus>, attrs({}));
+  add("Softsign", make_unary<U::kSoftsign>, attrs({}));
+  add("Mish", make_unary<U::kMish>, attrs({}));
+  add("Gelu", make_unary<U::kGelu>, attrs({"approximate"}));
+  add("Swish", make_unary<U::kSwish>, attrs({"alpha"}));
+  add("Shrink", make_unary<U::kShrink>, attrs({"bias", "lambd"}));
+  r.add({"IsNaN", 1, 1, 1, 1, infer_is, make_is<true>, {}, attrs({})});
+  r.add({"IsInf",
+         1,
+         1,
+         1,
+         1,
+         infer_is,
+         make_is<false>,
+         {},
+         attrs({"detect_negative", "detect_positive"})});
+  r.add({"Not", 1, 1, 1, 1, infer_same, make_not<false>, {}, attrs({})});
+  r.add({"BitwiseNot", 1, 1, 1, 1, infer_same, make_not<true>, {}, attrs({})});
 }
 
 }  // namespace tern

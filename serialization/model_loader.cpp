@@ -17,8 +17,9 @@ bool is_tern(const uint8_t* data, size_t size) {
   return size >= 8 && std::memcmp(data + 4, "TERN", 4) == 0;
 }
 
-// Names the first op no schema exists for, in the graph or any subgraph, so loading reports it
-// before any session is made.
+// Names the first op no schema exists for, or the first attribute its schema does not know, in
+// the graph or any subgraph, so loading reports it before any session is made (ONNX and .tern
+// alike).
 Status check_ops_known(const Graph& g) {
   const OpRegistry& ops = OpRegistry::global();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -27,10 +28,12 @@ Status check_ops_known(const Graph& g) {
     if (!n.domain.empty() && n.domain != "ai.onnx") {
       return unsupported(g.describe_node(i), ": op domain '", n.domain, "' is not supported");
     }
-    if (!ops.find(n.op_type)) {
+    const OpSchema* schema = ops.find(n.op_type);
+    if (!schema) {
       return unsupported(g.describe_node(i), ": op type ", n.op_type, " (opset ", g.opset,
                          ") is not supported by Tern");
     }
+    TERN_RETURN_IF_ERROR(check_attributes(*schema, n.attrs, g.opset, g.describe_node(i)));
     for (const Graph* sub : subgraphs_of(n)) {
       TERN_RETURN_IF_ERROR(
           check_ops_known(*sub).with_prefix(str_cat(g.describe_node(i), ": in a subgraph")));

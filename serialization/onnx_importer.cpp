@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/onnx_schema.h"
 #include "serialization/model_io.h"
 #include "serialization/onnx_tensor.h"
 
@@ -16,6 +17,28 @@ namespace {
 // The newest ai.onnx opset whose operators this importer and the op schemas follow (the public
 // conformance corpus' newest tests are of this opset).
 constexpr int64_t kNewestOpset = 28;
+// The oldest opset whose semantics the op schemas implement. An older model loads only when each
+// of its ops has kept its meaning from the model's opset to this one (see check_old_opset).
+constexpr int64_t kOldestOpset = 7;
+
+// A model of an opset older than kOldestOpset: every op's ONNX version in force at the model's
+// opset must be the one in force at kOldestOpset (Not, Relu... unchanged since opset 1 or 6),
+// so that the schemas' opset-7 semantics are the model's; an op that changed is named.
+Status check_old_opset(const Graph& g, int64_t opset) {
+  for (const Node& n : g.nodes) {
+    if (!n.domain.empty()) continue;
+    const int64_t then = onnx_schema::version_at(n.op_type, opset);
+    const int64_t at_oldest = onnx_schema::version_at(n.op_type, kOldestOpset);
+    if (then != at_oldest) {
+      return unsupported("the ONNX model imports opset ", opset, ", older than ", kOldestOpset,
+                         ", the oldest Tern supports: op ", n.op_type,
+                         then ? str_cat(" of opset ", then) : std::string(),
+                         " changed its meaning by opset ", kOldestOpset);
+    }
+    for (const Graph* sub : subgraphs_of(n)) TERN_RETURN_IF_ERROR(check_old_opset(*sub, opset));
+  }
+  return Status::ok();
+}
 
 class Importer {
  public:
@@ -38,13 +61,15 @@ class Importer {
     if (g_.opset > kNewestOpset) {
       return unsupported("the ONNX model imports opset ", g_.opset,
                          " of ai.onnx; this importer "
-                         "knows opsets 1 to ",
-                         kNewestOpset, " (an op's meaning may have changed since)");
+                         "knows opsets ",
+                         kOldestOpset, " to ", kNewestOpset,
+                         " (an op's meaning may have changed since)");
     }
     g_.producer =
         mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
     for (const auto& kv : mp.metadata_props()) g_.metadata.emplace_back(kv.key(), kv.value());
     TERN_RETURN_IF_ERROR(import_graph(mp.graph()));
+    if (g_.opset < kOldestOpset) TERN_RETURN_IF_ERROR(check_old_opset(g_, g_.opset));
     return std::move(g_);
   }
 
