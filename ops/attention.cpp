@@ -362,10 +362,7 @@ void register_op_attention(OpRegistry& r) {
          make_reference,
          {},
          attrs({"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale",
-                "softcap", "left_window_size", "right_window_size"},
-               {{"softmax_precision",
-                 "the inputs are float32 and the softmax is computed in float32: another "
-                 "precision changes the result by rounding only"}})});
+                "softcap", "softmax_precision", "left_window_size", "right_window_size"})});
 }
 
 }  // namespace tern

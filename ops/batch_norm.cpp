@@ -30,8 +30,6 @@ Status infer_bn(OpContext& ctx) {
     return unsupported("spatial=", spatial,
                        " (opset 7-8: statistics per element, not per channel)");
   }
-  TERN_ASSIGN_OR_RETURN(int64_t training, ctx.attrs().get_int("training_mode", 0));
-  if (training != 0) return unsupported("training_mode=", training);
   for (size_t i = 1; i < 5; ++i) {
     if (ctx.inputs[i].dtype != DType::kFloat32 || ctx.inputs[i].shape != Shape{x[1]}) {
       return invalid_argument("input '", ctx.input_names[i], "' must be float32 [", x[1], "], got ",
@@ -151,8 +149,7 @@ void register_op_batch_norm(OpRegistry& r) {
          infer_bn,
          make_bn,
          {},
-         attrs({"epsilon", "spatial", "training_mode"},
-               {{"momentum", "updates the running statistics in training only"}})});
+         attrs({"epsilon", "momentum", "spatial", "training_mode"})});
 }
 
 }  // namespace tern

@@ -102,7 +102,15 @@ Expected<std::unique_ptr<Kernel>> make_causal_conv(const OpContext& ctx) {
 namespace tern {
 
 void register_op_causal_conv_with_state(OpRegistry& r) {
-  r.add({"CausalConvWithState", 2, 4, 1, 2, ops::infer_causal_conv, ops::make_causal_conv, {}});
+  r.add({"CausalConvWithState",
+         2,
+         4,
+         1,
+         2,
+         ops::infer_causal_conv,
+         ops::make_causal_conv,
+         {},
+         attrs({"activation"})});
 }
 
 }  // namespace tern

@@ -83,7 +83,15 @@ Expected<std::unique_ptr<Kernel>> make_conv_integer(const OpContext& ctx) {
 }  // namespace
 
 void register_op_conv_integer(OpRegistry& r) {
-  r.add({"ConvInteger", 2, 4, 1, 1, infer_conv_integer, make_conv_integer, {}});
+  r.add({"ConvInteger",
+         2,
+         4,
+         1,
+         1,
+         infer_conv_integer,
+         make_conv_integer,
+         {},
+         attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})});
 }
 
 }  // namespace tern

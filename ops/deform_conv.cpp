@@ -157,7 +157,15 @@ Expected<std::unique_ptr<Kernel>> make_deform_conv(const OpContext& ctx) {
 namespace tern {
 
 void register_op_deform_conv(OpRegistry& r) {
-  r.add({"DeformConv", 3, 5, 1, 1, ops::infer_deform_conv, ops::make_deform_conv, {}});
+  r.add({"DeformConv",
+         3,
+         5,
+         1,
+         1,
+         ops::infer_deform_conv,
+         ops::make_deform_conv,
+         {},
+         attrs({"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"})});
 }
 
 }  // namespace tern

@@ -154,7 +154,15 @@ Expected<std::unique_ptr<Kernel>> make_grid_sample(const OpContext& ctx) {
 namespace tern {
 
 void register_op_grid_sample(OpRegistry& r) {
-  r.add({"GridSample", 2, 2, 1, 1, ops::infer_grid_sample, ops::make_grid_sample, {}});
+  r.add({"GridSample",
+         2,
+         2,
+         1,
+         1,
+         ops::infer_grid_sample,
+         ops::make_grid_sample,
+         {},
+         attrs({"align_corners", "mode", "padding_mode"})});
 }
 
 }  // namespace tern

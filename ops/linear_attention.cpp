@@ -196,8 +196,16 @@ Expected<std::unique_ptr<Kernel>> make_linear_attention(const OpContext& ctx) {
 namespace tern {
 
 void register_op_linear_attention(OpRegistry& r) {
-  r.add(
-      {"LinearAttention", 3, 6, 1, 2, ops::infer_linear_attention, ops::make_linear_attention, {}});
+  r.add({"LinearAttention",
+         3,
+         6,
+         1,
+         2,
+         ops::infer_linear_attention,
+         ops::make_linear_attention,
+         {},
+         attrs({"kv_num_heads", "q_num_heads", "scale", "update_rule"},
+               {{"chunk_size", "a hint for chunked kernels; the result does not depend on it"}})});
 }
 
 }  // namespace tern

@@ -106,7 +106,15 @@ Expected<std::unique_ptr<Kernel>> make_max_unpool(const OpContext& ctx) {
 }  // namespace
 
 void register_op_max_unpool(OpRegistry& r) {
-  r.add({"MaxUnpool", 2, 3, 1, 1, infer_max_unpool, make_max_unpool, {2}});
+  r.add({"MaxUnpool",
+         2,
+         3,
+         1,
+         1,
+         infer_max_unpool,
+         make_max_unpool,
+         {2},
+         attrs({"kernel_shape", "pads", "strides"})});
 }
 
 }  // namespace tern

@@ -566,8 +566,8 @@ void register_op_resize(OpRegistry& r) {
          make_resize,
          {1, 2, 3},
          attrs({"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
-                "exclude_outside", "keep_aspect_ratio_policy", "mode", "nearest_mode"},
-               {{"extrapolation_value", "read only by tf_crop_and_resize, which is declined"}})});
+                "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "mode",
+                "nearest_mode"})});
 }
 
 }  // namespace tern

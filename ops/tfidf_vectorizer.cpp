@@ -178,7 +178,16 @@ Expected<std::unique_ptr<Kernel>> make_tfidf(const OpContext& ctx) {
 }  // namespace
 
 void register_op_tfidf_vectorizer(OpRegistry& r) {
-  r.add({"TfIdfVectorizer", 1, 1, 1, 1, infer_tfidf, make_tfidf, {}});
+  r.add({"TfIdfVectorizer",
+         1,
+         1,
+         1,
+         1,
+         infer_tfidf,
+         make_tfidf,
+         {},
+         attrs({"max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts",
+                "ngram_indexes", "pool_int64s", "pool_strings", "weights"})});
 }
 
 }  // namespace tern
