@@ -11,9 +11,9 @@ by default), so that tests/bench/compare_ort can time them:
 
 OUT_DIR belongs outside git. Inputs whose values matter (a grid's range, box coordinates) are
 generated here; the rest are left to make_reference.py (standard normal, seeded). To add an op,
-add an entry to MODELS: a function returning (node, inputs, outputs, opset, arrays), where
-inputs/outputs are (name, elem type, shape) and arrays maps input names to the numpy values to
-use. Needs Debian's python3-onnx and python3-numpy, node, and onnxruntime-node (ORT_NODE, default
+add an entry to MODELS: a function returning (node, inputs, outputs, opset, arrays[, consts]),
+where inputs/outputs are (name, elem type, shape), arrays maps input names to the numpy values to
+use, and consts maps names to numpy values stored as initializers (Resize's sizes). Needs Debian's python3-onnx and python3-numpy, node, and onnxruntime-node (ORT_NODE, default
 ~/.cache/tern/ort/node_modules/onnxruntime-node).
 """
 import argparse
@@ -24,7 +24,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -55,21 +55,57 @@ def grid_sample(mode, padding="zeros", align_corners=0, x=(1, 256, 64, 64), out=
     return make
 
 
+def resize(mode, x, out, **attrs):
+    """Resize of X to `out` (sizes a constant, as exporters write them)."""
+    def make():
+        node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode=mode, **attrs)
+        return (node, [("X", F32, x)], [("Y", F32, out)], 19, {},
+                {"sizes": np.array(out, np.int64)})
+    return make
+
+
+def roi_align(x=(1, 256, 50, 50), rois=300, out=7, scale=1 / 16):
+    """RoiAlign (average, 2x2 samples per bin) of `rois` boxes over a detector's feature map
+    (an 800x800 image at stride 16), boxes 16 to 300 pixels wide anywhere in the image."""
+    def make():
+        rng = np.random.default_rng(2)
+        xy = rng.uniform(0, 700, (rois, 2))
+        boxes = np.concatenate([xy, np.minimum(xy + rng.uniform(16, 300, (rois, 2)), 799)], 1)
+        node = helper.make_node("RoiAlign", ["X", "rois", "batch_indices"], ["Y"],
+                                output_height=out, output_width=out, sampling_ratio=2,
+                                spatial_scale=scale, mode="avg")
+        return (node, [("X", F32, x), ("rois", F32, (rois, 4))],
+                [("Y", F32, (rois, x[1], out, out))], 16, {"rois": boxes.astype(np.float32)},
+                {"batch_indices": np.zeros(rois, np.int64)})
+    return make
+
+
 MODELS = {
     "gridsample_bilinear_zeros": grid_sample("bilinear"),
     "gridsample_bicubic_zeros": grid_sample("bicubic"),
     "gridsample_nearest_border": grid_sample("nearest", "border"),
     "gridsample_bilinear_reflection_ac1": grid_sample("bilinear", "reflection", 1),
     "gridsample_bilinear_flow": grid_sample("bilinear", "border", flow=True),
+    # Pre-processing: a camera frame to a classifier's input, antialiased as PIL/torchvision do.
+    "resize_antialias_linear": resize("linear", (1, 3, 480, 640), (1, 3, 224, 224), antialias=1),
+    "resize_antialias_cubic": resize("cubic", (1, 3, 480, 640), (1, 3, 224, 224), antialias=1),
+    "resize_linear_down": resize("linear", (1, 3, 480, 640), (1, 3, 224, 224)),
+    # Decoders: 2x upsampling of a feature map (FPN, U-Net, super-resolution).
+    "resize_nearest_up": resize("nearest", (1, 64, 56, 56), (1, 64, 112, 112)),
+    "resize_linear_up": resize("linear", (1, 64, 56, 56), (1, 64, 112, 112)),
+    "resize_cubic_up": resize("cubic", (1, 16, 64, 64), (1, 16, 128, 128)),
+    "roi_align": roi_align(),
 }
 
 
 def write_model(name, make, out_dir, reference):
-    node, inputs, outputs, opset, arrays = make()
+    node, inputs, outputs, opset, arrays, *rest = make()
+    consts = rest[0] if rest else {}
     graph = helper.make_graph(
         [node], name,
         [helper.make_tensor_value_info(n, t, list(s)) for n, t, s in inputs],
-        [helper.make_tensor_value_info(n, t, list(s)) for n, t, s in outputs])
+        [helper.make_tensor_value_info(n, t, list(s)) for n, t, s in outputs],
+        [numpy_helper.from_array(v, n) for n, v in consts.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="tern make_op_models")
     model.ir_version = 8
