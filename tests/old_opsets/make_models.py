@@ -1,14 +1,19 @@
 #!/usr/bin/python3
 """Small models of opsets 7-10 (ops whose form changed after), with ONNX Runtime's outputs.
 
-    /usr/bin/python3 tests/old_opsets/make_models.py OUT_DIR
+    /usr/bin/python3 tests/old_opsets/make_models.py OUT_DIR [--run BUILD_DIR]
 
 OUT_DIR/<name>/ gets model.onnx and test_data_set_0 (ONNX's node-test layout) from
-/work/shared/tools/ort_reference/make_reference.py (set ORT_NODE as it says); then
-    build/tern-conformance --dir OUT_DIR --verbose
-runs them. Nothing here is kept in git: the models are a few lines each and rebuilt at will.
+../shared/tools/ort_reference/make_reference.py, with onnxruntime-node installed as
+tests/bench/compare_ort does; they are made again only when this script changed. With --run,
+BUILD_DIR/tern-conformance then runs them (ctest `old_opsets`; skipped, 77, without ../shared,
+Node.js or npm). Nothing here is kept in git: the models are a few lines each.
 """
+import argparse
+import hashlib
+import importlib.machinery
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,8 +22,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-MAKE_REFERENCE = os.environ.get("MAKE_REFERENCE",
-                                "/work/shared/tools/ort_reference/make_reference.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MAKE_REFERENCE = os.environ.get("MAKE_REFERENCE", os.path.join(
+    os.path.dirname(ROOT), "shared", "tools", "ort_reference", "make_reference.py"))
 
 
 def model(opset, nodes, inputs, outputs, inits=()):
@@ -106,15 +113,41 @@ CASES["avgpool_pad_v7"] = model(
     [f32("x", [1, 2, 5, 5])], [f32("y", None)])
 
 
-def main(out):
-    os.makedirs(out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, m in sorted(CASES.items()):
-            path = os.path.join(tmp, name + ".onnx")
-            onnx.save(m, path)
-            subprocess.run([sys.executable, MAKE_REFERENCE, path, os.path.join(out, name)], check=True)
-    print("%d cases in %s" % (len(CASES), out))
+def ort_package():
+    loader = importlib.machinery.SourceFileLoader(
+        "compare_ort", os.path.join(ROOT, "tests", "bench", "compare_ort"))
+    return loader.load_module().ensure_ort()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--run", metavar="BUILD_DIR")
+    a = ap.parse_args()
+    if not os.path.exists(MAKE_REFERENCE):
+        print(f"old_opsets skipped: {MAKE_REFERENCE} is absent (../shared)")
+        sys.exit(77)
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        print("old_opsets skipped: node and npm are needed for ONNX Runtime's references")
+        sys.exit(77)
+    stamp = hashlib.sha256(open(os.path.abspath(__file__), "rb").read()).hexdigest()
+    stamp_file = os.path.join(a.out, "stamp")
+    if not (os.path.exists(stamp_file) and open(stamp_file).read() == stamp):
+        shutil.rmtree(a.out, ignore_errors=True)
+        os.makedirs(a.out)
+        env = dict(os.environ, ORT_NODE=ort_package())
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, m in sorted(CASES.items()):
+                path = os.path.join(tmp, name + ".onnx")
+                onnx.save(m, path)
+                subprocess.run([sys.executable, MAKE_REFERENCE, path, os.path.join(a.out, name)],
+                               check=True, env=env, stdout=subprocess.DEVNULL)
+        open(stamp_file, "w").write(stamp)
+    print("%d cases in %s" % (len(CASES), a.out))
+    if a.run:
+        r = subprocess.run([os.path.join(a.run, "tern-conformance"), "--dir", a.out, "--strict"])
+        sys.exit(r.returncode)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()
