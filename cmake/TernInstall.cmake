@@ -33,6 +33,7 @@ if(TERN_WITH_ONNX)
   list(APPEND tern_static_deps "$<TARGET_LINKER_FILE:onnx_proto>"
        "$<TARGET_LINKER_FILE:protobuf::libprotobuf>")
 endif()
+list(APPEND tern_static_deps ${TERN_IMAGE_CODEC_LIBS})  # ImageDecoder's libjpeg, libpng...
 if(OpenMP_CXX_FOUND)
   list(APPEND tern_static_deps ${OpenMP_CXX_LIBRARIES})
 endif()

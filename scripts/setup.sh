@@ -9,6 +9,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev  # ImageDecoder's formats
   clang libclang-rt-14-dev  # the sanitizer builds and the libFuzzer targets
   golang-go libjna-java openjdk-17-jdk-headless  # the Go and Java bindings
   g++-aarch64-linux-gnu qemu-user-static python3-onnx  # the aarch64 minimal build under qemu
