@@ -55,7 +55,8 @@ Status check_attributes(const OpSchema& schema, const Attributes& attributes, in
                         const std::string& where) {
   if (!schema.attributes) return Status::ok();
   const OpAttributes& known = *schema.attributes;
-  for (const auto& [name, value] : attributes.all()) {
+  for (const auto& entry : attributes.all()) {
+    const std::string& name = entry.first;
     if (std::find(known.read.begin(), known.read.end(), name) != known.read.end()) continue;
     if (std::any_of(known.ignored.begin(), known.ignored.end(),
                     [&](const IgnoredAttribute& a) { return a.name == name; })) {

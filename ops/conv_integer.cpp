@@ -24,6 +24,10 @@ Expected<ConvIntegerParams> parse_conv_integer(const OpContext& ctx) {
   if (!int8_type(p.x_type)) return ops::dtype_error(ctx, 0, "int8 or uint8");
   if (!int8_type(p.w_type)) return ops::dtype_error(ctx, 1, "int8 or uint8");
   TERN_ASSIGN_OR_RETURN(p.conv, ops::parse_conv_window(ctx));
+  if (p.conv.w[0] == 0) {
+    return invalid_argument("weight '", ctx.input_names[1], "' ", shape_str(p.conv.w),
+                            " has no output channels");
+  }
   if (ctx.has_input(2)) {
     TERN_RETURN_IF_ERROR(ops::require_same_dtype(ctx, 2, 0));
     if (numel(ctx.inputs[2].shape) != 1 || ctx.inputs[2].shape.size() > 1) {

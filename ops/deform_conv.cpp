@@ -27,8 +27,9 @@ Expected<DeformConvParams> parse_deform_conv(const OpContext& ctx) {
   p.dtype = ctx.inputs[0].dtype;
   TERN_ASSIGN_OR_RETURN(p.group, ctx.attrs().get_int("group", 1));
   TERN_ASSIGN_OR_RETURN(p.offset_group, ctx.attrs().get_int("offset_group", 1));
-  if (p.group <= 0 || p.offset_group <= 0) {
-    return invalid_model("group and offset_group must be positive");
+  if (p.group <= 0 || p.offset_group <= 0 || p.group > std::max<int64_t>(x[1], 1) ||
+      p.offset_group > std::max<int64_t>(x[1], 1)) {
+    return invalid_model("group and offset_group must be positive and at most the channels");
   }
   if (wt.size() != 4 || x[1] != wt[1] * p.group || wt[0] % p.group != 0) {
     return invalid_argument("weight '", ctx.input_names[1], "' ", shape_str(wt), " with group ",

@@ -67,6 +67,10 @@ Expected<LinearAttentionParams> parse_linear_attention(const OpContext& ctx) {
   }
   p.dk = q[2] / p.q_heads;
   p.dv = v[2] / p.kv_heads;
+  if (p.dk == 0 || p.dv == 0) {
+    return invalid_argument(ctx.where, ": the query and value head sizes must be positive, got ",
+                            p.dk, " and ", p.dv);
+  }
   if (k[2] != p.kv_heads * p.dk) {
     return invalid_argument(ctx.where, ": key's last dim ", k[2], " is not kv_num_heads (",
                             p.kv_heads, ") x query's head size (", p.dk, ")");

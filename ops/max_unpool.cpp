@@ -36,6 +36,13 @@ Expected<UnpoolShapes> unpool_shapes(const OpContext& ctx) {
     return invalid_model("kernel_shape, strides and pads must have ", s, ", ", s, " and ", 2 * s,
                          " entries for input ", shape_str(x));
   }
+  for (size_t i = 0; i < s; ++i) {
+    const int64_t lim = int64_t{1} << 31;
+    if (kernel[i] < 1 || strides[i] < 1 || kernel[i] > lim || strides[i] > lim || pads[i] < 0 ||
+        pads[s + i] < 0 || pads[i] > lim || pads[s + i] > lim || x[2 + i] > lim) {
+      return invalid_model("kernel_shape and strides must be in [1, 2^31], pads in [0, 2^31]");
+    }
+  }
   UnpoolShapes r;
   r.inferred = {x[0], x[1]};
   for (size_t i = 0; i < s; ++i) {

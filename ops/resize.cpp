@@ -104,6 +104,7 @@ struct Extent {
 Expected<Extent> resolve_extent(const OpContext& ctx, const ResizeAttrs& a) {
   const Shape& in = ctx.inputs[0].shape;
   const int64_t r = static_cast<int64_t>(in.size());
+  if (r == 0) return invalid_argument(ctx.where, ": X is a scalar; Resize needs rank >= 1");
   TERN_ASSIGN_OR_RETURN(auto axes_attr, ctx.attrs().get_ints("axes"));
   TERN_ASSIGN_OR_RETURN(std::string keep_ratio,
                         ctx.attrs().get_string("keep_aspect_ratio_policy", "stretch"));
@@ -161,6 +162,10 @@ Expected<Extent> resolve_extent(const OpContext& ctx, const ResizeAttrs& a) {
     for (size_t i = 0; i < n; ++i) {
       e.roi_start[axes[i]] = t.float_at(static_cast<int64_t>(i));
       e.roi_end[axes[i]] = t.float_at(static_cast<int64_t>(n + i));
+      if (!std::isfinite(e.roi_start[axes[i]]) || !std::isfinite(e.roi_end[axes[i]]) ||
+          std::fabs(e.roi_start[axes[i]]) > 1e6 || std::fabs(e.roi_end[axes[i]]) > 1e6) {
+        return invalid_model(ctx.where, ": roi values must be finite (and within +-1e6)");
+      }
     }
   }
   if (!scales.empty()) {
@@ -192,8 +197,25 @@ Expected<Extent> resolve_extent(const OpContext& ctx, const ResizeAttrs& a) {
       }
       for (size_t d : axes) {
         e.scale[d] = s;
-        e.out[d] = static_cast<int64_t>(s * static_cast<double>(in[d]) + 0.5);  // half up
+        const double len = s * static_cast<double>(in[d]) + 0.5;  // rounded half up
+        if (!(len >= 0 && len < 9.0e15)) {
+          return invalid_model(ctx.where, ": sizes give an output size out of range");
+        }
+        e.out[d] = static_cast<int64_t>(len);
       }
+    }
+  }
+  // Each axis's taps are tables of its output length: bound the output before they are made
+  // (the memory planner, which checks the budget, runs after the kernels are prepared).
+  double elements = 1;
+  for (int64_t o : e.out) elements *= static_cast<double>(o);
+  if (elements > static_cast<double>(int64_t{1} << 40)) {
+    return invalid_argument(ctx.where, ": the output ", shape_str(e.out),
+                            " has more than 2^40 elements");
+  }
+  for (size_t d = 0; d < e.scale.size(); ++d) {
+    if (e.scale[d] < 1e-6 && e.out[d] > 0) {
+      return unsupported(ctx.where, ": a scale below 1e-6 (", e.scale[d], ") on dim ", d);
     }
   }
   for (int64_t d = 0; d < r; ++d) {
@@ -244,6 +266,7 @@ double source_coord(const ResizeAttrs& a, const Extent& e, int64_t in, size_t d,
 }
 
 int64_t nearest_of(Nearest m, double c) {
+  if (!std::isfinite(c)) c = 0;
   double r;
   switch (m) {
     case Nearest::kRoundPreferFloor:

@@ -91,7 +91,7 @@ void fill_extrapolated(const ResizePlan& plan, T* out) {
   const int64_t inner = plan.out[r - 1];
   if (inner == 0) return;
   const int64_t rows = numel(plan.out) / inner;
-  const T value = static_cast<T>(plan.extrapolation_value);
+  const T value = round_resampled<T>(plan.extrapolation_value);
   const ResizeAxis& last = plan.axes[r - 1];
   for (int64_t row = 0; row < rows; ++row) {
     bool row_outside = false;

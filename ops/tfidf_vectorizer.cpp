@@ -77,8 +77,9 @@ Expected<TfIdfParams> parse_tfidf(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(auto counts, at.get_ints("ngram_counts"));
   TERN_ASSIGN_OR_RETURN(auto indexes, at.get_ints("ngram_indexes"));
   TERN_ASSIGN_OR_RETURN(p.weights, at.get_floats("weights"));
-  if (indexes.empty() || *std::min_element(indexes.begin(), indexes.end()) < 0) {
-    return invalid_model("ngram_indexes must be non-empty and not negative");
+  if (indexes.empty() || *std::min_element(indexes.begin(), indexes.end()) < 0 ||
+      *std::max_element(indexes.begin(), indexes.end()) >= (int64_t{1} << 40)) {
+    return invalid_model("ngram_indexes must be non-empty, not negative and below 2^40");
   }
   p.output_size = *std::max_element(indexes.begin(), indexes.end()) + 1;
   if (!p.weights.empty() && static_cast<int64_t>(p.weights.size()) < p.output_size) {
@@ -123,7 +124,9 @@ void count_rows(const TfIdfParams& p, const std::map<std::vector<Token>, int64_t
   std::vector<Token> gram;
   for (int64_t r = 0; r < rows; ++r) {
     const Token* row = tokens.data() + r * cols;
-    for (int64_t skip = 0; skip <= p.max_skip; ++skip) {
+    // A skip of cols - 1 or more leaves no room for a second token.
+    const int64_t max_skip = std::min<int64_t>(p.max_skip, std::max<int64_t>(cols - 1, 0));
+    for (int64_t skip = 0; skip <= max_skip; ++skip) {
       const int64_t step = skip + 1;
       const int64_t lo = skip > 0 ? std::max<int64_t>(p.min_n, 2) : p.min_n;  // unigrams once
       for (int64_t start = 0; start < cols; ++start) {

@@ -26,9 +26,13 @@ constexpr int64_t kOldestOpset = 7;
 // so that the schemas' opset-7 semantics are the model's; an op that changed is named.
 Status check_old_opset(const Graph& g, int64_t opset) {
   for (const Node& n : g.nodes) {
-    if (!n.domain.empty()) continue;
+    if (!n.domain.empty() && n.domain != "ai.onnx") continue;
     const int64_t then = onnx_schema::version_at(n.op_type, opset);
     const int64_t at_oldest = onnx_schema::version_at(n.op_type, kOldestOpset);
+    if (then == 0) {
+      return invalid_model("the ONNX model imports opset ", opset, ", where op ", n.op_type,
+                           " does not exist yet");
+    }
     if (then != at_oldest) {
       return unsupported("the ONNX model imports opset ", opset, ", older than ", kOldestOpset,
                          ", the oldest Tern supports: op ", n.op_type,

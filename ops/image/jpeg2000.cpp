@@ -114,6 +114,9 @@ Expected<Decoded> decode_jpeg2000(const uint8_t* data, size_t size, bool jp2) {
   if (!opj_decode(h.codec, h.stream, h.image) || !opj_end_decompress(h.codec, h.stream)) {
     return failed("the image data is truncated or corrupt");
   }
+  if (img.comps[0].w != width || img.comps[0].h != height) {
+    return failed("the decoded size differs from the header's");
+  }
   if (img.color_space == OPJ_CLRSPC_SYCC || img.color_space == OPJ_CLRSPC_EYCC ||
       img.color_space == OPJ_CLRSPC_CMYK) {
     return unsupported("JPEG 2000: the ", img.color_space == OPJ_CLRSPC_CMYK ? "CMYK" : "YCC",

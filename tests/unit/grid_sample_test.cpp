@@ -161,7 +161,10 @@ TEST_SUITE("ops") {
     };
     for (const char* mode : kModes) {
       // float16 rounds X, the grid (to 2^-11 relative) and Y: a few 1e-3 at values up to ~1.
-      for (auto [dt, tol] : {std::pair{DType::kFloat64, 1e-5}, std::pair{DType::kFloat16, 1e-2}}) {
+      for (const auto& case_dt :
+           {std::pair{DType::kFloat64, 1e-5}, std::pair{DType::kFloat16, 1e-2}}) {
+        const DType dt = case_dt.first;
+        const double tol = case_dt.second;
         CAPTURE(mode);
         CAPTURE(dtype_name(dt));
         const Attributes at = grid_attrs(mode, "reflection", false);

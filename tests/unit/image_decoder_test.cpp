@@ -485,8 +485,9 @@ TEST_SUITE("ops") {
         {"JPEG 2000", {0xFF, 0x4F, 0xFF, 0x51}},
         {"JPEG 2000", {0, 0, 0, 0x0C, 'j', 'P', ' ', ' ', '\r', '\n', 0x87, '\n'}},
     };
-    for (const auto& [name, magic] : magics) {
-      Bytes b = magic;
+    for (const auto& entry : magics) {
+      const auto& name = entry.first;
+      Bytes b = entry.second;
       for (int i = 0; i < 64; ++i) b.push_back(static_cast<uint8_t>(rng()));
       st = decoded_status(b);
       CAPTURE(name);

@@ -369,7 +369,9 @@ TEST_SUITE("ops") {
         {"IDF", {0.5f, 1, 2, 3, 4, 0, 0, 2, 0, 0}},
         {"TFIDF", {1, 2, 2, 6, 4, 0, 0, 4, 0, 0}},
     };
-    for (const auto& [mode, want] : cases) {
+    for (const auto& c : cases) {
+      const std::string& mode = c.first;
+      const std::vector<float>& want = c.second;
       CAPTURE(mode);
       at.set("mode", attr_string(mode));
       auto out = SingleOp{"TfIdfVectorizer", at, {x}, {}, 9}.run();
@@ -469,6 +471,9 @@ TEST_SUITE("bad_input") {
     CHECK(status(
               {"ConvInteger", {}, {xq, wq}, {scalar_of(DType::kUInt8, 0), random_u8({3}, rng)}, 10})
               .code() == Code::kInvalidArgument);
+    // No output channels (a division by zero before).
+    CHECK(status({"ConvInteger", {}, {xq, random_u8({0, 4, 3, 3}, rng)}, {}, 10}).code() ==
+          Code::kInvalidArgument);
   }
 
   TEST_CASE("TfIdfVectorizer rejects unknown modes, pools of the other type and rank 3") {
@@ -487,6 +492,12 @@ TEST_SUITE("bad_input") {
           Code::kInvalidArgument);
     CHECK(status({"TfIdfVectorizer", tf, {strings({1, 1, 2}, {"a", "b"})}, {}, 9}).code() ==
           Code::kInvalidArgument);
+    // A huge max_skip_count runs as long as the row allows (it hung, then overflowed, before);
+    // ngram_indexes past 2^40 are refused.
+    tf.set("max_skip_count", attr_int(std::numeric_limits<int64_t>::max()));
+    CHECK(status({"TfIdfVectorizer", tf, {words}, {}, 9}).is_ok());
+    tf.set("ngram_indexes", attr_ints({0, int64_t{1} << 50}));
+    CHECK(status({"TfIdfVectorizer", tf, {words}, {}, 9}).code() == Code::kInvalidModel);
   }
 
   TEST_CASE("MelWeightMatrix rejects edges outside the spectrum") {

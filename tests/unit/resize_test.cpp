@@ -171,8 +171,9 @@ TEST_SUITE("cpu_kernels") {
   TEST_CASE("Resize antialias equals the stretched filter evaluated over every input index") {
     std::mt19937 rng(7);
     for (bool cubic : {false, true}) {
-      for (auto [n, out] :
+      for (const auto& sizes_case :
            std::vector<std::pair<int64_t, int64_t>>{{20, 7}, {64, 9}, {13, 5}, {9, 9}, {5, 11}}) {
+        const int64_t n = sizes_case.first, out = sizes_case.second;
         CAPTURE(cubic);
         CAPTURE(n);
         CAPTURE(out);
@@ -224,6 +225,7 @@ TEST_SUITE("bad_input") {
         {"", "", {1, 2, -8, 8}, {}, "sizes must be >= 0"},
         {"", "", {}, {1, 1, 0, 2}, "scales must be positive"},
         {"", "", {}, {1, 1, 2}, "scales has 3 entries for 4 axes"},
+        {"", "", {1, 2, int64_t{1} << 30, int64_t{1} << 30}, {}, "more than 2^40 elements"},
     };
     for (const Case& c : cases) {
       CAPTURE(c.message);
@@ -247,8 +249,48 @@ TEST_SUITE("bad_input") {
       ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
       const Status s = infer_node(*OpRegistry::global().find("Resize"), ctx);
       REQUIRE_FALSE(s.is_ok());
-      CHECK(s.code() == Code::kInvalidModel);
+      CHECK((s.code() == Code::kInvalidModel || s.code() == Code::kInvalidArgument));
       CHECK(s.message().find(c.message) != std::string::npos);
     }
+  }
+
+  TEST_CASE("Resize refuses a scalar, a roi that is not finite and vanishing scales") {
+    std::mt19937 rng(4);
+    auto infer = [](const Tensor& x, const Attributes& at, const Tensor* roi, const Tensor* scales,
+                    const Tensor* sizes) {
+      Node node{"k", "Resize", "", {}, {0}, at};
+      OpContext ctx;
+      ctx.node = &node;
+      ctx.where = "node 'k' (Resize)";
+      ctx.opset = 19;
+      for (const Tensor* t : {&x, roi, scales, sizes}) {
+        ctx.inputs.push_back(TensorInfo{t != nullptr, t ? t->dtype() : DType::kUndefined,
+                                        t ? t->shape() : Shape{}, t});
+        ctx.input_names.push_back("in");
+      }
+      ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
+      return infer_node(*OpRegistry::global().find("Resize"), ctx);
+    };
+    Tensor scalar = f32({}, {1.0f});
+    Attributes axes0;
+    axes0.set("axes", attr_ints({0}));
+    Tensor two = f32({1}, {2.0f});
+    CHECK(infer(scalar, axes0, nullptr, &two, nullptr).code() == Code::kInvalidArgument);
+    Tensor x = random_f32({1, 1, 2, 2}, rng);
+    Attributes crop;
+    crop.set("coordinate_transformation_mode", attr_string("tf_crop_and_resize"));
+    Tensor sizes = i64({4}, {1, 1, 1, 4});
+    for (float bad : {std::numeric_limits<float>::infinity(), std::nanf(""), 1e30f}) {
+      Tensor roi = f32({8}, {0, 0, 0, 0, 1, 1, 1, bad});
+      const Status s = infer(x, crop, &roi, nullptr, &sizes);
+      CHECK(s.code() == Code::kInvalidModel);
+      CHECK(s.message().find("roi") != std::string::npos);
+    }
+    Attributes aa;
+    aa.set("mode", attr_string("linear"));
+    aa.set("antialias", attr_int(1));
+    Tensor tiny = i64({4}, {1, 1, 1, 1});
+    Tensor wide = Tensor::allocate(DType::kFloat32, {1, 1, 1, 2000000}).value();
+    CHECK(infer(wide, aa, nullptr, nullptr, &tiny).code() == Code::kUnsupported);
   }
 }
