@@ -224,7 +224,7 @@ Bytes write_bmp(const BmpSpec& s, const Pixels& p, const Bytes& indices, Pixels*
     const uint32_t max = mask >> shift;
     const uint32_t v = (px & mask) >> shift;
     int bits = 0;
-    while ((max >> bits) & 1) ++bits;
+    while (bits < 32 && ((max >> bits) & 1)) ++bits;
     if (bits >= 8) return static_cast<uint8_t>(v >> (bits - 8));
     return static_cast<uint8_t>(std::lround(v * 255.0 / max));
   };
@@ -250,7 +250,7 @@ Bytes write_bmp(const BmpSpec& s, const Pixels& p, const Bytes& indices, Pixels*
         for (int ch = 0; ch < 3; ++ch) {
           int shift = 0, bits = 0;
           while (!((m[static_cast<size_t>(ch)] >> shift) & 1)) ++shift;
-          while ((m[static_cast<size_t>(ch)] >> (shift + bits)) & 1) ++bits;
+          while (shift + bits < 32 && ((m[static_cast<size_t>(ch)] >> (shift + bits)) & 1)) ++bits;
           px |= (static_cast<uint32_t>(p.at(y, x, ch)) >> std::max(0, 8 - bits)) << shift;
         }
         for (int ch = 0; ch < 3; ++ch) want[ch] = field(px, m[static_cast<size_t>(ch)]);
