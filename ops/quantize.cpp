@@ -362,16 +362,18 @@ Expected<std::unique_ptr<Kernel>> make_qmm(const OpContext& ctx) {
 }  // namespace
 
 void register_op_quantize(OpRegistry& r) {
-  r.add({"QuantizeLinear",
-         2,
-         3,
-         1,
-         1,
-         infer_quantize,
-         make_quantize,
-         {},
-         attrs({"axis", "block_size", "output_dtype", "saturate"},
-               {{"precision", "the division by y_scale is computed in double"}})});
+  r.add(
+      {"QuantizeLinear",
+       2,
+       3,
+       1,
+       1,
+       infer_quantize,
+       make_quantize,
+       {},
+       attrs({"axis", "block_size", "output_dtype", "saturate"},
+             {{"precision",
+               "the division by y_scale runs in x's float type; another changes rounding only"}})});
   r.add({"DequantizeLinear",
          2,
          3,
