@@ -61,7 +61,7 @@ Pixels random_pixels(int64_t h, int64_t w, int c, std::mt19937& rng) {
 }
 
 // Smooth colour gradients, which a lossy codec keeps within a few levels.
-Pixels smooth_pixels(int64_t h, int64_t w, int c) {
+[[maybe_unused]] Pixels smooth_pixels(int64_t h, int64_t w, int c) {
   Pixels p{h, w, c, Bytes(static_cast<size_t>(h * w * c))};
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
