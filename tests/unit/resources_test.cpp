@@ -195,9 +195,14 @@ TEST_SUITE("resources") {
     MatmulSession s;
     for (int i = 0; i < 500; ++i) REQUIRE(s.run(4 + i % 13) == TERN_OK);
     const size_t start = resident_bytes();
-    for (int i = 0; i < 10000; ++i) REQUIRE(s.run(4 + i % 13) == TERN_OK);
+    for (int i = 0; i < 5000; ++i) REQUIRE(s.run(4 + i % 13) == TERN_OK);
+    const size_t mid = resident_bytes();
+    for (int i = 0; i < 5000; ++i) REQUIRE(s.run(4 + i % 13) == TERN_OK);
     const size_t end = resident_bytes();
-    MESSAGE("RSS after 500 warm-up runs ", start, " bytes, after 10,000 more ", end);
-    if (!kAsan) CHECK(end < start + (1 << 20));
+    MESSAGE("RSS after 500 warm-up runs ", start, " bytes, after 5,000 more ", mid,
+            ", after 10,000 ", end);
+    // A leak grows with every run; what settles once (allocator pools, an emulator's translation
+    // cache under qemu) does not grow in the second half: ~100 bytes a run would show either way.
+    if (!kAsan) CHECK(end < mid + (512 << 10));
   }
 }
