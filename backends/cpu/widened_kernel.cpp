@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/float_rows.h"
 #include "backends/cpu/vec/vec.h"
-#include "core/half.h"
 #include "core/op_registry.h"
 #include "core/parallel.h"
 
@@ -101,25 +101,15 @@ bool has_half_values(const OpContext& ctx) {
 void widen_to_f32(const VecOps& v, DType from, const void* src, float* dst, int64_t n,
                   int threads) {
   const auto* s = static_cast<const uint16_t*>(src);
-  parallel_for(n, kConvertGrain, threads, [&](int64_t b, int64_t e) {
-    if (from == DType::kFloat16) {
-      v.half_to_float(s + b, dst + b, e - b);
-    } else {
-      for (int64_t i = b; i < e; ++i) dst[i] = bfloat16_to_float(s[i]);
-    }
-  });
+  parallel_for(n, kConvertGrain, threads,
+               [&](int64_t b, int64_t e) { widen_row(&v, from, s + b, dst + b, e - b); });
 }
 
 void narrow_from_f32(const VecOps& v, DType to, const float* src, void* dst, int64_t n,
                      int threads) {
   auto* d = static_cast<uint16_t*>(dst);
-  parallel_for(n, kConvertGrain, threads, [&](int64_t b, int64_t e) {
-    if (to == DType::kFloat16) {
-      v.float_to_half(src + b, d + b, e - b);
-    } else {
-      for (int64_t i = b; i < e; ++i) d[i] = float_to_bfloat16(src[i]);
-    }
-  });
+  parallel_for(n, kConvertGrain, threads,
+               [&](int64_t b, int64_t e) { narrow_row(&v, to, src + b, d + b, e - b); });
 }
 
 Expected<std::unique_ptr<Kernel>> prepare_widened(
