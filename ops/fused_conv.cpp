@@ -49,18 +49,19 @@ Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx, bool any_float)
                          used);
   }
   p.has_sum = ctx.has_input(3);
-  if (p.has_sum && (ctx.inputs[3].shape != p.conv.y || ctx.inputs[3].dtype != DType::kFloat32)) {
+  if (p.has_sum &&
+      (ctx.inputs[3].shape != p.conv.y || ctx.inputs[3].dtype != ctx.inputs[0].dtype)) {
     return invalid_argument("FusedConv: residual '", ctx.input_names[3], "' ",
-                            shape_str(ctx.inputs[3].shape), " must be float32 ",
-                            shape_str(p.conv.y));
+                            dtype_name(ctx.inputs[3].dtype), shape_str(ctx.inputs[3].shape),
+                            " must be ", dtype_name(ctx.inputs[0].dtype), shape_str(p.conv.y));
   }
   return p;
 }
 
-Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx) {
-  if (ctx.node->op_type == "FusedConv") return parse_fused_conv(ctx);
+Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx, bool any_float) {
+  if (ctx.node->op_type == "FusedConv") return parse_fused_conv(ctx, any_float);
   FusedConvParams p;
-  TERN_ASSIGN_OR_RETURN(p.conv, parse_conv(ctx));
+  TERN_ASSIGN_OR_RETURN(p.conv, parse_conv(ctx, any_float));
   return p;
 }
 

@@ -38,8 +38,8 @@ struct FusedConvParams {
 
 Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx, bool any_float = false);
 // A Conv node's params as a FusedConv without epilogue or residual; FusedConv's as they are
-// (for kernels serving both ops).
-Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx);
+// (for kernels serving both ops). any_float: as parse_conv's.
+Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx, bool any_float = false);
 // y[i] = epilogue(y[i]) for n elements.
 void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n);
 

@@ -9,9 +9,12 @@
 namespace tern {
 namespace ops {
 
-Expected<FusedMatMulParams> parse_fused_matmul(const OpContext& ctx) {
+Expected<FusedMatMulParams> parse_fused_matmul(const OpContext& ctx, bool any_float) {
   FusedMatMulParams p;
-  if (ctx.inputs[0].dtype != DType::kFloat32) return dtype_error(ctx, 0, "float32");
+  const DType t = ctx.inputs[0].dtype;
+  if (!(t == DType::kFloat32 || (any_float && (t == DType::kFloat16 || t == DType::kBFloat16)))) {
+    return dtype_error(ctx, 0, any_float ? "float32, float16, bfloat16" : "float32");
+  }
   if (ctx.inputs[1].shape.size() != 2) {
     return invalid_model(ctx.where, ": FusedMatMul weights must be 2-D, got ",
                          shape_str(ctx.inputs[1].shape));
@@ -22,10 +25,9 @@ Expected<FusedMatMulParams> parse_fused_matmul(const OpContext& ctx) {
     const Shape& b = ctx.inputs[2].shape;
     const bool leading_ones =
         std::all_of(b.begin(), b.empty() ? b.end() : b.end() - 1, [](int64_t d) { return d == 1; });
-    if (ctx.inputs[2].dtype != DType::kFloat32 || b.empty() || b.back() != p.mm.N ||
-        !leading_ones) {
-      return invalid_model(ctx.where, ": FusedMatMul bias must be float32 [", p.mm.N, "], got ",
-                           dtype_name(ctx.inputs[2].dtype), shape_str(b));
+    if (ctx.inputs[2].dtype != t || b.empty() || b.back() != p.mm.N || !leading_ones) {
+      return invalid_model(ctx.where, ": FusedMatMul bias must be ", dtype_name(t), " [", p.mm.N,
+                           "], got ", dtype_name(ctx.inputs[2].dtype), shape_str(b));
     }
   }
   const Attribute* act = ctx.attrs().find("activation");
@@ -63,8 +65,8 @@ void apply_bias_activation(const FusedMatMulParams& p, const float* bias, float*
 namespace {
 
 Status infer_fused_matmul(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(ops::FusedMatMulParams p, ops::parse_fused_matmul(ctx));
-  ctx.set_output(0, DType::kFloat32, p.mm.out);
+  TERN_ASSIGN_OR_RETURN(ops::FusedMatMulParams p, ops::parse_fused_matmul(ctx, true));
+  ctx.set_output(0, ctx.inputs[0].dtype, p.mm.out);
   return Status::ok();
 }
 

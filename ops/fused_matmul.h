@@ -17,7 +17,9 @@ struct FusedMatMulParams {
   MatMulAct act = MatMulAct::kNone;
 };
 
-Expected<FusedMatMulParams> parse_fused_matmul(const OpContext& ctx);
+// any_float: float16/bfloat16 too (shape inference, kernels of those types); kernels keep the
+// default (float32).
+Expected<FusedMatMulParams> parse_fused_matmul(const OpContext& ctx, bool any_float = false);
 // y[r, n] = act(y[r, n] + bias[n]) over `rows` rows of N.
 void apply_bias_activation(const FusedMatMulParams& p, const float* bias, float* y, int64_t rows);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/registry.h"
+#include "core/half.h"
 #include "core/session.h"
 
 namespace tern_test {
@@ -18,6 +19,25 @@ inline tern::Tensor make_f32(tern::Shape shape, std::vector<float> v) {
 inline tern::Tensor make_i64(tern::Shape shape, std::vector<int64_t> v) {
   tern::Tensor t = tern::Tensor::allocate(tern::DType::kInt64, std::move(shape)).value();
   std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+// A float32 tensor rounded to float16 or bfloat16 (`dt`), and a half tensor widened to float32.
+inline tern::Tensor to_half_type(const tern::Tensor& t, tern::DType dt) {
+  tern::Tensor h = tern::Tensor::allocate(dt, t.shape()).value();
+  auto* p = static_cast<uint16_t*>(h.raw());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float f = t.data<float>()[i];
+    p[i] = dt == tern::DType::kFloat16 ? tern::float_to_half(f) : tern::float_to_bfloat16(f);
+  }
+  return h;
+}
+inline tern::Tensor widen_half_type(const tern::Tensor& h) {
+  tern::Tensor t = tern::Tensor::allocate(tern::DType::kFloat32, h.shape()).value();
+  const auto* p = static_cast<const uint16_t*>(h.raw());
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    t.data<float>()[i] = h.dtype() == tern::DType::kFloat16 ? tern::half_to_float(p[i])
+                                                            : tern::bfloat16_to_float(p[i]);
+  }
   return t;
 }
 inline std::vector<float> values_f32(const tern::Tensor& t) {

@@ -111,6 +111,16 @@ Expected<std::unique_ptr<Kernel>> CpuBackend::prepare(const OpContext& ctx) cons
   // kernel between conversions, else the portable kernel (plain loops over half elements).
   auto optimised = prepare_direct(ctx, false);
   if (optimised || optimised.status().code() != Code::kUnsupported) return optimised;
+  // Ops that only move elements copy half elements as they are: their portable kernels copy
+  // bytes, which widening would only slow down.
+  static const std::set<std::string> moves = {
+      "Reshape", "Flatten",      "Squeeze",      "Unsqueeze",     "Identity", "Concat",
+      "Split",   "Slice",        "Gather",       "Expand",        "Tile",     "Transpose",
+      "Pad",     "DepthToSpace", "SpaceToDepth", "GatherElements"};
+  if (moves.count(ctx.node->op_type)) {
+    auto portable = prepare_direct(ctx, true);
+    if (portable || portable.status().code() != Code::kUnsupported) return portable;
+  }
   auto widened =
       prepare_widened(ctx, [this](const OpContext& c) { return prepare_direct(c, true); });
   if (widened || widened.status().code() != Code::kUnsupported) return widened;

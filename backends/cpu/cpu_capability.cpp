@@ -7,6 +7,9 @@
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace tern {
 
@@ -59,6 +62,60 @@ CpuIsa effective_cpu_isa(int64_t cap) {
   (void)cap;
   return CpuIsa::kScalar;  // only portable code on other architectures so far
 #endif
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = [] {
+    CpuFeatures c;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, cx = 0, d = 0;
+    __builtin_cpu_init();
+    c.f16c = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &cx, &d) && (cx >> 29 & 1);
+    // AVX-512 and AMX only count with their register state enabled (AVX512 detected above
+    // checks the OS through the compiler's own test).
+    const bool avx512 = std::strcmp(detected_cpu_capability(), "AVX512") == 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &cx, &d)) {
+      c.avx512_vnni = avx512 && (cx >> 11 & 1);
+      c.avx512_fp16 = avx512 && (d >> 23 & 1);
+      c.amx_bf16 = d >> 22 & 1;
+      c.amx_int8 = d >> 25 & 1;
+    }
+    if (__get_cpuid_count(7, 1, &a, &b, &cx, &d)) {
+      c.avx_vnni = __builtin_cpu_supports("avx2") && (a >> 4 & 1);
+      c.avx512_bf16 = avx512 && (a >> 5 & 1);
+    }
+#elif defined(__aarch64__) && defined(__linux__)
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    c.neon_fp16 = hw >> 9 & 1;      // HWCAP_ASIMDHP
+    c.neon_dotprod = hw >> 20 & 1;  // HWCAP_ASIMDDP
+    c.neon_i8mm = hw2 >> 13 & 1;    // HWCAP2_I8MM
+    c.neon_bf16 = hw2 >> 14 & 1;    // HWCAP2_BF16
+#endif
+    return c;
+  }();
+  return f;
+}
+
+std::string cpu_feature_names() {
+  const CpuFeatures& f = cpu_features();
+  const std::pair<bool, const char*> all[] = {{f.f16c, "F16C"},
+                                              {f.avx512_vnni, "AVX512_VNNI"},
+                                              {f.avx_vnni, "AVX_VNNI"},
+                                              {f.avx512_bf16, "AVX512_BF16"},
+                                              {f.avx512_fp16, "AVX512_FP16"},
+                                              {f.amx_bf16, "AMX_BF16"},
+                                              {f.amx_int8, "AMX_INT8"},
+                                              {f.neon_dotprod, "DOTPROD"},
+                                              {f.neon_i8mm, "I8MM"},
+                                              {f.neon_bf16, "BF16"},
+                                              {f.neon_fp16, "FP16"}};
+  std::string out;
+  for (const auto& [have, name] : all) {
+    if (!have) continue;
+    if (!out.empty()) out += ' ';
+    out += name;
+  }
+  return out.empty() ? "none" : out;
 }
 
 const char* effective_cpu_capability(int64_t cap) {

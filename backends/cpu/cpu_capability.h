@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "backends/cpu/vec/vec.h"
 
@@ -17,5 +18,25 @@ const char* detected_cpu_capability();
 const char* effective_cpu_capability(int64_t cap);
 // The ISA level Tern's own kernels dispatch to under that cap.
 CpuIsa effective_cpu_isa(int64_t cap);
+
+// The CPU's instructions for int8 and reduced-precision arithmetic (cpuid / auxv), whatever the
+// cap: what `tern info` reports and what the int8 / bfloat16 kernels and conversions look for.
+struct CpuFeatures {
+  // x86-64
+  bool f16c = false;         // float16 <-> float32 conversions (every AVX2 CPU)
+  bool avx512_vnni = false;  // int8 dot products, 512-bit (VPDPBUSD)
+  bool avx_vnni = false;     // the same, 256-bit (AVX-VNNI)
+  bool avx512_bf16 = false;  // bfloat16 dot products and conversions (VDPBF16PS, VCVTNEPS2BF16)
+  bool avx512_fp16 = false;  // float16 arithmetic
+  bool amx_bf16 = false, amx_int8 = false;  // tile matrix multiply
+  // aarch64
+  bool neon_dotprod = false;  // int8 dot products (SDOT / UDOT)
+  bool neon_i8mm = false;     // int8 matrix multiply (SMMLA)
+  bool neon_bf16 = false;     // bfloat16 dot products (BFDOT / BFMMLA)
+  bool neon_fp16 = false;     // float16 arithmetic
+};
+const CpuFeatures& cpu_features();
+// The features present, by their usual names ("AVX512_VNNI AVX512_BF16"), or "none".
+std::string cpu_feature_names();
 
 }  // namespace tern

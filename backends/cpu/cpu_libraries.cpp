@@ -16,6 +16,15 @@
 
 namespace tern {
 
+bool onednn_native_bf16() {
+#if defined(TERN_HAVE_ONEDNN)
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+#else
+  return false;
+#endif
+}
+
 int64_t onednn_version() {
 #if defined(TERN_HAVE_ONEDNN)
   const dnnl_version_t* v = dnnl_version();

@@ -13,5 +13,9 @@ int64_t openblas_version();
 int64_t openmp_version();
 // The libraries with their versions and configurations, "; " between them.
 std::string cpu_library_report();
+// Whether oneDNN runs bfloat16 convolutions and matmuls on the CPU's own bf16 instructions
+// (AVX-512 BF16 or AMX, under cpu.max_capability); false without oneDNN. Call after the CPU
+// backend is made: the first query fixes oneDNN's ISA cap.
+bool onednn_native_bf16();
 
 }  // namespace tern

@@ -30,8 +30,13 @@ class CpuRecord final : public Record {
   bool is_built() const override { return true; }
   int device_count() const override { return 1; }
   std::string report() const override {
-    return str_cat(cpu_capability(), " (detected ", detected_cpu_capability(), "); ",
-                   cpu_library_report());
+    // bfloat16: whether oneDNN's bf16 kernels run them (AVX-512 BF16 / AMX under the cap).
+    (void)device(0);  // the CPU backend sets oneDNN's ISA cap before the query below
+    const bool native_bf16 = onednn_native_bf16();
+    return str_cat(cpu_capability(), " (detected ", detected_cpu_capability(),
+                   "; int8/reduced precision: ", cpu_feature_names(),
+                   "; bfloat16 Conv/MatMul: ", native_bf16 ? "oneDNN bf16" : "widened to float32",
+                   "); ", cpu_library_report());
   }
   Expected<Backend*> device(int index) const override {
     if (index != 0) {

@@ -13,11 +13,11 @@
 
 namespace tern {
 
-// n float16 (`from` kFloat16) or bfloat16 elements as float32, and back; float16 through v's
-// vector conversions when given, else the portable ones.
+// n float16 (`from` kFloat16) or bfloat16 elements as float32, and back; through v's vector
+// conversions when given, else the portable ones.
 inline void widen_row(const VecOps* v, DType from, const uint16_t* s, float* d, int64_t n) {
-  if (from == DType::kFloat16 && v) {
-    v->half_to_float(s, d, n);
+  if (v) {
+    (from == DType::kFloat16 ? v->half_to_float : v->bfloat16_to_float)(s, d, n);
   } else if (from == DType::kFloat16) {
     for (int64_t i = 0; i < n; ++i) d[i] = half_to_float(s[i]);
   } else {
@@ -25,8 +25,8 @@ inline void widen_row(const VecOps* v, DType from, const uint16_t* s, float* d, 
   }
 }
 inline void narrow_row(const VecOps* v, DType to, const float* s, uint16_t* d, int64_t n) {
-  if (to == DType::kFloat16 && v) {
-    v->float_to_half(s, d, n);
+  if (v) {
+    (to == DType::kFloat16 ? v->float_to_half : v->float_to_bfloat16)(s, d, n);
   } else if (to == DType::kFloat16) {
     for (int64_t i = 0; i < n; ++i) d[i] = float_to_half(s[i]);
   } else {

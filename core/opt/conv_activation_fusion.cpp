@@ -12,6 +12,10 @@ namespace tern {
 
 namespace {
 
+bool is_conv_float(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
 // conv(x) * s + b with constant float32 weights (and bias): the same convolution with weights
 // W * s and bias B * s + b. Returns false when the weights are not constant.
 Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation& act) {
@@ -68,9 +72,10 @@ Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
     // A constant operand of higher rank than the convolution's output would broadcast it.
     const Tensor* w = constant_of(g, conv.inputs[1]);
     if (act->operand_rank > (w ? w->rank() : size_t{1})) continue;
-    // FusedConv computes float32: constant float32 weights or a float32-typed output say so.
+    // FusedConv computes in float32 (float16/bfloat16 nodes accumulate in float32 and round the
+    // fused result once): constant float weights or a float-typed output say the type.
     const DType typed = g.values[static_cast<size_t>(x)].type.dtype;
-    if (!(w ? w->dtype() == DType::kFloat32 : typed == DType::kFloat32)) continue;
+    if (!is_conv_float(w ? w->dtype() : typed)) continue;
     bool folded = false;
     if (act->kind == "Affine" && !has_epilogue(conv)) {
       // Straight after the convolution an affine step costs nothing: it goes into the weights.

@@ -42,9 +42,11 @@ std::optional<FusedActivation> activation_of(const Graph& g, const Node& n) {
   if ((op == "Mul" || op == "Add") && n.inputs.size() == 2) {
     // By a float scalar constant, on either side: x * s or x + b.
     for (int side = 0; side < 2; ++side) {
-      const Tensor* c = constant_of(g, n.inputs[static_cast<size_t>(1 - side)]);
-      if (!c || c->numel() != 1 || c->dtype() != DType::kFloat32 || n.inputs[side] < 0) continue;
-      const float v = c->data<float>()[0];
+      const int operand = n.inputs[static_cast<size_t>(1 - side)];
+      const Tensor* c = constant_of(g, operand);
+      const std::optional<float> s = scalar_of(g, operand);
+      if (!s || n.inputs[side] < 0) continue;
+      const float v = *s;
       return FusedActivation{
           "Affine", op == "Mul" ? std::vector<float>{v, 0.0f} : std::vector<float>{1.0f, v}, side,
           c->rank()};

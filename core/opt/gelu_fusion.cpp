@@ -12,7 +12,7 @@ Status fuse_gelu(Graph& g, OptimizerReport* report) {
   PatternView pv{g};
   auto near = [&](int v, float want) {
     auto x = scalar_of(g, v);
-    return x && std::abs(*x - want) <= 1e-4f * std::abs(want);
+    return x && std::abs(*x - want) <= scalar_tolerance(g, v) * std::abs(want);
   };
   for (size_t t = 0; t < g.nodes.size(); ++t) {
     Node& top = g.nodes[t];

@@ -1,5 +1,7 @@
 #include "core/opt/graph_util.h"
 
+#include "core/half.h"
+
 namespace tern {
 
 const Tensor* constant_of(const Graph& g, int v) {
@@ -10,8 +12,23 @@ const Tensor* constant_of(const Graph& g, int v) {
 
 std::optional<float> scalar_of(const Graph& g, int v) {
   const Tensor* t = constant_of(g, v);
-  if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32) return std::nullopt;
-  return t->data<float>()[0];
+  if (!t || t->numel() != 1) return std::nullopt;
+  switch (t->dtype()) {
+    case DType::kFloat32:
+      return t->data<float>()[0];
+    case DType::kFloat16:
+      return half_to_float(t->data<uint16_t>()[0]);
+    case DType::kBFloat16:
+      return bfloat16_to_float(t->data<uint16_t>()[0]);
+    default:
+      return std::nullopt;
+  }
+}
+
+float scalar_tolerance(const Graph& g, int v) {
+  const Tensor* t = constant_of(g, v);
+  const DType dt = t ? t->dtype() : DType::kFloat32;
+  return dt == DType::kBFloat16 ? 1.0f / 256 : dt == DType::kFloat16 ? 1.0f / 2048 : 1e-4f;
 }
 
 std::vector<bool> graph_output_mask(const Graph& g) {

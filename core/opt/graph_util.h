@@ -20,8 +20,13 @@ void erase_nodes(Graph& g, const std::vector<bool>& removed);
 
 // Value v's constant data, or null.
 const Tensor* constant_of(const Graph& g, int v);
-// Value v as a float32 scalar constant, when it is one.
+// Value v as a float32 scalar constant, when it is one of float32, float16 or bfloat16 (a half
+// model's constants are of its type).
 std::optional<float> scalar_of(const Graph& g, int v);
+// How close a constant scalar_of v read can be to a value it stands for: relative 1e-4 for a
+// float32 constant, half a unit in the last place of its type for float16 / bfloat16 (sqrt 2 is
+// 1.4140625 in bfloat16).
+float scalar_tolerance(const Graph& g, int v);
 // One flag per value: a graph output.
 std::vector<bool> graph_output_mask(const Graph& g);
 // True when value v is read by exactly one node, `reader`, and is not a graph output.

@@ -21,9 +21,12 @@ Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report) {
       if (!mm || !pv.only(mm_out, &add)) continue;
       const Tensor* w = constant_of(g, mm->inputs[1]);
       const Tensor* b = constant_of(g, bias);
-      if (!w || !b || w->dtype() != DType::kFloat32 || w->rank() != 2 ||
-          b->dtype() != DType::kFloat32 || b->rank() == 0 || b->shape().back() != w->shape()[1] ||
-          b->numel() != w->shape()[1]) {
+      // float32, or float16/bfloat16 (the bias added to the float32 accumulator, one rounding).
+      const bool float_type =
+          w && (w->dtype() == DType::kFloat32 || w->dtype() == DType::kFloat16 ||
+                w->dtype() == DType::kBFloat16);
+      if (!float_type || !b || w->rank() != 2 || b->dtype() != w->dtype() || b->rank() == 0 ||
+          b->shape().back() != w->shape()[1] || b->numel() != w->shape()[1]) {
         continue;
       }
       pv.removed[pv.index_of(mm)] = true;

@@ -12,7 +12,8 @@ bool is_conv(const std::string& op) {
 }
 
 // The shape conditions of a residual fusion: the convolution's output, the other operand Z and
-// every folded step's output have the sum's shape, in float32.
+// every folded step's output have the sum's shape and float type (float32, or float16/bfloat16:
+// the fused node accumulates in float32 and rounds once).
 bool shapes_fit(const PlanGraph& pg, const Node& conv, const Node& add, int side,
                 const std::vector<size_t>& chain) {
   const Graph& g = *pg.graph;
@@ -20,13 +21,15 @@ bool shapes_fit(const PlanGraph& pg, const Node& conv, const Node& add, int side
   const int z = add.inputs[static_cast<size_t>(1 - side)];
   const Shape& out = pg.value(add.outputs[0]).shape;
   const PlannedValue& zv = pg.value(z);
-  if (zv.shape != out || pg.value(y).shape != out || zv.dtype != DType::kFloat32 ||
+  const DType t = pg.value(y).dtype;
+  if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return false;
+  if (zv.shape != out || pg.value(y).shape != out || zv.dtype != t ||
       zv.where == PlannedValue::Where::kNone || pg.value(conv.outputs[0]).shape != out) {
     return false;
   }
   for (size_t i = 1; i < chain.size(); ++i) {
     const PlannedValue& o = pg.value(g.nodes[chain[i]].outputs[0]);
-    if (o.shape != out || o.dtype != DType::kFloat32) return false;
+    if (o.shape != out || o.dtype != t) return false;
   }
   return true;
 }
@@ -92,7 +95,7 @@ size_t fuse_residual_adds(PlanGraph& pg) {
         auto act = activation_of(g, rn);
         const PlannedValue& ro = pg.value(rn.outputs[0]);
         if (!act || rn.inputs[static_cast<size_t>(act->input)] != v ||
-            ro.shape != pg.value(add.outputs[0]).shape || ro.dtype != DType::kFloat32) {
+            ro.shape != pg.value(add.outputs[0]).shape || ro.dtype != pg.value(v).dtype) {
           break;
         }
         append_fused_activation(*fused, *act);
@@ -135,7 +138,7 @@ bool refit_residual(PlanGraph& pg, const FusionRecord& f, OpContext* ctx) {
   if (!shapes_fit(pg, g.nodes[f.conv], g.nodes[f.add], f.side, f.chain)) return false;
   ctx->flags = pg.flags;
   ctx->weights = pg.weights;
-      ctx->subgraphs = pg.subgraphs;
+  ctx->subgraphs = pg.subgraphs;
   if (!make_node_context(g, *f.node, fused_where(g, f.conv, f.add, f.anchor), pg.values, ctx)
            .is_ok()) {
     return false;

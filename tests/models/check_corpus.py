@@ -9,7 +9,9 @@ For each model: exports it with tests/models/export.py and makes ONNX Runtime's 
 again only when the scripts it is made by changed (its own key: export.py and its module); then runs BUILD_DIR/tern on the reference inputs, from
 model.onnx and from model.tern (`tern convert`), and compares every output with the reference:
 rtol 1e-3, atol 1e-4 (the real-model tolerance), or, where larger, twice the largest difference
-between PyTorch's and ONNX Runtime's outputs (the model's own noise floor, measured at export). A detector's detections are compared as a set
+between PyTorch's and ONNX Runtime's outputs (the model's own noise floor, measured at export).
+bfloat16 models, which ONNX Runtime cannot run, are checked against PyTorch's bfloat16 outputs
+instead, their floor the distance between PyTorch's bfloat16 and float32 outputs. A detector's detections are compared as a set
 of rows (box, score, label) in score order, where rows whose scores differ by less than the
 tolerance may come in either order. Prints a line per model and form, and "N passed, N failed".
 Needs python3-torch, python3-torchvision, python3-onnx, python3-numpy, node and onnxruntime-node
@@ -65,7 +67,7 @@ for _name in blocks.CASES:
 
 # The scripts a model's export depends on (besides export.py): a change to one regenerates it.
 SOURCES = {**{n: ["vision.py"] for n in vision.CASES},
-           **{n: ["vision.py", "half.py"] for n in vision.HALF},
+           **{n: ["vision.py", "half.py"] for n in list(vision.HALF) + list(vision.BF16)},
            **{n: ["blocks.py", "vision.py"] for n in blocks.CASES},
            **{n: ["detection.py"] for n in ("ssdlite", "faster_rcnn")},
            **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad")}}
@@ -107,6 +109,8 @@ def _make_case(name, case, export):
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     given, dims, _ = CORPUS[name]
     os.makedirs(os.path.join(case, "inputs"))
+    if name in vision.BF16:
+        return _torch_case(name, case, export)
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "..", "shared", "tools", "ort_reference",
                                             "make_reference.py"),
            os.path.join(export, name + ".onnx"), case]
@@ -145,6 +149,27 @@ def _make_case(name, case, export):
             torch_out = np.load(path).astype(np.float64)
             if torch_out.shape == ref.shape:
                 floor[out_name] = float(np.abs(torch_out - ref.astype(np.float64)).max())
+    with open(os.path.join(case, "floor.json"), "w") as f:
+        json.dump(floor, f)
+
+
+def _torch_case(name, case, export):
+    """A reference case from PyTorch's own run, for models ONNX Runtime cannot run (bfloat16
+    convolutions and matmuls): the outputs of PyTorch's bfloat16 run, and as the noise floor their
+    distance from its float32 run of the same weights."""
+    shutil.copy(os.path.join(export, name + ".onnx"), os.path.join(case, "model.onnx"))
+    data = os.path.join(case, "test_data_set_0")
+    os.makedirs(data)
+    x = np.load(os.path.join(export, f"{name}.input.npy"))
+    np.save(os.path.join(case, "inputs", "input.npy"), x)
+    onnx.save_tensor(numpy_helper.from_array(x, "input"), os.path.join(data, "input_0.pb"))
+    model = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
+    floor = {}
+    for k, vi in enumerate(model.graph.output):
+        ref = np.load(os.path.join(export, f"{name}.torch.{vi.name}.npy"))
+        f32 = np.load(os.path.join(export, f"{name}.torch_f32.{vi.name}.npy"))
+        onnx.save_tensor(numpy_helper.from_array(ref, vi.name), os.path.join(data, f"output_{k}.pb"))
+        floor[vi.name] = float(np.abs(ref.astype(np.float64) - f32).max())
     with open(os.path.join(case, "floor.json"), "w") as f:
         json.dump(floor, f)
 

@@ -1,7 +1,8 @@
 """float16 versions of corpus models: every float32 weight, constant and activation of an exported
-float32 ONNX graph becomes float16, as `model.half()` would make it (PyTorch cannot run or export
-a half model on the CPU), with the graph's inputs and outputs kept float32 through Cast nodes at
-both ends, as float16 exports meant for float32 callers have them.
+float32 ONNX graph becomes float16, as `model.half()` would make it (PyTorch 1.13 cannot run or
+export a half model on the CPU), with the graph's inputs and outputs kept float32 through Cast
+nodes at both ends, as float16 exports meant for float32 callers have them. (bfloat16 models are
+PyTorch's own `model.bfloat16()` exports, given the same float32 ends: vision.py.)
 Inputs that ONNX types as float32 whatever the model's precision (Resize's roi and scales) stay
 float32.
 """
@@ -44,14 +45,27 @@ def to_half(model):
     inputs = [vi.name for vi in g.input if vi.type.tensor_type.elem_type == F]
     outputs = [vi.name for vi in g.output if vi.type.tensor_type.elem_type == F]
     _graph_to_half(g)
+    return with_float32_ends(model, H, inputs, outputs)
+
+
+def with_float32_ends(model, elem, inputs=None, outputs=None):
+    """The model with its graph inputs and outputs of type `elem` (or those named) made float32,
+    through Cast nodes at both ends: what a float16/bfloat16 export meant for float32 callers
+    has."""
+    g = model.graph
+    if inputs is None:
+        inputs = [vi.name for vi in g.input if vi.type.tensor_type.elem_type == elem]
+    if outputs is None:
+        outputs = [vi.name for vi in g.output if vi.type.tensor_type.elem_type == elem]
+    suffix = "_bf16" if elem == TensorProto.BFLOAT16 else "_fp16"
     casts_in, casts_out = [], []
     for name in inputs:
-        half = name + "_fp16"
+        half = name + suffix
         for n in g.node:
             n.input[:] = [half if i == name else i for i in n.input]
-        casts_in.append(helper.make_node("Cast", [name], [half], to=H, name=half + "_cast"))
+        casts_in.append(helper.make_node("Cast", [name], [half], to=elem, name=half + "_cast"))
     for name in outputs:
-        half = name + "_fp16"
+        half = name + suffix
         for n in g.node:
             n.output[:] = [half if o == name else o for o in n.output]
             n.input[:] = [half if i == name else i for i in n.input]

@@ -56,8 +56,12 @@ def _swin_small():
 
 def _vit_tiny():
     from torchvision.models.vision_transformer import VisionTransformer
-    return VisionTransformer(image_size=128, patch_size=16, num_layers=6, num_heads=3,
-                             hidden_dim=192, mlp_dim=768, num_classes=100)
+    m = VisionTransformer(image_size=128, patch_size=16, num_layers=6, num_heads=3,
+                          hidden_dim=192, mlp_dim=768, num_classes=100)
+    # torchvision starts the head at zero (every output 0 whatever the encoder computes): random
+    # instead, so the outputs check the encoder.
+    nn.init.normal_(m.heads.head.weight, std=0.05)
+    return m
 
 
 def _maxvit_small():
@@ -118,6 +122,16 @@ for _half, _base in HALF.items():
                     "float16 weights and activations, float32 inputs and outputs")
 
 
+# bfloat16 versions: PyTorch's own export of `model.bfloat16()` (PyTorch runs bfloat16 on the CPU),
+# given float32 inputs and outputs (half.with_float32_ends). ONNX Runtime has no bfloat16 Conv or
+# MatMul: their reference is PyTorch's bfloat16 run (`<name>.torch.output.npy`), and its distance
+# from PyTorch's float32 run (`<name>.torch_f32.output.npy`) is the noise floor.
+BF16 = {"resnet50_bf16": "resnet50", "vit_tiny_bf16": "vit_tiny"}
+for _bf16, _base in BF16.items():
+    CASES[_bf16] = (CASES[_base][0], CASES[_base][1],
+                    "bfloat16 weights and activations (model.bfloat16()), float32 ends")
+
+
 def randomise_norms(model, batch, seed):
     """Random affine parameters for every normalisation, then BatchNorm statistics from one
     training-mode pass over `batch` (a tuple of inputs; none is needed without BatchNorm)."""
@@ -151,11 +165,22 @@ def export(name, out_dir, seed=0):
     outs = out if isinstance(out, (tuple, list)) else (out,)
     names = ["output"] if len(outs) == 1 else [f"output_{i}" for i in range(len(outs))]
     np.save(os.path.join(out_dir, f"{name}.input.npy"), x.numpy())  # the reference input
+    if name in BF16:
+        for n, o in zip(names, outs):
+            np.save(os.path.join(out_dir, f"{name}.torch_f32.{n}.npy"), o.numpy())
+        model, x = model.bfloat16(), x.bfloat16()
+        with torch.no_grad():
+            out = model(x)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
     for n, o in zip(names, outs):  # PyTorch's own outputs: check_corpus.py's noise floor
-        np.save(os.path.join(out_dir, f"{name}.torch.{n}.npy"), o.numpy())
+        np.save(os.path.join(out_dir, f"{name}.torch.{n}.npy"), o.float().numpy())
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"],
                       output_names=names, do_constant_folding=True)
+    if name in BF16:
+        import onnx
+        from half import with_float32_ends
+        onnx.save(with_float32_ends(onnx.load(path), onnx.TensorProto.BFLOAT16), path)
     if name in HALF:
         import onnx
         from half import to_half

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <random>
 
+#include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/vec/vec.h"
+#include "core/flags.h"
 #include "core/half.h"
 #include "cpu_kernel_harness.h"
 #include "graph_builder.h"
@@ -42,12 +44,29 @@ Tensor widened(const Tensor& h) {
   return f;
 }
 
+// Every 16-bit pattern widened by `widen`, then short rows from an odd offset (the vector tails),
+// against the portable conversion: how many differ (a NaN for a NaN is equal).
+size_t widen_mismatches(void (*widen)(const uint16_t*, float*, int64_t),
+                        float (*portable)(uint16_t)) {
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  size_t bad = 0;
+  for (int64_t n : {int64_t{65536}, int64_t{37}, int64_t{5}}) {
+    const size_t from = n == 65536 ? 0 : 1001;
+    std::vector<float> f(static_cast<size_t>(n));
+    widen(all.data() + from, f.data(), n);
+    for (size_t i = 0; i < f.size(); ++i) {
+      const float want = portable(all[from + i]);
+      bad += !(std::memcmp(&want, &f[i], 4) == 0 || (std::isnan(want) && std::isnan(f[i])));
+    }
+  }
+  return bad;
+}
+
 }  // namespace
 
 TEST_SUITE("cpu_kernels") {
   TEST_CASE("VecOps half conversions equal the portable ones at every ISA level") {
-    std::vector<uint16_t> all(65536);
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
     std::vector<float> floats;
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> u(-70000.0f, 70000.0f), small(-1e-4f, 1e-4f);
@@ -62,18 +81,7 @@ TEST_SUITE("cpu_kernels") {
     for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
       const VecOps& v = vec_ops(isa);
       CAPTURE(v.isa);
-      // Every half value, then short rows from an odd offset (the vector tails).
-      for (int64_t n : {int64_t{65536}, int64_t{37}, int64_t{5}}) {
-        const size_t from = n == 65536 ? 0 : 1001;
-        std::vector<float> f(static_cast<size_t>(n));
-        v.half_to_float(all.data() + from, f.data(), n);
-        size_t bad = 0;
-        for (size_t i = 0; i < f.size(); ++i) {
-          const float want = half_to_float(all[from + i]);
-          bad += !(std::memcmp(&want, &f[i], 4) == 0 || (std::isnan(want) && std::isnan(f[i])));
-        }
-        CHECK(bad == 0);
-      }
+      CHECK(widen_mismatches(v.half_to_float, half_to_float) == 0);
       std::vector<uint16_t> h(floats.size());
       v.float_to_half(floats.data(), h.data(), static_cast<int64_t>(floats.size()));
       size_t bad = 0;
@@ -83,6 +91,50 @@ TEST_SUITE("cpu_kernels") {
         bad += nan ? !((h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff)) : h[i] != want;
       }
       CHECK(bad == 0);
+    }
+  }
+
+  TEST_CASE("VecOps bfloat16 conversions equal the portable ones at every ISA level") {
+    std::vector<float> floats;
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> u(-3e38f, 3e38f), small(-1e-3f, 1e-3f);
+    for (int i = 0; i < 20000; ++i) floats.push_back(i % 2 ? u(rng) : small(rng));
+    for (uint32_t hi = 0; hi < 0x7f80; hi += 13) {  // ties, and one bit either side of them
+      for (uint32_t low : {0x8000u, 0x7fffu, 0x8001u, 0x18000u}) {
+        uint32_t bits = (hi << 16) + low;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        floats.push_back(f);
+        floats.push_back(-f);
+      }
+    }
+    for (float f : {0.0f, -0.0f, 3.3895e38f, 3.4e38f, 1e-30f, 1e-39f, -1e-40f,
+                    std::numeric_limits<float>::infinity(), std::nanf(""), -std::nanf("")}) {
+      floats.push_back(f);
+    }
+    for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+      const VecOps& v = vec_ops(isa);
+      CAPTURE(v.isa);
+      CHECK(widen_mismatches(v.bfloat16_to_float, bfloat16_to_float) == 0);
+      // Odd lengths from an odd offset: the vector tails.
+      for (size_t off : {size_t{0}, size_t{3}}) {
+        std::vector<uint16_t> h(floats.size() - off);
+        v.float_to_bfloat16(floats.data() + off, h.data(), static_cast<int64_t>(h.size()));
+        size_t bad = 0;
+        for (size_t i = 0; i < h.size(); ++i) {
+          const float x = floats[off + i];
+          const uint16_t want = float_to_bfloat16(x);
+          if (std::isnan(x)) {
+            bad += !((h[i] & 0x7f80) == 0x7f80 && (h[i] & 0x7f) && (h[i] & 0x40));
+          } else if (std::fpclassify(x) == FP_SUBNORMAL) {
+            // VCVTNEPS2BF16 (AVX-512 BF16) reads subnormals as zero of their sign.
+            bad += !(h[i] == want || h[i] == (std::signbit(x) ? 0x8000 : 0));
+          } else {
+            bad += h[i] != want;
+          }
+        }
+        CHECK(bad == 0);
+      }
     }
   }
 
@@ -118,7 +170,13 @@ TEST_SUITE("cpu_kernels") {
           std::vector<bool> known(hp.size(), false);
           for (size_t i = 1; i < known.size(); ++i) known[i] = constant;
           Prepared got = run_cpu(c.op, c.attrs, hp, known);
-          CHECK(got.kernel.find("via float32") != std::string::npos);
+          // bfloat16 with constant weights: oneDNN's bf16 kernel where the CPU has AVX-512 BF16
+          // (bf16 products are exact in float32: the same tolerance holds).
+          const bool native =
+              dt == DType::kBFloat16 && constant && c.op != "Gemm" && cpu_features().avx512_bf16 &&
+              effective_cpu_isa(Flags::global().get(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx512;
+          CAPTURE(got.kernel);
+          CHECK(got.kernel.find(native ? "onednn" : "via float32") != std::string::npos);
           REQUIRE(got.outputs[0].dtype() == dt);
           Tensor want = run_reference(c.op, c.attrs, fp);
           REQUIRE(got.outputs[0].shape() == want.shape());

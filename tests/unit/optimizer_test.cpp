@@ -356,6 +356,87 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("bfloat16 and float16 graphs fuse as float32 ones: GELU, MatMul epilogues, Conv") {
+    // x [2,16,6,6] -> Conv+Relu -> Conv -> Add(., relu) -> Relu -> Reshape [2,16,36] ->
+    // MatMul W1 + b1 -> GELU (erf form, constants of the graph's type) -> MatMul W2 + b2, all in
+    // `dt`; against the same graph in float32 on the widened values.
+    auto build = [](DType dt) {
+      GraphMaker m;
+      m.g.opset = 13;
+      auto c = [&](const std::string& name, const Tensor& t) {
+        return m.constant(name, dt == DType::kFloat32 ? t : to_half_type(t, dt));
+      };
+      Attributes pads;
+      pads.set("pads", attr_ints({1, 1, 1, 1}));
+      int x = m.g.add_value("x", ValueType{dt, true, {{2, ""}, {16, ""}, {6, ""}, {6, ""}}});
+      m.g.inputs.push_back(x);
+      int r1 = m.node("Relu", {m.node("Conv",
+                                      {x, c("w1", random_f32({16, 16, 3, 3}, 51, -0.2f, 0.2f)),
+                                       c("b1", random_f32({16}, 52))},
+                                      pads)});
+      int c2 = m.node("Conv", {r1, c("w2", random_f32({16, 16, 3, 3}, 53, -0.2f, 0.2f))}, pads);
+      int r2 = m.node("Relu", {m.node("Add", {c2, r1})});
+      int flat = m.node("Reshape", {r2, m.constant("shape", make_i64({3}, {2, 16, 36}))});
+      int h =
+          m.node("Add", {m.node("MatMul", {flat, c("mw1", random_f32({36, 24}, 54, -0.3f, 0.3f))}),
+                         c("mb1", random_f32({24}, 55))});
+      int e = m.node("Erf", {m.node("Div", {h, c("sqrt2", make_f32({}, {1.4142135f}))})});
+      int gelu =
+          m.node("Mul", {m.node("Mul", {h, m.node("Add", {e, c("one", make_f32({}, {1.0f}))})}),
+                         c("half", make_f32({}, {0.5f}))});
+      m.g.outputs.push_back(
+          m.node("Add", {m.node("MatMul", {gelu, c("mw2", random_f32({24, 8}, 56, -0.3f, 0.3f))}),
+                         c("mb2", random_f32({8}, 57))}));
+      return m.g;
+    };
+    Tensor x32 = random_f32({2, 16, 6, 6}, 58, -1.0f, 1.0f);
+    for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
+      CAPTURE(dtype_name(dt));
+      Graph g = build(dt);
+      Graph opt = g;
+      OptimizerReport r;
+      REQUIRE(optimize_graph(opt, &r).is_ok());
+      CHECK(r.activations_fused == 1);  // Conv + Relu; the second Conv feeds the residual Add
+      CHECK(r.gelus_fused == 1);        // sqrt 2 is 1.4140625 in bfloat16
+      CHECK(r.matmuls_fused == 2);
+      CHECK(count_ops(opt, "FusedMatMul") == 2);
+
+      Tensor xh = to_half_type(x32, dt);
+      // The float32 graph on the same (rounded) weights and input.
+      Graph g32 = build(DType::kFloat32);
+      for (Value& v : g32.values) {
+        if (v.constant && v.constant->dtype() == DType::kFloat32) {
+          v.constant = widen_half_type(to_half_type(*v.constant, dt));
+        }
+      }
+      Tensor x32r = widen_half_type(xh);
+      auto run = [](const Graph& graph, const Tensor& in, const std::string& name) {
+        auto model = Model::create(graph, nullptr, name).value();
+        SessionConfig cfg;
+        cfg.backends.push_back(backends::get("cpu").value());
+        auto session = Session::create(model, cfg).value();
+        auto plan = session->plan_for({in.shape()}).value();
+        CHECK(plan->fused_residuals == 1);  // Conv + Add + Relu in the type too
+        std::vector<Tensor> out;
+        const Graph& sg = session->graph();
+        REQUIRE(session->run({"x"}, {&in}, {sg.value_name(sg.outputs[0])}, &out).is_ok());
+        return out[0];
+      };
+      Tensor want = run(g32, x32r, "f32");
+      Tensor got = run(g, xh, "half");
+      REQUIRE(got.dtype() == dt);
+      Tensor gotf = widen_half_type(got);
+      // Each node rounds once to the type: a few units in its last place of the largest output.
+      float peak = 0;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        peak = std::max(peak, std::fabs(want.data<float>()[i]));
+      const double ulp = dt == DType::kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
+      Comparison cmp = compare(gotf.data<float>(), want.data<float>(),
+                               static_cast<size_t>(want.numel()), 4 * ulp, 4 * ulp * peak);
+      CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs, " (peak ", peak, ")");
+    }
+  }
+
   TEST_CASE("element-wise steps write over an input only they read; results unchanged") {
     // x -> Neg -> a ; a -> Tanh -> b ; Mul(b, a) -> c ; Add(c, 1) -> y.
     // a is read by Tanh and Mul: neither may overwrite it. Mul may overwrite b (only it reads

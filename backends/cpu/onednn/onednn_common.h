@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/cpu_libraries.h"
 #include "core/kernel.h"
 #include "core/tensor.h"
 #include "core/weight_memory.h"
@@ -194,6 +195,16 @@ inline const char* impl_kernel_name(const std::string& impl) {
   if (impl.find("gemm") != std::string::npos) return "onednn(gemm)";
   if (impl.find("jit") != std::string::npos) return "onednn(jit)";
   return "onednn";
+}
+
+// bfloat16 nodes on oneDNN's bf16 kernels (bf16 products, float32 accumulation): only where
+// oneDNN may use AVX-512 BF16 or AMX (cpu.max_capability caps it process-wide); elsewhere it
+// would emulate them, slower than the float32 kernels between conversions, which then run.
+inline Status require_native_bf16() {
+  if (onednn_native_bf16()) return Status::ok();
+  return unsupported(
+      "oneDNN: no AVX-512 BF16 here (CPU or cpu.max_capability), bfloat16 "
+      "runs widened to float32");
 }
 
 inline dnnl::primitive_attr user_scratchpad_attr() {

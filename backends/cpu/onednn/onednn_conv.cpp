@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
+#include "core/half.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/window.h"
@@ -152,7 +153,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       // oneDNN picks its work split from the thread count, so bits may change with it.
       return unsupported("oneDNN Conv is not deterministic across thread counts");
     }
-    TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx));
+    TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx, true));
     ops::ConvParams p = fp.conv;
     auto k = std::make_unique<OnednnConv>();
     // oneDNN 2.6's depthwise kernel computes a second eltwise_linear post-op in one chain wrongly:
@@ -164,6 +165,33 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     k->tail_.assign(second_affine, fp.epilogue.end());
     fp.epilogue.erase(second_affine, fp.epilogue.end());
     const Tensor* wconst = ctx.inputs[1].value;
+    // bfloat16: oneDNN's bf16 kernel where the activations, the (constant) weights, the bias and
+    // the residual are all bf16; any other mix runs widened to float32 (widened_kernel.h).
+    const bool bf16 = ctx.inputs[0].dtype == DType::kBFloat16;
+    if (bf16) {
+      TERN_RETURN_IF_ERROR(onednn::require_native_bf16());
+      bool all_bf16 = wconst && k->tail_.empty();
+      for (const auto* list : {&ctx.inputs, &ctx.outputs}) {
+        for (const TensorInfo& t : *list)
+          all_bf16 = all_bf16 && (!t.present || t.dtype == DType::kBFloat16);
+      }
+      if (!all_bf16) {
+        return unsupported(
+            "oneDNN bf16 Conv takes bf16 activations, constant weights, bias and "
+            "residual only");
+      }
+    } else if (ctx.inputs[0].dtype != DType::kFloat32) {
+      return unsupported("oneDNN Conv here takes float32 or bfloat16");
+    }
+    const dt adt = bf16 ? dt::bf16 : dt::f32;
+    // bf16 weights are packed from a float32 copy (the taps cut / groups merged there).
+    std::optional<Tensor> wide;
+    if (bf16) {
+      TERN_ASSIGN_OR_RETURN(wide, Tensor::allocate(DType::kFloat32, wconst->shape()));
+      const auto* from = wconst->data<uint16_t>();
+      float* to = wide->data<float>();
+      for (int64_t i = 0; i < wconst->numel(); ++i) to[i] = bfloat16_to_float(from[i]);
+    }
     // Taps that read only padding at every output position are cut (constant weights): ASPP's
     // dilation-24 3x3 on a 14x14 map is a 1x1 convolution, which oneDNN also has a direct kernel
     // for where it has none for the dilated one.
@@ -174,10 +202,10 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     const int in_block = ctx.inputs[0].block, out_block = ctx.outputs[0].block;
     const int z_block = fp.has_sum ? ctx.inputs[3].block : 0;
     try {
-      k->user_src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
-                                           onednn::layout_tag(p.x.size(), in_block));
-      k->user_dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
-                                           onednn::layout_tag(p.y.size(), out_block));
+      k->user_src_md_ =
+          dnnl::memory::desc(onednn::to_dims(p.x), adt, onednn::layout_tag(p.x.size(), in_block));
+      k->user_dst_md_ =
+          dnnl::memory::desc(onednn::to_dims(p.y), adt, onednn::layout_tag(p.y.size(), out_block));
       // The layouts the primitive reads and writes, when they differ from the planned ones
       // (reordered in the workspace before and after it):
       // - a blocked source with a plain destination (output channels not a whole number of
@@ -210,7 +238,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         k->src_reorder_bytes_ = 0;
         if (in_block != dst_block && (dst_block != 0 || in_block != 0) &&
             (p.x[1] > 4 || last_out || dst_block == 0)) {
-          k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), dt::f32,
+          k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), adt,
                                           onednn::layout_tag(p.x.size(), dst_block));
           k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
               onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
@@ -220,7 +248,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         k->dst_reorder_ = dnnl::reorder();
         k->dst_reorder_bytes_ = 0;
         if (dst_block != out_block) {
-          k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), dt::f32,
+          k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), adt,
                                           onednn::layout_tag(p.y.size(), dst_block));
           k->dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
               onednn::engine(), k->dst_md_, onednn::engine(), k->user_dst_md_));
@@ -228,7 +256,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         }
       };
       dnnl::memory::desc b_md;
-      if (p.has_bias) b_md = dnnl::memory::desc({p.w[0]}, dt::f32, tag::x);
+      if (p.has_bias) b_md = dnnl::memory::desc({p.w[0]}, adt, tag::x);
       dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
       dnnl::post_ops po;
       if (fp.has_sum) po.append_sum(1.0f);
@@ -274,7 +302,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
             }
           }
         }
-        return make_pd(wconst ? dnnl::memory::desc(wdims, dt::f32, tag::any) : plain_w);
+        return make_pd(wconst ? dnnl::memory::desc(wdims, adt, tag::any) : plain_w);
       };
       auto is_ref = [](const Pd& pd) {
         return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
@@ -346,8 +374,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       k->has_bias_ = p.has_bias;
       k->has_sum_ = fp.has_sum;
       if (fp.has_sum && (z_block != out_block || k->dst_reorder_bytes_)) {
-        dnnl::memory::desc z_md(onednn::to_dims(p.y), dt::f32,
-                                onednn::layout_tag(p.y.size(), z_block));
+        dnnl::memory::desc z_md(onednn::to_dims(p.y), adt, onednn::layout_tag(p.y.size(), z_block));
         k->z_md_ = z_md;
         k->z_reorder_ = dnnl::reorder(
             dnnl::reorder::primitive_desc(onednn::engine(), z_md, onednn::engine(), k->dst_md_));
@@ -356,9 +383,10 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       if (wconst) {
         const std::string v = variant(tap0, merge);
-        std::optional<Tensor> derived;
+        std::optional<Tensor> derived = wide;
         if (!v.empty()) {
-          TERN_ASSIGN_OR_RETURN(derived, derive_weights(*wconst, fp.conv, p, tap0, merge));
+          TERN_ASSIGN_OR_RETURN(derived,
+                                derive_weights(wide ? *wide : *wconst, fp.conv, p, tap0, merge));
         }
         TERN_ASSIGN_OR_RETURN(k->packed_w_,
                               onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1],
@@ -429,8 +457,10 @@ class OnednnConv final : public onednn::PackedWeightKernel {
 }  // namespace
 
 void register_cpu_onednn_conv(KernelRegistry& r) {
-  r.add("Conv", "cpu", DType::kFloat32, OnednnConv::create);
-  r.add("FusedConv", "cpu", DType::kFloat32, OnednnConv::create);
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    r.add("Conv", "cpu", t, OnednnConv::create);
+    r.add("FusedConv", "cpu", t, OnednnConv::create);
+  }
 }
 
 }  // namespace tern

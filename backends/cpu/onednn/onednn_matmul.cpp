@@ -22,13 +22,22 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
       return unsupported("oneDNN matmul's split depends on the thread count");
     }
     const TensorInfo& b = ctx.inputs[1];
-    if (!b.value || b.shape.size() != 2 || b.dtype != DType::kFloat32 ||
-        ctx.inputs[0].dtype != DType::kFloat32 || ctx.inputs[0].shape.size() < 2) {
-      return unsupported("oneDNN matmul here takes float32 [..., M, K] x constant [K, N]");
+    // bfloat16 (every input and the output) on oneDNN's bf16 kernel: bf16 products, float32
+    // accumulation; other mixes run widened to float32 (widened_kernel.h).
+    const DType t = ctx.inputs[0].dtype;
+    if (t == DType::kBFloat16) TERN_RETURN_IF_ERROR(onednn::require_native_bf16());
+    bool same = t == DType::kFloat32 || t == DType::kBFloat16;
+    for (const auto* list : {&ctx.inputs, &ctx.outputs}) {
+      for (const TensorInfo& x : *list) same = same && (!x.present || x.dtype == t);
     }
+    if (!b.value || b.shape.size() != 2 || !same || ctx.inputs[0].shape.size() < 2) {
+      return unsupported(
+          "oneDNN matmul here takes float32 or bfloat16 [..., M, K] x constant [K, N]");
+    }
+    const dt adt = t == DType::kBFloat16 ? dt::bf16 : dt::f32;
     ops::FusedMatMulParams fp;
     if (ctx.node->op_type == "FusedMatMul") {
-      TERN_ASSIGN_OR_RETURN(fp, ops::parse_fused_matmul(ctx));
+      TERN_ASSIGN_OR_RETURN(fp, ops::parse_fused_matmul(ctx, true));
     } else {
       TERN_ASSIGN_OR_RETURN(fp.mm, ops::parse_matmul(ctx));
     }
@@ -37,10 +46,10 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
     if (rows == 0 || p.N == 0 || p.K == 0) return unsupported("empty MatMul");
     auto k = std::make_unique<OnednnMatMul>();
     try {
-      k->a_md_ = dnnl::memory::desc({rows, p.K}, dt::f32, tag::ab);
-      k->y_md_ = dnnl::memory::desc({rows, p.N}, dt::f32, tag::ab);
-      dnnl::memory::desc plain_w({p.K, p.N}, dt::f32, tag::ab);
-      dnnl::memory::desc any_w({p.K, p.N}, dt::f32, tag::any);
+      k->a_md_ = dnnl::memory::desc({rows, p.K}, adt, tag::ab);
+      k->y_md_ = dnnl::memory::desc({rows, p.N}, adt, tag::ab);
+      dnnl::memory::desc plain_w({p.K, p.N}, adt, tag::ab);
+      dnnl::memory::desc any_w({p.K, p.N}, adt, tag::any);
       dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
       if (fp.act != ops::MatMulAct::kNone) {
         dnnl::post_ops po;
@@ -51,7 +60,7 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
         attr.set_post_ops(po);
       }
       k->has_bias_ = fp.has_bias;
-      if (fp.has_bias) k->bias_md_ = dnnl::memory::desc({1, p.N}, dt::f32, tag::ab);
+      if (fp.has_bias) k->bias_md_ = dnnl::memory::desc({1, p.N}, adt, tag::ab);
       auto desc = fp.has_bias ? dnnl::matmul::desc(k->a_md_, any_w, k->bias_md_, k->y_md_)
                               : dnnl::matmul::desc(k->a_md_, any_w, k->y_md_);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
@@ -85,8 +94,10 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
 
 void register_cpu_onednn_matmul(KernelRegistry& r) {
   // Tried before the OpenBLAS kernel, which takes every case this one declines.
-  r.add("MatMul", "cpu", DType::kFloat32, OnednnMatMul::create, /*priority=*/1);
-  r.add("FusedMatMul", "cpu", DType::kFloat32, OnednnMatMul::create, /*priority=*/1);
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    r.add("MatMul", "cpu", t, OnednnMatMul::create, /*priority=*/1);
+    r.add("FusedMatMul", "cpu", t, OnednnMatMul::create, /*priority=*/1);
+  }
 }
 
 }  // namespace tern

@@ -42,6 +42,11 @@ struct VecOps {
   // IEEE half <-> float, round to nearest even (F16C / AVX-512F / NEON conversions).
   void (*half_to_float)(const uint16_t* x, float* y, int64_t n);
   void (*float_to_half)(const float* x, uint16_t* y, int64_t n);
+  // bfloat16 <-> float, round to nearest even, NaN kept quiet. Where the CPU has AVX-512 BF16 the
+  // AVX-512 table narrows with VCVTNEPS2BF16, which reads float32 subnormals (below 1.2e-38) as
+  // zero, as oneDNN's bf16 kernels do; elsewhere integer rounding of the bits, subnormals kept.
+  void (*bfloat16_to_float)(const uint16_t* x, float* y, int64_t n);
+  void (*float_to_bfloat16)(const float* x, uint16_t* y, int64_t n);
 };
 
 // VecOps::activation's functions; errors those of erf and tanh (GELU's two forms use them).
@@ -63,6 +68,8 @@ extern const VecOps kScalarOps;
 extern const VecOps kAvx2Ops;    // only on x86-64
 extern const VecOps kAvx512Ops;  // only on x86-64
 extern const VecOps kNeonOps;    // only on aarch64
+// kAvx512Ops' float_to_bfloat16 on AVX-512 BF16 (VCVTNEPS2BF16), where the CPU has it.
+extern void (*const kAvx512Bf16Narrow)(const float* x, uint16_t* y, int64_t n);
 }  // namespace vec_detail
 
 }  // namespace tern

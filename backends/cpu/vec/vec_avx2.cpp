@@ -34,6 +34,8 @@ const VecOps kAvx2Ops = {"avx2",
                          vec_avx2::affine,
                          vec_avx2::binary,
                          vec_avx2::half_to_float_row,
-                         vec_avx2::float_to_half_row};
+                         vec_avx2::float_to_half_row,
+                         vec_avx2::bfloat16_to_float_row,
+                         vec_avx2::float_to_bfloat16_row};
 }  // namespace tern::vec_detail
 #endif

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/half.h"
+
 namespace tern::vec_neon {
 namespace {
 
@@ -259,6 +261,29 @@ void float_to_half_row(const float* x, uint16_t* y, int64_t n) {
   }
 }
 
+// bfloat16 <-> float: the high half of the float's bits; round to nearest even on the way back, a
+// NaN kept quiet (core/half.h's float_to_bfloat16).
+void bfloat16_to_float_row(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    vst1q_f32(y + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(x + i), 16)));
+  for (; i < n; ++i) y[i] = bfloat16_to_float(x[i]);
+}
+
+void float_to_bfloat16_row(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t f = vld1q_f32(x + i);
+    const uint32x4_t u = vreinterpretq_u32_f32(f);
+    const uint32x4_t lsb = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
+    const uint32x4_t rounded = vaddq_u32(vaddq_u32(u, vdupq_n_u32(0x7fff)), lsb);
+    const uint32x4_t quiet = vorrq_u32(u, vdupq_n_u32(0x400000));
+    const uint32x4_t ordered = vceqq_f32(f, f);  // all ones unless NaN
+    vst1_u16(y + i, vshrn_n_u32(vbslq_u32(ordered, rounded, quiet), 16));
+  }
+  for (; i < n; ++i) y[i] = float_to_bfloat16(x[i]);
+}
+
 }  // namespace
 }  // namespace tern::vec_neon
 
@@ -276,6 +301,8 @@ const VecOps kNeonOps = {"neon",
                          vec_neon::affine,
                          vec_neon::binary,
                          vec_neon::half_to_float_row,
-                         vec_neon::float_to_half_row};
+                         vec_neon::float_to_half_row,
+                         vec_neon::bfloat16_to_float_row,
+                         vec_neon::float_to_bfloat16_row};
 }  // namespace tern::vec_detail
 #endif

@@ -1,6 +1,8 @@
 // Scalar build of the vectorised primitives (the baseline every CPU runs) and the dispatcher.
 #include "backends/cpu/vec/vec.h"
 
+#include "backends/cpu/cpu_capability.h"
+
 #include <cstdint>
 
 #define TERN_VEC_NS vec_scalar
@@ -25,12 +27,21 @@ const VecOps kScalarOps = {"scalar",
                            vec_scalar::affine,
                            vec_scalar::binary,
                            vec_scalar::half_to_float_row,
-                           vec_scalar::float_to_half_row};
+                           vec_scalar::float_to_half_row,
+                           vec_scalar::bfloat16_to_float_row,
+                           vec_scalar::float_to_bfloat16_row};
 }  // namespace vec_detail
 
 const VecOps& vec_ops(CpuIsa isa) {
 #if defined(__x86_64__)
-  if (isa == CpuIsa::kAvx512) return vec_detail::kAvx512Ops;
+  if (isa == CpuIsa::kAvx512) {
+    static const VecOps avx512 = [] {
+      VecOps v = vec_detail::kAvx512Ops;
+      if (cpu_features().avx512_bf16) v.float_to_bfloat16 = vec_detail::kAvx512Bf16Narrow;
+      return v;
+    }();
+    return avx512;
+  }
   if (isa == CpuIsa::kAvx2) return vec_detail::kAvx2Ops;
 #elif defined(__aarch64__)
   (void)isa;  // NEON is part of every ARMv8-A CPU
