@@ -191,6 +191,16 @@ std::vector<FlagDef> make_defs() {
        "Vulkan convolutions: auto = im2col + tiled GEMM for ungrouped ones (1x1 stride-1 ones "
        "as a plain GEMM), direct for grouped ones; direct; gemm (ungrouped ones)",
        {"auto", "direct", "gemm"}},
+      {FlagId::kCpuMatmulAllowBf16, "cpu.matmul.allow_bf16", T::kBool, S::kSession, P::kKernels,
+       "cpu", 0, "TERN_CPU_MATMUL_ALLOW_BF16",
+       "float32 MatMul/Gemm with constant weights may compute in bfloat16 (inputs rounded to "
+       "bf16, products accumulated in float32, float32 out) on CPUs with AVX-512 BF16 or AMX "
+       "(oneDNN's bf16 kernels); no effect on other CPUs or under cpu.max_capability=AVX2"},
+      {FlagId::kCpuConvAllowBf16, "cpu.conv.allow_bf16", T::kBool, S::kSession, P::kKernels,
+       "cpu", 0, "TERN_CPU_CONV_ALLOW_BF16",
+       "float32 Conv (and fused convolutions) with constant weights may compute in bfloat16 "
+       "(inputs rounded to bf16, float32 accumulation and output) on CPUs with AVX-512 BF16 or "
+       "AMX; no effect on other CPUs or under cpu.max_capability=AVX2"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

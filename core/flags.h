@@ -47,6 +47,8 @@ enum class FlagId : int {
   kVulkanAllowFp16,
   kVulkanFp16Arithmetic,
   kVulkanConvAlgorithm,
+  kCpuMatmulAllowBf16,
+  kCpuConvAllowBf16,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

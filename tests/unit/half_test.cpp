@@ -173,7 +173,7 @@ TEST_SUITE("cpu_kernels") {
           // bfloat16 with constant weights: oneDNN's bf16 kernel where the CPU has AVX-512 BF16
           // (bf16 products are exact in float32: the same tolerance holds).
           const bool native =
-              dt == DType::kBFloat16 && constant && c.op != "Gemm" && cpu_features().avx512_bf16 &&
+              dt == DType::kBFloat16 && constant && cpu_features().avx512_bf16 &&
               effective_cpu_isa(Flags::global().get(FlagId::kCpuMaxCapability)) == CpuIsa::kAvx512;
           CAPTURE(got.kernel);
           CHECK(got.kernel.find(native ? "onednn" : "via float32") != std::string::npos);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_capability.h"
 #include "backends_util.h"
 #include "core/opt/fused_activation.h"
 #include "core/opt/graph_util.h"
@@ -434,6 +435,72 @@ TEST_SUITE("optimizer") {
       Comparison cmp = compare(gotf.data<float>(), want.data<float>(),
                                static_cast<size_t>(want.numel()), 4 * ulp, 4 * ulp * peak);
       CHECK_MESSAGE(cmp.mismatches == 0, "max abs diff ", cmp.max_abs, " (peak ", peak, ")");
+    }
+  }
+
+  TEST_CASE("cpu.conv.allow_bf16 / cpu.matmul.allow_bf16: float32 computed in bf16 where native") {
+    // x [1,16,10,10] -> Conv 3x3 + Relu -> Conv 1x1 -> Reshape [16,100] -> MatMul [100,24]
+    //   -> Gemm (transB) [24 -> 10] + bias: float32 throughout.
+    GraphMaker m;
+    m.g.opset = 13;
+    int x = m.g.add_value(
+        "x", ValueType{DType::kFloat32, true, {{1, ""}, {16, ""}, {10, ""}, {10, ""}}});
+    m.g.inputs.push_back(x);
+    Attributes pads, trans_b;
+    pads.set("pads", attr_ints({1, 1, 1, 1}));
+    trans_b.set("transB", attr_int(1));
+    int c1 = m.node(
+        "Relu",
+        {m.node("Conv", {x, m.constant("w1", random_f32({32, 16, 3, 3}, 61, -0.2f, 0.2f))}, pads)});
+    int c2 = m.node("Conv", {c1, m.constant("w2", random_f32({16, 32, 1, 1}, 62, -0.3f, 0.3f))});
+    int flat = m.node("Reshape", {c2, m.constant("shape", make_i64({2}, {16, 100}))});
+    int mm = m.node("MatMul", {flat, m.constant("w3", random_f32({100, 24}, 63, -0.2f, 0.2f))});
+    int y = m.node("Gemm",
+                   {mm, m.constant("w4", random_f32({10, 24}, 64, -0.3f, 0.3f)),
+                    m.constant("b4", random_f32({10}, 65))},
+                   trans_b);
+    m.g.outputs.push_back(y);
+    Tensor in = random_f32({1, 16, 10, 10}, 66);
+    auto model = Model::create(m.g, nullptr, "bf16flag").value();
+    const bool native = tern_onednn_is_available() && cpu_features().avx512_bf16 &&
+                        std::string(tern_cpu_get_capability()) == "AVX512";
+    std::vector<Tensor> outs[3];
+    for (int mode = 0; mode < 3; ++mode) {  // off; conv only; both
+      SessionConfig cfg;
+      cfg.backends.push_back(backends::get("cpu").value());
+      cfg.overrides.set(FlagId::kCpuConvAllowBf16, mode >= 1);
+      cfg.overrides.set(FlagId::kCpuMatmulAllowBf16, mode >= 2);
+      auto session = Session::create(model, cfg).value();
+      auto plan = session->plan_for({{1, 16, 10, 10}}).value();
+      int convs = 0, matmuls = 0;
+      for (const PlanStep& st : plan->steps) {
+        const std::string k = st.kernel->name(), op = st.op_node ? st.op_node->op_type : "";
+        const bool bf16 = k.size() > 5 && k.compare(k.size() - 5, 5, " bf16") == 0;
+        CAPTURE(op);
+        CAPTURE(k);
+        if (op.find("Conv") != std::string::npos) {
+          ++convs;
+          CHECK(bf16 == (native && mode >= 1));
+        } else if (op == "MatMul" || op == "Gemm" || op == "FusedMatMul") {
+          ++matmuls;
+          CHECK(bf16 == (native && mode >= 2));
+        }
+      }
+      CHECK(convs == 2);
+      CHECK(matmuls == 2);
+      REQUIRE(session->run({"x"}, {&in}, {m.g.value_name(y)}, &outs[mode]).is_ok());
+    }
+    // bf16 inputs (8 significant bits), float32 sums: within a few bf16 units of the float32
+    // result's scale.
+    float peak = 0;
+    for (int64_t i = 0; i < outs[0][0].numel(); ++i) {
+      peak = std::max(peak, std::fabs(outs[0][0].data<float>()[i]));
+    }
+    for (int mode = 1; mode < 3; ++mode) {
+      Comparison cmp = compare(outs[mode][0].data<float>(), outs[0][0].data<float>(),
+                               static_cast<size_t>(outs[0][0].numel()), 0.0, 0.03 * peak);
+      CHECK_MESSAGE(cmp.mismatches == 0, "mode ", mode, ": max abs diff ", cmp.max_abs, " of ",
+                    peak);
     }
   }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_libraries.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "core/weight_memory.h"
@@ -246,6 +247,9 @@ class BlockedPointwiseConv final : public Kernel {
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     if (effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)) != CpuIsa::kAvx512) {
       return unsupported("conv1x1_avx512: the CPU (or cpu.max_capability) lacks AVX-512");
+    }
+    if (ctx.flag(FlagId::kCpuConvAllowBf16) && onednn_native_bf16()) {
+      return unsupported("conv1x1_avx512: cpu.conv.allow_bf16 is on, oneDNN's bf16 kernel runs it");
     }
     TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx));
     const ops::ConvParams& p = fp.conv;

@@ -18,7 +18,7 @@ namespace {
 
 struct PatchDeconv {
   ops::ConvTransposeParams p;
-  ops::Window w3;                  // as 3-D (D, H, W)
+  ops::Window w3;                   // as 3-D (D, H, W)
   int64_t taps = 0, in_pixels = 0;  // kernel elements; input pixels per channel
 };
 
@@ -67,8 +67,9 @@ Expected<std::unique_ptr<Kernel>> make_patch_deconv(const OpContext& ctx) {
   for (size_t i = 0; i < p.win.spatial; ++i) {
     if (p.win.kernel[i] != p.win.strides[i] || p.win.dilations[i] != 1 ||
         p.win.pads_begin[i] != 0 || p.win.pads_end[i] != 0 || p.output_padding[i] != 0) {
-      return unsupported("patch ConvTranspose: kernel must equal stride, without pads, dilations "
-                         "or output padding");
+      return unsupported(
+          "patch ConvTranspose: kernel must equal stride, without pads, dilations "
+          "or output padding");
     }
   }
   PatchDeconv k;

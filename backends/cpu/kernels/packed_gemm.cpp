@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/panel_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -119,6 +120,9 @@ Expected<std::unique_ptr<Kernel>> PackedGemm::create(const OpContext& ctx) {
   const TensorInfo& b = ctx.inputs[1];
   if (!b.value || b.shape.size() != 2 || b.dtype != DType::kFloat32 || a.dtype != DType::kFloat32) {
     return unsupported("packed_gemm takes float32 A x a constant 2-D float32 B");
+  }
+  if (ctx.flag(FlagId::kCpuMatmulAllowBf16) && onednn_native_bf16()) {
+    return unsupported("packed_gemm: cpu.matmul.allow_bf16 is on, oneDNN's bf16 kernel runs it");
   }
   auto k = std::make_unique<PackedGemm>();
   GemmPlan& g = k->plan_;

@@ -8,6 +8,7 @@
 // the destination first).
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
@@ -144,10 +145,22 @@ Expected<Tensor> derive_weights(const Tensor& w, const ops::ConvParams& orig,
 
 class OnednnConv final : public onednn::PackedWeightKernel {
  public:
-  const char* name() const override { return name_; }
+  const char* name() const override { return name_.c_str(); }
   size_t workspace_bytes() const override { return src_reorder_bytes_ + dst_reorder_bytes_; }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    auto k = create_as(ctx, true);
+    // A bf16 reading of a float32 convolution that oneDNN has only its reference kernel for
+    // (group widths its bf16 kernels decline): the float32 kernels instead.
+    if (k && std::string((*k)->name()).rfind("onednn(ref)", 0) == 0 &&
+        ctx.inputs[0].dtype == DType::kFloat32 && ctx.flag(FlagId::kCpuConvAllowBf16)) {
+      return create_as(ctx, false);
+    }
+    return k;
+  }
+
+  // allow_bf16: whether cpu.conv.allow_bf16 may make a float32 convolution read bf16.
+  static Expected<std::unique_ptr<Kernel>> create_as(const OpContext& ctx, bool allow_bf16) {
     TERN_RETURN_IF_ERROR(onednn::require_onednn_sizes(ctx));
     if (ctx.flag(FlagId::kDeterministicAlgorithms)) {
       // oneDNN picks its work split from the thread count, so bits may change with it.
@@ -183,7 +196,13 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     } else if (ctx.inputs[0].dtype != DType::kFloat32) {
       return unsupported("oneDNN Conv here takes float32 or bfloat16");
     }
-    const dt adt = bf16 ? dt::bf16 : dt::f32;
+    // cpu.conv.allow_bf16: a float32 convolution reads its source and weights as bf16 (the source
+    // rounded in the workspace by the reorder that may also change its layout), accumulates in
+    // float32 and writes float32.
+    const bool f32_as_bf16 = allow_bf16 && !bf16 && wconst && ctx.flag(FlagId::kCpuConvAllowBf16) &&
+                             onednn::require_native_bf16().is_ok();
+    const dt adt = bf16 ? dt::bf16 : dt::f32;                 // the activations' type in memory
+    const dt cdt = bf16 || f32_as_bf16 ? dt::bf16 : dt::f32;  // what the primitive reads
     // bf16 weights are packed from a float32 copy (the taps cut / groups merged there).
     std::optional<Tensor> wide;
     if (bf16) {
@@ -236,10 +255,12 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         k->src_md_ = k->user_src_md_;
         k->src_reorder_ = dnnl::reorder();
         k->src_reorder_bytes_ = 0;
-        if (in_block != dst_block && (dst_block != 0 || in_block != 0) &&
-            (p.x[1] > 4 || last_out || dst_block == 0)) {
-          k->src_md_ = dnnl::memory::desc(onednn::to_dims(p.x), adt,
-                                          onednn::layout_tag(p.x.size(), dst_block));
+        const bool relayout = in_block != dst_block && (dst_block != 0 || in_block != 0) &&
+                              (p.x[1] > 4 || last_out || dst_block == 0);
+        if (relayout || cdt != adt) {
+          k->src_md_ =
+              dnnl::memory::desc(onednn::to_dims(p.x), cdt,
+                                 onednn::layout_tag(p.x.size(), relayout ? dst_block : in_block));
           k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
               onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
           k->src_reorder_bytes_ = k->src_md_.get_size();
@@ -302,7 +323,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
             }
           }
         }
-        return make_pd(wconst ? dnnl::memory::desc(wdims, adt, tag::any) : plain_w);
+        return make_pd(wconst ? dnnl::memory::desc(wdims, cdt, tag::any) : plain_w);
       };
       auto is_ref = [](const Pd& pd) {
         return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
@@ -381,6 +402,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         k->z_needs_reorder_ = true;
       }
       k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
+      if (f32_as_bf16) k->name_ += " bf16";  // float32 computed in bf16 (cpu.conv.allow_bf16)
       if (wconst) {
         const std::string v = variant(tap0, merge);
         std::optional<Tensor> derived = wide;
@@ -444,7 +466,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
   }
 
  private:
-  const char* name_ = "onednn";
+  std::string name_ = "onednn";
   dnnl::convolution_forward prim_;
   dnnl::reorder src_reorder_, z_reorder_, dst_reorder_;
   dnnl::memory::desc user_src_md_, src_md_, user_dst_md_, dst_md_, z_md_;
