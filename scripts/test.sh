@@ -3,7 +3,7 @@
 # exported symbols, header, install test, and the ONNX conformance gate); the Rust, Go and Java
 # bindings' suites and the samples; the aarch64 minimal build under qemu; then the sanitizer
 # builds (ASan + UBSan + LeakSanitizer: every unit suite and the conformance suite; TSan: the
-# concurrency and API suites) and each libFuzzer target for 60 s. Tests that need ../shared skip
+# concurrency and API suites) and each libFuzzer target for 30 s. Tests that need ../shared skip
 # with a message when it is absent. TERN_TEST_QUICK=1 stops after ctest, the conformance summary
 # and the bindings.
 set -euo pipefail
@@ -48,6 +48,6 @@ scripts/sanitize.sh address
 stage asan
 scripts/sanitize.sh thread
 stage tsan
-scripts/fuzz.sh 60
+scripts/fuzz.sh 30
 stage fuzz
 summary

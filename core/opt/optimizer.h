@@ -43,6 +43,8 @@ struct OptimizerReport {
   size_t key_transposes_split = 0;
   size_t dead_nodes_removed = 0;
   size_t pads_folded = 0;  // Pads into Conv/AveragePool, no-op Pads and Dropouts to Identity
+  size_t qdq_convs_fused =
+      0;  // DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear to QLinearConv
 };
 
 // Computes every node whose inputs are all constant (random ops excepted) with the host backends
@@ -52,6 +54,9 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
 // Zero constant Pads of the spatial dims read only by a Conv or AveragePool become its padding;
 // Pads of nothing and inference Dropouts (mask unread) become Identity nodes.
 Status fold_pads(Graph& g, OptimizerReport* report);
+// QDQ convolutions (DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear, constant int8 weights)
+// become QLinearConv (core/opt/qdq_fusion.cpp); before constant folding.
+Status fuse_qdq_conv(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
 // x * Sigmoid(x) becomes one Swish node (alpha 1).

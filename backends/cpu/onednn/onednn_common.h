@@ -207,6 +207,18 @@ inline Status require_native_bf16() {
       "runs widened to float32");
 }
 
+// Runs reorder `r` from `src` (layout `from`) into `dst` (layout `to`) on this thread's stream.
+inline Status run_reorder(const dnnl::reorder& r, const dnnl::memory::desc& from, void* src,
+                          const dnnl::memory::desc& to, void* dst) {
+  try {
+    dnnl::memory f(from, engine(), src), t(to, engine(), dst);
+    r.execute(thread_stream(), f, t);
+  } catch (const dnnl::error& e) {
+    return internal_error("oneDNN reorder: ", e.what());
+  }
+  return Status::ok();
+}
+
 inline dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

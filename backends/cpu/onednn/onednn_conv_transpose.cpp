@@ -124,29 +124,17 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
   size_t workspace_bytes() const override { return src_bytes_ + dst_bytes_; }
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    auto& eng = onednn::engine();
     void* src = a.inputs[0]->raw();
     void* dst = dst_bytes_ ? static_cast<uint8_t*>(a.workspace) + src_bytes_ : a.outputs[0]->raw();
-    try {
-      if (src_bytes_) {
-        dnnl::memory from(user_src_md_, eng, src), to(src_md_, eng, a.workspace);
-        src_reorder_.execute(onednn::thread_stream(), from, to);
-        src = a.workspace;
-      }
-    } catch (const dnnl::error& e) {
-      return internal_error("oneDNN reorder: ", e.what());
+    if (src_bytes_) {
+      TERN_RETURN_IF_ERROR(
+          onednn::run_reorder(src_reorder_, user_src_md_, src, src_md_, a.workspace));
+      src = a.workspace;
     }
     TERN_RETURN_IF_ERROR(args_.execute_weighted(prim_, src, packed_w_.memory.get_data_handle(),
                                                 has_bias_ ? a.inputs[2]->raw() : nullptr, dst));
-    if (dst_bytes_) {
-      try {
-        dnnl::memory from(dst_md_, eng, dst), to(user_dst_md_, eng, a.outputs[0]->raw());
-        dst_reorder_.execute(onednn::thread_stream(), from, to);
-      } catch (const dnnl::error& e) {
-        return internal_error("oneDNN reorder: ", e.what());
-      }
-    }
-    return Status::ok();
+    if (!dst_bytes_) return Status::ok();
+    return onednn::run_reorder(dst_reorder_, dst_md_, dst, user_dst_md_, a.outputs[0]->raw());
   }
 
  private:

@@ -1,0 +1,120 @@
+// QuantizeLinear (float32 -> uint8 / int8) and DequantizeLinear (uint8 / int8 / int32 -> float32)
+// with one scale and zero point per tensor: the QDQ pairs left around the float ops of a
+// quantized model (Add, pooling, the model's ends) after QDQ fusion. The same arithmetic as the
+// reference kernels in ops/quantize.cpp: x / scale in float32, rounded half to even, the zero point
+// added, saturated (NaN to the type's lowest value, as the reference); (x - zero point) * scale.
+// Loops the compiler vectorises (rounding by adding and subtracting 1.5 * 2^23, exact for the
+// clamped range), on the session's threads. Per-axis and blocked forms, other types and float8
+// keep the reference kernels.
+#include <algorithm>
+#include <cmath>
+
+#include "core/kernel_registry.h"
+#include "core/parallel.h"
+#include "ops/common/op_utils.h"
+
+namespace tern {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+bool per_tensor(const OpContext& ctx) {
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (ctx.has_input(i) && numel(ctx.inputs[i].shape) != 1) return false;
+  }
+  auto block = ctx.attrs().get_int("block_size", 0);
+  return block && *block == 0 && ctx.inputs[1].dtype == DType::kFloat32;
+}
+
+struct Q {
+  DType to;
+};
+
+template <class T>
+void quantize_rows(const float* x, T* y, int64_t n, float s, float z, float lo, float hi,
+                   int threads) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: v + kMagic - kMagic rounds half to even
+  parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float v = x[i] / s;
+      v = v == v ? std::min(std::max(v, lo - z - 1.0f), hi - z + 1.0f) : lo - z;
+      v = (v + kMagic) - kMagic;
+      y[i] = static_cast<T>(std::min(std::max(v + z, lo), hi));
+    }
+  });
+}
+
+Status run_quantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
+  const float s = static_cast<float>(a.inputs[1]->float_at(0));
+  const Tensor* zt = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
+  const float z = zt ? static_cast<float>(zt->int_at(0)) : 0.0f;
+  const float* x = a.inputs[0]->data<float>();
+  const int64_t n = a.inputs[0]->numel();
+  if (p.to == DType::kUInt8) {
+    quantize_rows(x, a.outputs[0]->data<uint8_t>(), n, s, z, 0.0f, 255.0f, exec.num_threads);
+  } else {
+    quantize_rows(x, a.outputs[0]->data<int8_t>(), n, s, z, -128.0f, 127.0f, exec.num_threads);
+  }
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
+  const DType to = ctx.outputs[0].dtype;
+  if (ctx.inputs[0].dtype != DType::kFloat32 || !per_tensor(ctx) ||
+      (to != DType::kUInt8 && to != DType::kInt8)) {
+    return unsupported("quantize_vec: float32 to uint8/int8 with one scale and zero point");
+  }
+  return make_kernel("quantize_vec", Q{to}, run_quantize);
+}
+
+template <class T>
+void dequantize_rows(const T* x, float* y, int64_t n, float s, float z, int threads) {
+  parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
+  });
+}
+
+Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
+  const float s = static_cast<float>(a.inputs[1]->float_at(0));
+  const Tensor* zt = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
+  const float z = zt ? static_cast<float>(zt->int_at(0)) : 0.0f;
+  const Tensor& x = *a.inputs[0];
+  float* y = a.outputs[0]->data<float>();
+  const int64_t n = x.numel();
+  if (p.to == DType::kUInt8) {
+    dequantize_rows(x.data<uint8_t>(), y, n, s, z, exec.num_threads);
+  } else if (p.to == DType::kInt8) {
+    dequantize_rows(x.data<int8_t>(), y, n, s, z, exec.num_threads);
+  } else {
+    // int32: (x - z) in float32 is exact below 2^24 only; the product rounds once more than the
+    // reference's double above it, so int32 goes through double.
+    const int32_t* xi = x.data<int32_t>();
+    const double zd = zt ? static_cast<double>(zt->int_at(0)) : 0.0;
+    parallel_for(n, kGrain, exec.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = static_cast<float>((xi[i] - zd) * s);
+    });
+  }
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Kernel>> make_dequantize(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
+  const DType from = ctx.inputs[0].dtype;
+  if (ctx.outputs[0].dtype != DType::kFloat32 || !per_tensor(ctx) ||
+      (from != DType::kUInt8 && from != DType::kInt8 && from != DType::kInt32)) {
+    return unsupported("dequantize_vec: uint8/int8/int32 to float32 with one scale and zero point");
+  }
+  return make_kernel("dequantize_vec", Q{from}, run_dequantize);
+}
+
+}  // namespace
+
+void register_cpu_quantize_vec(KernelRegistry& r) {
+  r.add("QuantizeLinear", "cpu", DType::kFloat32, make_quantize);
+  for (DType t : {DType::kUInt8, DType::kInt8, DType::kInt32}) {
+    r.add("DequantizeLinear", "cpu", t, make_dequantize);
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,170 @@
+// QDQ convolutions become QLinearConv: in the QDQ form most quantizers export,
+//   x_q -> DequantizeLinear -> Conv(., DequantizeLinear(w_q), [DequantizeLinear(b_q) | b])
+//       [-> Relu] -> QuantizeLinear -> y_q
+// is one int8 convolution with the requantisation inside, as the QOperator form writes it:
+// QLinearConv(x_q, x_scale, x_zero, w_q, w_scale, w_zero, y_scale, y_zero, b_q), with a Relu
+// FusedQLinearConv (Tern's own op: the same and an "activation"). Conditions: per-tensor activation
+// scales and zero points, weights int8/uint8 quantised per tensor or per output channel (axis 0, no
+// blocks), all constant, the source's zero point given (it says the source's type); the bias int32
+// with scale x_scale * w_scale and zero point 0, or a float constant quantised so (as the QOperator
+// form stores it); the float results read by nothing else. It runs before constant folding, which
+// would otherwise turn the weights' DequantizeLinear into float weights.
+#include <cmath>
+#include <cstring>
+
+#include "core/opt/graph_util.h"
+#include "core/opt/optimizer.h"
+
+namespace tern {
+namespace {
+
+bool int8_type(DType t) {
+  return t == DType::kInt8 || t == DType::kUInt8;
+}
+
+// A DequantizeLinear node's inputs when they are a per-tensor (or, with `channels` > 0, one per
+// channel along axis `axis`) constant scale and zero point; x itself may be anything.
+struct Dq {
+  const Node* node = nullptr;
+  int x = -1, scale = -1, zero = -1;  // value ids (zero -1: absent, i.e. 0)
+};
+std::optional<Dq> dq_of(PatternView& pv, int v, int64_t channels, int64_t axis, size_t rank) {
+  const Node* n = pv.node_at(v, "DequantizeLinear");
+  if (!n || n->inputs.size() < 2) return std::nullopt;
+  const Graph& g = pv.g;
+  const Tensor* s = constant_of(g, n->inputs[1]);
+  const int z = n->inputs.size() > 2 ? n->inputs[2] : -1;
+  const Tensor* zt = z >= 0 ? constant_of(g, z) : nullptr;
+  if (!s || s->dtype() != DType::kFloat32 || (z >= 0 && !zt)) return std::nullopt;
+  auto block = n->attrs.get_int("block_size", 0);
+  if (!block || *block != 0) return std::nullopt;
+  if (s->numel() != 1) {
+    auto a = n->attrs.get_int("axis", 1);
+    if (!a || channels <= 0 || s->rank() != 1 || s->numel() != channels) return std::nullopt;
+    const int64_t ax = *a < 0 ? *a + static_cast<int64_t>(rank) : *a;
+    if (ax != axis) return std::nullopt;
+  }
+  if (zt && zt->numel() != s->numel()) return std::nullopt;
+  return Dq{n, n->inputs[0], n->inputs[1], z};
+}
+
+}  // namespace
+
+Status fuse_qdq_conv(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
+    Node& q = g.nodes[qi];
+    if (pv.removed[qi] || q.op_type != "QuantizeLinear" || !q.domain.empty() ||
+        q.inputs.size() < 3 || q.inputs[2] < 0) {
+      continue;
+    }
+    // The output quantisation: per tensor, a constant int8/uint8 zero point giving y's type.
+    const Tensor* ys = constant_of(g, q.inputs[1]);
+    const Tensor* yz = constant_of(g, q.inputs[2]);
+    if (!ys || !yz || ys->numel() != 1 || yz->numel() != 1 || ys->dtype() != DType::kFloat32 ||
+        !int8_type(yz->dtype())) {
+      continue;
+    }
+    auto out_dtype = q.attrs.get_int("output_dtype", 0);
+    if (!out_dtype || (*out_dtype != 0 && *out_dtype != static_cast<int64_t>(yz->dtype()))) {
+      continue;
+    }
+    // Conv [-> Relu] -> here.
+    int v = q.inputs[0];
+    Node* relu = pv.node_at(v, "Relu");
+    if (relu && !pv.only(v, &q)) continue;
+    const int conv_out = relu ? relu->inputs[0] : v;
+    Node* conv = pv.node_at(conv_out, "Conv");
+    if (!conv || !pv.only(conv_out, relu ? relu : &q) || conv->inputs.size() < 2) continue;
+    const Tensor* w_q = nullptr;
+    auto xdq = dq_of(pv, conv->inputs[0], 0, 0, 0);
+    if (!xdq) continue;
+    const int wv = conv->inputs[1];
+    const Node* wn = pv.node_at(wv, "DequantizeLinear");
+    if (!wn || wn->inputs.empty() || !(w_q = constant_of(g, wn->inputs[0])) || w_q->rank() < 3) {
+      continue;
+    }
+    const int64_t m = w_q->shape()[0];
+    auto wdq = dq_of(pv, wv, m, 0, w_q->rank());
+    const Tensor* xs = constant_of(g, xdq->scale);
+    const Tensor* xz = xdq->zero >= 0 ? constant_of(g, xdq->zero) : nullptr;
+    if (!wdq || !int8_type(w_q->dtype()) || xs->numel() != 1 || (xz && xz->numel() != 1) ||
+        (xz && !int8_type(xz->dtype()))) {
+      continue;
+    }
+    // Types now: add_constant below may move the values (and the tensors they hold). x's type
+    // is its zero point's (intermediate values may carry no type before shape inference).
+    if (!xz) continue;
+    const DType w_type = w_q->dtype();
+    const Tensor* ws = constant_of(g, wdq->scale);
+    // The bias, as int32 in units of x_scale * w_scale.
+    int bias = -1;
+    const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2] >= 0;
+    if (has_bias) {
+      const int bv = conv->inputs[2];
+      auto bdq = dq_of(pv, bv, m, 0, 1);
+      const Tensor* b_q = bdq ? constant_of(g, bdq->x) : nullptr;
+      const Tensor* b_f = constant_of(g, bv);
+      auto unit = [&](int64_t c) {
+        return static_cast<double>(xs->float_at(0)) * ws->float_at(ws->numel() == 1 ? 0 : c);
+      };
+      if (b_q && b_q->dtype() == DType::kInt32 && b_q->numel() == m) {
+        // Its own scale must be x_scale * w_scale (relative 1e-5), zero point 0.
+        const Tensor* bs = constant_of(g, bdq->scale);
+        const Tensor* bz = bdq->zero >= 0 ? constant_of(g, bdq->zero) : nullptr;
+        bool ok = true;
+        for (int64_t c = 0; c < m && ok; ++c) {
+          const double want = unit(c), got = bs->float_at(bs->numel() == 1 ? 0 : c);
+          ok = std::fabs(got - want) <= 1e-5 * std::fabs(want) &&
+               (!bz || bz->int_at(bz->numel() == 1 ? 0 : c) == 0);
+        }
+        if (!ok) continue;
+        bias = bdq->x;
+      } else if (b_f && b_f->dtype() == DType::kFloat32 && b_f->numel() == m) {
+        TERN_ASSIGN_OR_RETURN(Tensor b32, Tensor::allocate(DType::kInt32, {m}));
+        bool ok = true;
+        for (int64_t c = 0; c < m; ++c) {
+          const double r = std::nearbyint(b_f->float_at(c) / unit(c));
+          ok = ok && std::fabs(r) < 2147483647.0;
+          b32.data<int32_t>()[c] = ok ? static_cast<int32_t>(r) : 0;
+        }
+        if (!ok) continue;
+        bias = add_constant(g, conv->name + "/bias_int32", std::move(b32));
+      } else {
+        continue;
+      }
+    }
+    // The weights' zero point: given, or 0 of the weights' type.
+    int wz = wdq->zero;
+    if (wz < 0) {
+      TERN_ASSIGN_OR_RETURN(Tensor z, Tensor::allocate(w_type, {}));
+      std::memset(z.raw(), 0, z.byte_size());
+      wz = add_constant(g, conv->name + "/w_zero_point", std::move(z));
+    }
+    const int xzv = xdq->zero;
+    // The QuantizeLinear node becomes the QLinearConv (its output is y_q); the Conv, the Relu
+    // and DequantizeLinears read only here go (dead-node removal takes unread DQs).
+    Node fused;
+    fused.name = conv->name.empty() ? q.name : conv->name;
+    fused.op_type = relu ? "FusedQLinearConv" : "QLinearConv";
+    fused.inputs = {xdq->x,     xdq->scale, xzv,         wn->inputs[0],
+                    wdq->scale, wz,         q.inputs[1], q.inputs[2]};
+    if (bias >= 0) fused.inputs.push_back(bias);
+    fused.outputs = {q.outputs[0]};
+    fused.attrs = conv->attrs;
+    if (relu) {
+      Attribute a;
+      a.kind = Attribute::Kind::kString;
+      a.s = "Relu";
+      fused.attrs.set("activation", a);
+      pv.removed[pv.index_of(relu)] = true;
+    }
+    pv.removed[pv.index_of(conv)] = true;
+    g.nodes[qi] = std::move(fused);
+    ++report->qdq_convs_fused;
+  }
+  erase_nodes(g, pv.removed);
+  return Status::ok();
+}
+
+}  // namespace tern
