@@ -11,9 +11,23 @@ model.onnx and from model.tern (`tern convert`), and compares every output with 
 rtol 1e-3, atol 1e-4 (the real-model tolerance), or, where larger, twice the largest difference
 between PyTorch's and ONNX Runtime's outputs (the model's own noise floor, measured at export).
 bfloat16 models, which ONNX Runtime cannot run, are checked against PyTorch's bfloat16 outputs
-instead, their floor the distance between PyTorch's bfloat16 and float32 outputs. A detector's detections are compared as a set
-of rows (box, score, label) in score order, where rows whose scores differ by less than the
-tolerance may come in either order. Prints a line per model and form, and "N passed, N failed".
+instead, their floor the distance between PyTorch's bfloat16 and float32 outputs.
+Quantized models (tests/models/quantize.py's CASES: int8 QDQ and QOperator forms of the trained
+models in ../shared/models, skipped with a message where those are absent) are made by that script
+instead of exported, their reference ONNX Runtime's outputs on the quantized model for the shared
+reference input (graph optimisation 'basic': QuantizeLinear/DequantizeLinear run as float ops).
+Their tolerance is one quantization step, or, where larger, twice ONNX Runtime's own distance
+from that reference when it runs the model on int8 kernels (optimisation 'all', measured when the
+case is made: the noise floor of a quantized model): an output made by a DequantizeLinear
+(directly or through Tanh/reshapes) takes values on a grid of its scale s, and an engine that
+rounds one value of an earlier layer the other way (float summation order, or int32 accumulation
+against float QDQ ops) moves the output to the neighbouring grid point, so |tern - ort| <= s
+(+ the float tolerance above) is allowed; in deep networks such a flip spreads, layer by layer,
+to more values (tiny_bert: 3-5 steps between ONNX Runtime's two modes), hence the floor.
+Classifier outputs must also keep their arg-max (top-1).
+A detector's detections are compared as a set of rows (box, score, label) in score order, where
+rows whose scores differ by less than the tolerance may come in either order.
+Prints a line per model and form, and "N passed, N failed".
 Needs python3-torch, python3-torchvision, python3-onnx, python3-numpy, node and onnxruntime-node
 (installed into ~/.cache/tern/ort on first use, as tests/bench/compare_ort does).
 """
@@ -57,6 +71,7 @@ CORPUS = {
 }
 sys.path.insert(0, HERE)
 import blocks  # noqa: E402
+import quantize  # noqa: E402
 import vision  # noqa: E402
 
 # Their export writes the inputs PyTorch's outputs were computed from: the reference uses them.
@@ -64,13 +79,17 @@ for _name in vision.CASES:
     CORPUS[_name] = ({"input": f"{_name}.input.npy"}, {}, None)
 for _name in blocks.CASES:
     CORPUS[_name] = ({k: f"{_name}.{k}.npy" for k in blocks.CASES[_name][1]}, {}, None)
+# Their reference inputs are the shared models' (../shared/models/BASE/test_data_set_0).
+for _name in quantize.CASES:
+    CORPUS[_name] = ({}, {}, None)
 
 # The scripts a model's export depends on (besides export.py): a change to one regenerates it.
 SOURCES = {**{n: ["vision.py"] for n in vision.CASES},
            **{n: ["vision.py", "half.py"] for n in list(vision.HALF) + list(vision.BF16)},
            **{n: ["blocks.py", "vision.py"] for n in blocks.CASES},
            **{n: ["detection.py"] for n in ("ssdlite", "faster_rcnn")},
-           **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad")}}
+           **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad")},
+           **{n: ["quantize.py", "ort_outputs.js"] for n in quantize.CASES}}
 
 
 def scripts_stamp(name):
@@ -105,6 +124,8 @@ def prepare(name, out, stamp):
 
 
 def _make_case(name, case, export):
+    if name in quantize.CASES:
+        return _quantized_case(name, case, export)
     subprocess.run(["/usr/bin/python3", os.path.join(HERE, "export.py"), "--out", export, name],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     given, dims, _ = CORPUS[name]
@@ -174,6 +195,28 @@ def _torch_case(name, case, export):
         json.dump(floor, f)
 
 
+def _quantized_case(name, case, export):
+    """A quantized model's case: quantize.py's model, ONNX Runtime's outputs for the shared
+    model's reference input, and quant.json: each output's quantization step and whether it is
+    compared by arg-max too."""
+    path = quantize.make(name, export)
+    os.makedirs(os.path.join(case, "inputs"))
+    cmd = ["/usr/bin/python3", quantize.MAKE_REFERENCE, path, case]
+    for input_name, arr in quantize.reference_inputs(quantize.base_folder(name)).items():
+        npy = os.path.join(case, "inputs", input_name + ".npy")
+        np.save(npy, arr)
+        cmd += ["--input", f"{input_name}={npy}"]
+    subprocess.run(cmd, check=True, env=dict(os.environ, ORT_NODE=ort_package()),
+                   stdout=subprocess.DEVNULL)
+    steps = quantize.output_steps(onnx.load(path, load_external_data=False))
+    with open(os.path.join(case, "quant.json"), "w") as f:
+        json.dump({"steps": steps, "argmax": list(quantize.CASES[name][2])}, f)
+    int8 = quantize.run_ort(path, quantize.reference_inputs(case), "all")
+    with open(os.path.join(case, "floor.json"), "w") as f:
+        json.dump({k: float(np.abs(int8[k].astype(np.float64) - ref).max())
+                   for k, ref in references(case).items()}, f)
+
+
 def references(case):
     out = {}
     k = 0
@@ -225,6 +268,9 @@ def check(build, name, case):
     want = references(case)
     floor_file = os.path.join(case, "floor.json")
     floor = json.load(open(floor_file)) if os.path.exists(floor_file) else {}
+    quant_file = os.path.join(case, "quant.json")
+    quant = json.load(open(quant_file)) if os.path.exists(quant_file) else {"steps": {},
+                                                                             "argmax": []}
     tern_file = os.path.join(case, "model.tern")
     p = subprocess.run([os.path.join(build, "tern"), "convert", os.path.join(case, "model.onnx"),
                         tern_file], capture_output=True, text=True)
@@ -247,11 +293,18 @@ def check(build, name, case):
                 continue
             if out_name not in got:
                 why = f"no output '{out_name}'"
-            elif not close(got[out_name], ref, max(ATOL, 2 * floor.get(out_name, 0.0))):
+            elif not close(got[out_name], ref, max(ATOL, 2 * floor.get(out_name, 0.0),
+                                                   ATOL + quant["steps"].get(out_name, 0.0))):
                 d = np.abs(got[out_name].astype(np.float64) - ref)
                 why = (f"output '{out_name}': max abs diff {d.max():.3g}" if got[out_name].shape ==
                        ref.shape else f"output '{out_name}' is {got[out_name].shape}, expected "
                        f"{ref.shape}")
+                if out_name in quant["steps"] and got[out_name].shape == ref.shape:
+                    why += f" ({d.max() / quant['steps'][out_name]:.3g} quantization steps)"
+            elif out_name in quant["argmax"] and \
+                    np.argmax(got[out_name]) != np.argmax(ref):
+                why = (f"output '{out_name}': arg-max {np.argmax(got[out_name])}, expected "
+                       f"{np.argmax(ref)}")
         results.append((form, why))
     return results
 
@@ -273,8 +326,12 @@ def main():
     if unknown:
         sys.exit(f"check_corpus.py: unknown model {', '.join(unknown)} (known: {', '.join(CORPUS)})")
     build = os.path.abspath(args.build)
+    for n in [n for n in names if n in quantize.CASES and quantize.missing(n)]:
+        print(f"{n:16s} skipped: {quantize.missing(n)}")
+        names.remove(n)
 
-    ort_package()  # installed once, before the workers need it
+    # Installed once, before the workers need it (quantize.py's runs too).
+    os.environ.setdefault("ORT_NODE", ort_package())
 
     def one(name):
         try:
@@ -282,6 +339,8 @@ def main():
         except subprocess.CalledProcessError as e:
             return [("onnx", f"export or reference failed: {' '.join(e.cmd[:3])}... exit "
                              f"{e.returncode}")]
+        except RuntimeError as e:  # quantize.py's ONNX Runtime runs
+            return [("onnx", f"quantization failed: {e}")]
         return check(build, name, case)
 
     passed = failed = 0
