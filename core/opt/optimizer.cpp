@@ -6,6 +6,7 @@ namespace tern {
 
 Status optimize_graph(Graph& g, OptimizerReport* report) {
   TERN_RETURN_IF_ERROR(fuse_qdq_conv(g, report));
+  TERN_RETURN_IF_ERROR(fuse_qdq_matmul(g, report));
   TERN_RETURN_IF_ERROR(fold_pads(g, report));
   TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
@@ -23,6 +24,7 @@ Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const Fla
                       OptimizerReport* report) {
   // QDQ first: constant folding would turn the weights' DequantizeLinear into float weights.
   TERN_RETURN_IF_ERROR(fuse_qdq_conv(g, report));
+  TERN_RETURN_IF_ERROR(fuse_qdq_matmul(g, report));
   TERN_RETURN_IF_ERROR(fold_constants(g, backends, flags, report));
   return optimize_graph(g, report);
 }

