@@ -180,6 +180,7 @@ Status run_quantize(const QParams& p, const KernelArgs& a, const ExecContext&) {
 }
 
 Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(ScaleMap m, scale_map(ctx));
   TERN_ASSIGN_OR_RETURN(int64_t sat, ctx.attrs().get_int("saturate", 1));
   return make_kernel("reference", QParams{m, sat != 0}, run_quantize);
@@ -209,6 +210,7 @@ Status run_dequantize(const QParams& p, const KernelArgs& a, const ExecContext&)
 }
 
 Expected<std::unique_ptr<Kernel>> make_dequantize(const OpContext& ctx) {
+  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   const DType d = ctx.inputs[0].dtype;
   if (!quantized_type(d) && d != DType::kFloat8E8M0) {
     return ops::dtype_error(ctx, 0, "the quantised types");

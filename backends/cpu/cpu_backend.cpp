@@ -174,7 +174,12 @@ int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>
 
 LayoutRole CpuBackend::layout_role(const Node& node) const {
   const std::string& op = node.op_type;
-  if (op == "Conv" || op == "FusedConv") return LayoutRole::kConvolution;
+  if (op == "Conv" || op == "FusedConv" || op == "QLinearConv" || op == "FusedQLinearConv") {
+    return LayoutRole::kConvolution;
+  }
+  // Per-tensor (de)quantisation is element-wise on any layout (backends/cpu/kernels/quantize_vec);
+  // a per-axis one declines blocked data and gets it plain.
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") return LayoutRole::kElementwise;
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return LayoutRole::kReadsBlocked;
   if (op == "MaxPool" || op == "AveragePool") {
     // oneDNN pools blocked data: 2-D windows without an Indices output or dilations.

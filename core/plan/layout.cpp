@@ -39,10 +39,10 @@ void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
   if (layout == 0) return;
   const bool channels_last = layout == Backend::kChannelsLast;
   auto block_for = [&](const PlannedValue& v) {
-    if (v.where != PlannedValue::Where::kArena || v.dtype != DType::kFloat32 ||
-        v.shape.size() != 4) {
-      return 0;
-    }
+    if (v.where != PlannedValue::Where::kArena || v.shape.size() != 4) return 0;
+    // int8 activations (between QLinearConvs): channels-last, what oneDNN's int8 kernels read.
+    if (v.dtype == DType::kUInt8 || v.dtype == DType::kInt8) return static_cast<int>(v.shape[1]);
+    if (v.dtype != DType::kFloat32) return 0;
     if (channels_last) return static_cast<int>(v.shape[1]);
     // Only whole blocks: the buffer then has the plain size and element-wise kernels need no
     // knowledge of the padding.

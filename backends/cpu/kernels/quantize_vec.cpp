@@ -5,7 +5,7 @@
 // added, saturated (NaN to the type's lowest value, as the reference); (x - zero point) * scale.
 // Loops the compiler vectorises (rounding by adding and subtracting 1.5 * 2^23, exact for the
 // clamped range), on the session's threads. Per-axis and blocked forms, other types and float8
-// keep the reference kernels.
+// keep the reference kernels (plain layout only).
 #include <algorithm>
 #include <cmath>
 
@@ -24,6 +24,15 @@ namespace tern {
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
+
+// Per-tensor quantisation maps each element alone: any layout, as long as input and output share
+// it (the planner keeps channels-last / blocked int8 activations between convolutions).
+Status same_layout(const OpContext& ctx) {
+  if (ctx.inputs[0].block != ctx.outputs[0].block) {
+    return unsupported("quantize_vec: input and output in different layouts");
+  }
+  return Status::ok();
+}
 
 bool per_tensor(const OpContext& ctx) {
   for (size_t i : {size_t{1}, size_t{2}}) {
@@ -75,7 +84,7 @@ Status run_quantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
 }
 
 Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
-  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
+  TERN_RETURN_IF_ERROR(same_layout(ctx));
   const DType to = ctx.outputs[0].dtype;
   if (ctx.inputs[0].dtype != DType::kFloat32 || !per_tensor(ctx) ||
       (to != DType::kUInt8 && to != DType::kInt8)) {
@@ -119,7 +128,7 @@ Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) 
 }
 
 Expected<std::unique_ptr<Kernel>> make_dequantize(const OpContext& ctx) {
-  TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
+  TERN_RETURN_IF_ERROR(same_layout(ctx));
   const DType from = ctx.inputs[0].dtype;
   if (ctx.outputs[0].dtype != DType::kFloat32 || !per_tensor(ctx) ||
       (from != DType::kUInt8 && from != DType::kInt8 && from != DType::kInt32)) {

@@ -219,6 +219,25 @@ inline Status run_reorder(const dnnl::reorder& r, const dnnl::memory::desc& from
   return Status::ok();
 }
 
+// Whether oneDNN's uint8 x int8 kernels sum exactly in int32 here: with VNNI (VPDPBUSD) they do;
+// without it (AVX2, AVX-512 before VNNI) they add pairs of products in 16 bits with saturation
+// (VPMADDUBSW), which int8 weights beyond +-64 can overflow. `weights`: the int8 weights.
+inline Status require_exact_int8(const Tensor& weights) {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if (isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
+      isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni) {
+    return Status::ok();
+  }
+  const auto* w = static_cast<const int8_t*>(weights.raw());
+  for (int64_t i = 0; i < weights.numel(); ++i) {
+    if (w[i] > 64 || w[i] < -64) {
+      return unsupported("oneDNN int8 without VNNI saturates 16-bit pair sums: weights beyond "
+                         "+-64 (7-bit) run Tern's own int8 kernels");
+    }
+  }
+  return Status::ok();
+}
+
 inline dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -3,8 +3,9 @@
 // the requantisation inside the primitive: per-tensor or per-channel output scales
 // x_scale * w_scale / y_scale, the source and destination zero points, FusedQLinearConv's Relu as
 // a post-op, rounding to nearest even and saturation to the output type.
-// Activations are plain (NCHW) in the plan: the source is reordered into the layout the primitive
-// chose (channels-last or blocked) in the workspace, and the destination back. Constant scales,
+// Activations come as the plan laid them out (channels-last between int8 convolutions, plain at
+// the chain's ends); where the primitive chose another layout the source is reordered into it in
+// the workspace, and the destination back. Constant scales,
 // zero points, weights and bias only; anything else runs the reference kernel.
 #include <cstring>
 #include <string>
@@ -45,6 +46,7 @@ class OnednnQConv final : public onednn::PackedWeightKernel {
       }
     }
     if (p.w_type != DType::kInt8) return unsupported("oneDNN int8 Conv: uint8 weights");
+    TERN_RETURN_IF_ERROR(onednn::require_exact_int8(*ctx.inputs[3].value));
     if (const Tensor* wz = ctx.has_input(5) ? ctx.inputs[5].value : nullptr) {
       for (int64_t i = 0; i < wz->numel(); ++i) {
         if (wz->int_at(i) != 0) return unsupported("oneDNN int8 Conv: weight zero point not 0");
@@ -67,10 +69,11 @@ class OnednnQConv final : public onednn::PackedWeightKernel {
       const size_t s = c.win.spatial;
       dnnl::memory::dims dil;
       for (int64_t d : c.win.dilations) dil.push_back(d - 1);
+      // The planned layouts: plain, or channels-last / blocked (int8 chains, core/plan/layout).
       k->user_src_md_ = dnnl::memory::desc(onednn::to_dims(c.x), onednn_type(p.x_type),
-                                           onednn::activation_tag(c.x.size()));
+                                           onednn::layout_tag(c.x.size(), ctx.inputs[0].block));
       k->user_dst_md_ = dnnl::memory::desc(onednn::to_dims(c.y), onednn_type(p.y_type),
-                                           onednn::activation_tag(c.y.size()));
+                                           onednn::layout_tag(c.y.size(), ctx.outputs[0].block));
       dnnl::memory::desc any_src(onednn::to_dims(c.x), onednn_type(p.x_type), tag::any);
       dnnl::memory::desc any_dst(onednn::to_dims(c.y), onednn_type(p.y_type), tag::any);
       dnnl::memory::dims wdims;

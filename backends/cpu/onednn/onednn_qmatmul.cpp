@@ -37,6 +37,7 @@ class OnednnQMatMul final : public onednn::PackedWeightKernel {
         a.shape.size() < 2 || a.shape.back() != b.shape[0] || !int8_type(ctx.outputs[0].dtype)) {
       return unsupported("oneDNN int8 matmul takes int8/uint8 [..., M, K] x constant int8 [K, N]");
     }
+    TERN_RETURN_IF_ERROR(onednn::require_exact_int8(*b.value));
     const int64_t k = b.shape[0], n = b.shape[1];
     for (size_t i : {1, 2, 4, 5, 6, 7}) {
       if (!ctx.inputs[i].value)
