@@ -329,7 +329,7 @@ TEST_SUITE("cpu_kernels") {
           t == DType::kUInt8 ? make_int<uint8_t>(t, {}, {128}) : make_int<int8_t>(t, {}, {-3});
       std::vector<Tensor*> ins = {&x, &s, &z};
       Prepared got = run_cpu("QuantizeLinear", {}, ins, {false, true, true});
-      CHECK(got.kernel == "quantize_vec");
+      CHECK(got.kernel.rfind("quantize_vec", 0) == 0);
       Tensor want = reference_output("QuantizeLinear", {}, ins, {false, true, true});
       size_t bad = 0;
       for (int64_t i = 0; i < want.numel(); ++i) bad += got.outputs[0].int_at(i) != want.int_at(i);
@@ -338,7 +338,7 @@ TEST_SUITE("cpu_kernels") {
       Tensor q = got.outputs[0];
       std::vector<Tensor*> dins = {&q, &s, &z};
       Prepared back = run_cpu("DequantizeLinear", {}, dins, {false, true, true});
-      CHECK(back.kernel == "dequantize_vec");
+      CHECK(back.kernel.rfind("dequantize_vec", 0) == 0);
       Tensor dwant = reference_output("DequantizeLinear", {}, dins, {false, true, true});
       CHECK(std::memcmp(back.outputs[0].raw(), dwant.raw(), dwant.byte_size()) == 0);
     }

@@ -4,11 +4,13 @@
 // reference kernels in ops/quantize.cpp: x / scale in float32, rounded half to even, the zero point
 // added, saturated (NaN to the type's lowest value, as the reference); (x - zero point) * scale.
 // Loops the compiler vectorises (rounding by adding and subtracting 1.5 * 2^23, exact for the
-// clamped range), on the session's threads. Per-axis and blocked forms, other types and float8
+// clamped range), compiled for each x86 ISA level and chosen under cpu.max_capability, on the
+// session's threads. Per-axis and blocked forms, other types and float8
 // keep the reference kernels (plain layout only).
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/cpu_capability.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
@@ -42,15 +44,13 @@ bool per_tensor(const OpContext& ctx) {
   return block && *block == 0 && ctx.inputs[1].dtype == DType::kFloat32;
 }
 
-struct Q {
-  DType to;
-};
-
 // One span, arguments by value and restrict: a uint8 store may alias anything, so a loop reading
-// a lambda's captures would reload them after every store and not vectorise.
+// a lambda's captures would reload them after every store and not vectorise. Inlined into a
+// function per ISA level (below), each vectorised for its registers.
 template <class T>
-void quantize_span(const float* __restrict x, T* __restrict y, int64_t n, float s, float z,
-                   float below, float above) {
+[[gnu::always_inline]] inline void quantize_span(const float* __restrict x, T* __restrict y,
+                                                 int64_t n, float s, float z, float below,
+                                                 float above) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: v + kMagic - kMagic rounds half to even
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] / s;
@@ -62,24 +62,81 @@ void quantize_span(const float* __restrict x, T* __restrict y, int64_t n, float 
 }
 
 template <class T>
-void quantize_rows(const float* x, T* y, int64_t n, float s, float z, float lo, float hi,
-                   int threads) {
-  parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
-    quantize_span(x + b, y + b, e - b, s, z, lo - z, hi - z);
-  });
+[[gnu::always_inline]] inline void dequantize_span(const T* __restrict x, float* __restrict y,
+                                                   int64_t n, float s, float z) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
 }
+
+// The spans of one ISA level.
+struct Spans {
+  const char* isa;
+  void (*q_u8)(const float*, uint8_t*, int64_t, float, float, float, float);
+  void (*q_s8)(const float*, int8_t*, int64_t, float, float, float, float);
+  void (*dq_u8)(const uint8_t*, float*, int64_t, float, float);
+  void (*dq_s8)(const int8_t*, float*, int64_t, float, float);
+};
+
+#define TERN_QUANTIZE_SPANS(NAME, ATTR)                                                   \
+  ATTR void NAME##_q_u8(const float* x, uint8_t* y, int64_t n, float s, float z, float b, \
+                        float a) {                                                        \
+    quantize_span(x, y, n, s, z, b, a);                                                   \
+  }                                                                                       \
+  ATTR void NAME##_q_s8(const float* x, int8_t* y, int64_t n, float s, float z, float b,  \
+                        float a) {                                                        \
+    quantize_span(x, y, n, s, z, b, a);                                                   \
+  }                                                                                       \
+  ATTR void NAME##_dq_u8(const uint8_t* x, float* y, int64_t n, float s, float z) {       \
+    dequantize_span(x, y, n, s, z);                                                       \
+  }                                                                                       \
+  ATTR void NAME##_dq_s8(const int8_t* x, float* y, int64_t n, float s, float z) {        \
+    dequantize_span(x, y, n, s, z);                                                       \
+  }                                                                                       \
+  const Spans k##NAME = {#NAME, NAME##_q_u8, NAME##_q_s8, NAME##_dq_u8, NAME##_dq_s8};
+
+TERN_QUANTIZE_SPANS(baseline, )
+#if defined(__x86_64__)
+TERN_QUANTIZE_SPANS(avx2, __attribute__((target("avx2,fma"))))
+TERN_QUANTIZE_SPANS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))))
+#endif
+#undef TERN_QUANTIZE_SPANS
+
+// The spans for the ISA cpu.max_capability leaves (what the CPU has, capped).
+const Spans& spans_for(const OpContext& ctx) {
+#if defined(__x86_64__)
+  switch (effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability))) {
+    case CpuIsa::kAvx512:
+      return kavx512;
+    case CpuIsa::kAvx2:
+      return kavx2;
+    default:
+      break;
+  }
+#else
+  (void)ctx;
+#endif
+  return kbaseline;
+}
+
+struct Q {
+  DType type;  // quantize: the output's; dequantize: the input's
+  const Spans* spans;
+};
 
 Status run_quantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
   const float s = static_cast<float>(a.inputs[1]->float_at(0));
   const Tensor* zt = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
   const float z = zt ? static_cast<float>(zt->int_at(0)) : 0.0f;
   const float* x = a.inputs[0]->data<float>();
-  const int64_t n = a.inputs[0]->numel();
-  if (p.to == DType::kUInt8) {
-    quantize_rows(x, a.outputs[0]->data<uint8_t>(), n, s, z, 0.0f, 255.0f, exec.num_threads);
-  } else {
-    quantize_rows(x, a.outputs[0]->data<int8_t>(), n, s, z, -128.0f, 127.0f, exec.num_threads);
-  }
+  void* y = a.outputs[0]->raw();
+  const bool u8 = p.type == DType::kUInt8;
+  const float below = (u8 ? 0.0f : -128.0f) - z, above = (u8 ? 255.0f : 127.0f) - z;
+  parallel_for(a.inputs[0]->numel(), kGrain, exec.num_threads, [&](int64_t b, int64_t e) {
+    if (u8) {
+      p.spans->q_u8(x + b, static_cast<uint8_t*>(y) + b, e - b, s, z, below, above);
+    } else {
+      p.spans->q_s8(x + b, static_cast<int8_t*>(y) + b, e - b, s, z, below, above);
+    }
+  });
   return Status::ok();
 }
 
@@ -90,18 +147,8 @@ Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
       (to != DType::kUInt8 && to != DType::kInt8)) {
     return unsupported("quantize_vec: float32 to uint8/int8 with one scale and zero point");
   }
-  return make_kernel("quantize_vec", Q{to}, run_quantize);
-}
-
-template <class T>
-void dequantize_span(const T* __restrict x, float* __restrict y, int64_t n, float s, float z) {
-  for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
-}
-
-template <class T>
-void dequantize_rows(const T* x, float* y, int64_t n, float s, float z, int threads) {
-  parallel_for(n, kGrain, threads,
-               [&](int64_t b, int64_t e) { dequantize_span(x + b, y + b, e - b, s, z); });
+  const Spans& sp = spans_for(ctx);
+  return make_kernel(str_cat("quantize_vec.", sp.isa), Q{to, &sp}, run_quantize);
 }
 
 Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
@@ -111,11 +158,7 @@ Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) 
   const Tensor& x = *a.inputs[0];
   float* y = a.outputs[0]->data<float>();
   const int64_t n = x.numel();
-  if (p.to == DType::kUInt8) {
-    dequantize_rows(x.data<uint8_t>(), y, n, s, z, exec.num_threads);
-  } else if (p.to == DType::kInt8) {
-    dequantize_rows(x.data<int8_t>(), y, n, s, z, exec.num_threads);
-  } else {
+  if (p.type == DType::kInt32) {
     // int32: (x - z) in float32 is exact below 2^24 only; the product rounds once more than the
     // reference's double above it, so int32 goes through double.
     const int32_t* xi = x.data<int32_t>();
@@ -123,7 +166,16 @@ Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) 
     parallel_for(n, kGrain, exec.num_threads, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = static_cast<float>((xi[i] - zd) * s);
     });
+    return Status::ok();
   }
+  const bool u8 = p.type == DType::kUInt8;
+  parallel_for(n, kGrain, exec.num_threads, [&](int64_t b, int64_t e) {
+    if (u8) {
+      p.spans->dq_u8(x.data<uint8_t>() + b, y + b, e - b, s, z);
+    } else {
+      p.spans->dq_s8(x.data<int8_t>() + b, y + b, e - b, s, z);
+    }
+  });
   return Status::ok();
 }
 
@@ -134,7 +186,8 @@ Expected<std::unique_ptr<Kernel>> make_dequantize(const OpContext& ctx) {
       (from != DType::kUInt8 && from != DType::kInt8 && from != DType::kInt32)) {
     return unsupported("dequantize_vec: uint8/int8/int32 to float32 with one scale and zero point");
   }
-  return make_kernel("dequantize_vec", Q{from}, run_dequantize);
+  const Spans& sp = spans_for(ctx);
+  return make_kernel(str_cat("dequantize_vec.", sp.isa), Q{from, &sp}, run_dequantize);
 }
 
 }  // namespace
