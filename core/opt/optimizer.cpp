@@ -22,9 +22,12 @@ Status optimize_graph(Graph& g, OptimizerReport* report) {
 
 Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
                       OptimizerReport* report) {
-  // QDQ first: constant folding would turn the weights' DequantizeLinear into float weights.
+  // QDQ first: constant folding would turn the weights' DequantizeLinear into float weights. The
+  // DequantizeLinears the fusion left unread go before folding, which would otherwise compute
+  // (and keep) float32 copies of every int8 weight.
   TERN_RETURN_IF_ERROR(fuse_qdq_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_qdq_matmul(g, report));
+  TERN_RETURN_IF_ERROR(remove_dead_nodes(g, report));
   TERN_RETURN_IF_ERROR(fold_constants(g, backends, flags, report));
   return optimize_graph(g, report);
 }
