@@ -303,6 +303,12 @@ TEST_SUITE("optimizer") {
       Tensor want = one("DequantizeLinear", {t}, {ysc, yz});
       auto session = tern_test::optimizer::cpu_session(g.g, "qdq");
       CHECK(session->optimizer_report().qdq_convs_fused == 1);
+      // No float32 copy of the int8 weights is left behind (constant folding of the unread
+      // DequantizeLinear would make one).
+      for (const Value& v : session->graph().values) {
+        CHECK_FALSE((v.constant && v.constant->dtype() == DType::kFloat32 &&
+                     v.constant->shape() == w.shape()));
+      }
       // One output step (y_scale) at most where float sums round a tie the other way.
       tern_test::optimizer::check_run(*session, xin, y, want, 0.05 + 1e-6, 0.0);
     }
