@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <set>
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/qgemm.h"
@@ -121,7 +122,8 @@ Diff diff(const Tensor& got, const Tensor& want) {
 
 // One op case through the reference and through Tern's int8 kernel on every path; checks them.
 void check_paths(const std::string& op, const Attributes& at, const std::vector<Tensor*>& ins,
-                 const std::string& prefix, size_t* total_off, size_t* total) {
+                 const std::string& prefix, size_t* total_off, size_t* total,
+                 std::set<std::string>* names) {
   std::vector<bool> constant(ins.size(), true);
   constant[0] = false;
   Tensor want = run_reference(op, at, ins, constant);
@@ -134,6 +136,7 @@ void check_paths(const std::string& op, const Attributes& at, const std::vector<
     std::unique_ptr<Kernel> kernel = kernel_named(k->ctx, prefix);
     const std::string name = kernel->name();
     CAPTURE(name);
+    names->insert(name);
     if (prefix == "qgemm") CHECK(name == std::string("qgemm.") + qgemm::path_name(path));
     outs.push_back(run_kernel(*kernel, k->ctx, ins, 2));
     const Diff d = diff(outs.back(), want);
@@ -225,6 +228,7 @@ TEST_SUITE("cpu_kernels") {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> pick(0, 1 << 20);
     size_t off = 0, total = 0;
+    std::set<std::string> names;
     for (int iter = 0; iter < 36; ++iter) {
       CAPTURE(iter);
       const bool depthwise = iter % 4 == 3;
@@ -276,9 +280,11 @@ TEST_SUITE("cpu_kernels") {
       std::vector<Tensor*> ins = {&x, &xs, &xz, &qw.w, &qw.scale, &qw.zero, &ys, &yz};
       if (bias) ins.push_back(&b);
       const std::string op = relu ? "FusedQLinearConv" : "QLinearConv";
-      check_paths(op, at, ins, c / g == 1 ? "qconv_depthwise" : "qgemm", &off, &total);
+      check_paths(op, at, ins, c / g == 1 ? "qconv_depthwise" : "qgemm", &off, &total, &names);
     }
-    std::printf("qgemm conv: %zu of %zu outputs one unit off the reference\n", off, total);
+    std::printf("qgemm conv: %zu of %zu outputs one unit off the reference; kernels:", off, total);
+    for (const std::string& n : names) std::printf(" %s", n.c_str());
+    std::printf("\n");
     CHECK(total > 0);
   }
 
@@ -288,6 +294,7 @@ TEST_SUITE("cpu_kernels") {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int64_t> dim(1, 90);
     size_t off = 0, total = 0;
+    std::set<std::string> names;
     for (int iter = 0; iter < 24; ++iter) {
       CAPTURE(iter);
       const int64_t m = iter < 6 ? iter + 1 : dim(rng), k = dim(rng) * (iter % 3 ? 1 : 3),
@@ -307,9 +314,12 @@ TEST_SUITE("cpu_kernels") {
       Tensor az = scalar_q(at_, at_ == DType::kUInt8 ? 110 + iter : iter - 12);
       Tensor yz = scalar_q(yt, yt == DType::kUInt8 ? 128 - iter : iter - 12);
       std::vector<Tensor*> ins = {&a, &as, &az, &qb.w, &qb.scale, &qb.zero, &ys, &yz};
-      check_paths("QLinearMatMul", {}, ins, "qgemm", &off, &total);
+      check_paths("QLinearMatMul", {}, ins, "qgemm", &off, &total, &names);
     }
-    std::printf("qgemm matmul: %zu of %zu outputs one unit off the reference\n", off, total);
+    std::printf("qgemm matmul: %zu of %zu outputs one unit off the reference; kernels:", off,
+                total);
+    for (const std::string& n : names) std::printf(" %s", n.c_str());
+    std::printf("\n");
     CHECK(total > 0);
   }
 
