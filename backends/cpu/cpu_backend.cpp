@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/widened_kernel.h"
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
@@ -174,8 +175,11 @@ int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>
 
 LayoutRole CpuBackend::layout_role(const Node& node) const {
   const std::string& op = node.op_type;
-  if (op == "Conv" || op == "FusedConv" || op == "QLinearConv" || op == "FusedQLinearConv") {
-    return LayoutRole::kConvolution;
+  if (op == "Conv" || op == "FusedConv") return LayoutRole::kConvolution;
+  // int8 convolutions keep their activations channels-last where oneDNN's int8 kernels run them
+  // (VNNI); elsewhere they run through float32 (QConvViaFloat) on plain data.
+  if (op == "QLinearConv" || op == "FusedQLinearConv") {
+    return onednn_int8_vnni() ? LayoutRole::kConvolution : LayoutRole::kPlain;
   }
   // Per-tensor (de)quantisation is element-wise on any layout (backends/cpu/kernels/quantize_vec);
   // a per-axis one declines blocked data and gets it plain.

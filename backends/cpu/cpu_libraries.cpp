@@ -25,6 +25,16 @@ bool onednn_native_bf16() {
 #endif
 }
 
+bool onednn_int8_vnni() {
+#if defined(TERN_HAVE_ONEDNN)
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
+         isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+#else
+  return false;
+#endif
+}
+
 int64_t onednn_version() {
 #if defined(TERN_HAVE_ONEDNN)
   const dnnl_version_t* v = dnnl_version();

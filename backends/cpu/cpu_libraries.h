@@ -17,5 +17,8 @@ std::string cpu_library_report();
 // (AVX-512 BF16 or AMX, under cpu.max_capability); false without oneDNN. Call after the CPU
 // backend is made: the first query fixes oneDNN's ISA cap.
 bool onednn_native_bf16();
+// Whether oneDNN's uint8 x int8 kernels sum exactly in int32 here (VNNI under the cap; without it
+// they saturate 16-bit pair sums). Same call-after-the-backend rule.
+bool onednn_int8_vnni();
 
 }  // namespace tern

@@ -288,8 +288,8 @@ void register_cpu_qlinear_conv(KernelRegistry& r) {
   // Below oneDNN's int8 convolution (priority 0): this serves builds without oneDNN and what
   // oneDNN declines.
   for (DType t : {DType::kUInt8, DType::kInt8}) {
-    r.add("QLinearConv", "cpu", t, QLinearConvKernel::create, -1);
-    r.add("FusedQLinearConv", "cpu", t, QLinearConvKernel::create, -1);
+    r.add("QLinearConv", "cpu", t, QLinearConvKernel::create, -2);
+    r.add("FusedQLinearConv", "cpu", t, QLinearConvKernel::create, -2);
   }
 }
 

@@ -223,11 +223,7 @@ inline Status run_reorder(const dnnl::reorder& r, const dnnl::memory::desc& from
 // without it (AVX2, AVX-512 before VNNI) they add pairs of products in 16 bits with saturation
 // (VPMADDUBSW), which int8 weights beyond +-64 can overflow. `weights`: the int8 weights.
 inline Status require_exact_int8(const Tensor& weights) {
-  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  if (isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
-      isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni) {
-    return Status::ok();
-  }
+  if (onednn_int8_vnni()) return Status::ok();
   const auto* w = static_cast<const int8_t*>(weights.raw());
   for (int64_t i = 0; i < weights.numel(); ++i) {
     if (w[i] > 64 || w[i] < -64) {

@@ -7,11 +7,14 @@
 // the chain's ends); where the primitive chose another layout the source is reordered into it in
 // the workspace, and the destination back. Constant scales,
 // zero points, weights and bias only; anything else runs the reference kernel.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
+#include "core/parallel.h"
 #include "ops/conv_integer.h"
 
 namespace tern {
@@ -160,12 +163,154 @@ class OnednnQConv final : public onednn::PackedWeightKernel {
   size_t src_bytes_ = 0, dst_bytes_ = 0;
 };
 
+// Where the int8 kernel declines (no VNNI with full-range weights, uint8 weights or a weight zero
+// point), a QLinearConv runs as the QDQ graph it stands for: the source dequantised into the
+// workspace, the best float32 convolution of the CPU backend (oneDNN's) on weights and bias
+// dequantised once, the result requantised (Relu first for FusedQLinearConv). What ONNX Runtime's
+// own float QDQ reference computes, at float32 speed instead of the int8 reference's.
+class QConvViaFloat final : public Kernel {
+ public:
+  const char* name() const override { return name_.c_str(); }
+  size_t workspace_bytes() const override {
+    return x_bytes_ + y_bytes_ + inner_->workspace_bytes();
+  }
+  size_t packed_bytes() const override { return inner_->packed_bytes(); }
+
+  static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_ASSIGN_OR_RETURN(ops::QConvParams p, ops::parse_qconv(ctx));
+    if (!p.linear) return unsupported("qconv_via_float: QLinearConv only");
+    for (size_t i : {1, 2, 3, 4, 5, 6, 7, 8}) {
+      if (ctx.has_input(i) && !ctx.inputs[i].value) {
+        return unsupported("qconv_via_float: input ", i, " is not a constant");
+      }
+    }
+    if (ctx.inputs[0].block != ctx.outputs[0].block) {
+      return unsupported("qconv_via_float: source and result in different layouts");
+    }
+    auto k = std::make_unique<QConvViaFloat>();
+    const ops::ConvParams& c = p.conv;
+    const int64_t m = c.w[0], per = numel(c.w) / m;
+    const Tensor& w = *ctx.inputs[3].value;
+    const Tensor* wz = ctx.has_input(5) ? ctx.inputs[5].value : nullptr;
+    const Tensor& ws = *ctx.inputs[4].value;
+    const double xs = ctx.inputs[1].value->float_at(0);
+    auto at = [](const Tensor& t, int64_t i) {
+      return t.numel() == 1 ? t.float_at(0) : t.float_at(i);
+    };
+    TERN_ASSIGN_OR_RETURN(k->w_, Tensor::allocate(DType::kFloat32, c.w));
+    TERN_ASSIGN_OR_RETURN(k->b_, Tensor::allocate(DType::kFloat32, {m}));
+    for (int64_t o = 0; o < m; ++o) {
+      const double zero = wz ? at(*wz, o) : 0.0, scale = at(ws, o);
+      for (int64_t i = 0; i < per; ++i) {
+        k->w_.data<float>()[o * per + i] =
+            static_cast<float>((w.float_at(o * per + i) - zero) * scale);
+      }
+      k->b_.data<float>()[o] = static_cast<float>(
+          ctx.has_input(8) ? ctx.inputs[8].value->float_at(o) * xs * scale : 0.0);
+    }
+    k->x_scale_ = static_cast<float>(xs);
+    k->x_zero_ = ctx.has_input(2) ? static_cast<float>(ctx.inputs[2].value->int_at(0)) : 0.0f;
+    k->y_scale_ = static_cast<float>(ctx.inputs[6].value->float_at(0));
+    k->y_zero_ = static_cast<float>(ctx.inputs[7].value->int_at(0));
+    k->x_type_ = p.x_type;
+    k->y_type_ = p.y_type;
+    k->relu_ = p.relu;
+    // The float convolution's context: the node's geometry, float32 tensors in the planned layouts.
+    k->node_ = *ctx.node;
+    k->node_.op_type = "Conv";
+    k->node_.attrs = Attributes();
+    for (const char* a : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}) {
+      if (const Attribute* v = ctx.node->attrs.find(a)) k->node_.attrs.set(a, *v);
+    }
+    OpContext fc = ctx;
+    fc.node = &k->node_;
+    fc.weights = nullptr;  // the float weights are this kernel's own
+    fc.inputs = {TensorInfo{true, DType::kFloat32, c.x, nullptr},
+                 TensorInfo{true, DType::kFloat32, c.w, &k->w_},
+                 TensorInfo{true, DType::kFloat32, {m}, &k->b_}};
+    fc.inputs[0].block = ctx.inputs[0].block;
+    fc.input_names = {ctx.input_names[0], ctx.input_names[3], "bias"};
+    fc.outputs = {TensorInfo{true, DType::kFloat32, c.y, nullptr}};
+    fc.outputs[0].block = ctx.outputs[0].block;
+    std::string reasons;
+    for (KernelFactory f : KernelRegistry::global().find("Conv", "cpu", DType::kFloat32)) {
+      auto inner = f(fc);
+      if (inner) {
+        k->inner_ = std::move(*inner);
+        break;
+      }
+      reasons += "; " + inner.status().message();
+    }
+    if (!k->inner_) return unsupported("qconv_via_float: no float32 convolution", reasons);
+    k->name_ = str_cat("qconv_via_float(", k->inner_->name(), ")");
+    k->x_bytes_ = (static_cast<size_t>(numel(c.x)) * sizeof(float) + 63) / 64 * 64;
+    k->y_bytes_ = (static_cast<size_t>(numel(c.y)) * sizeof(float) + 63) / 64 * 64;
+    k->x_shape_ = c.x;
+    k->y_shape_ = c.y;
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(const KernelArgs& a, const ExecContext& exec) const override {
+    auto* ws = static_cast<uint8_t*>(a.workspace);
+    auto* xf = reinterpret_cast<float*>(ws);
+    auto* yf = reinterpret_cast<float*>(ws + x_bytes_);
+    const int64_t nx = numel(x_shape_), ny = numel(y_shape_);
+    const Tensor& x = *a.inputs[0];
+    parallel_for(nx, 1 << 14, exec.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const float v = x_type_ == DType::kUInt8 ? static_cast<float>(x.data<uint8_t>()[i])
+                                                 : static_cast<float>(x.data<int8_t>()[i]);
+        xf[i] = (v - x_zero_) * x_scale_;
+      }
+    });
+    Tensor xt = Tensor::wrap(DType::kFloat32, x_shape_, xf, nullptr);
+    Tensor yt = Tensor::wrap(DType::kFloat32, y_shape_, yf, nullptr);
+    KernelArgs inner;
+    inner.inputs = {&xt, &w_, &b_};
+    inner.outputs = {&yt};
+    inner.workspace = ws + x_bytes_ + y_bytes_;
+    TERN_RETURN_IF_ERROR(inner_->run(inner, exec));
+    // Requantised as QuantizeLinear does: the float32 quotient rounded half to even, saturated.
+    const bool u8 = y_type_ == DType::kUInt8;
+    const double lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+    Tensor& y = *a.outputs[0];
+    parallel_for(ny, 1 << 14, exec.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        float v = relu_ ? std::max(yf[i], 0.0f) : yf[i];
+        const double q =
+            std::clamp(std::nearbyint(static_cast<double>(v / y_scale_)) + y_zero_, lo, hi);
+        if (u8) {
+          y.data<uint8_t>()[i] = static_cast<uint8_t>(q);
+        } else {
+          y.data<int8_t>()[i] = static_cast<int8_t>(q);
+        }
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  std::string name_;
+  Node node_;
+  Tensor w_, b_;
+  std::unique_ptr<Kernel> inner_;
+  float x_scale_ = 1, x_zero_ = 0, y_scale_ = 1, y_zero_ = 0;
+  DType x_type_ = DType::kUInt8, y_type_ = DType::kUInt8;
+  bool relu_ = false;
+  size_t x_bytes_ = 0, y_bytes_ = 0;
+  Shape x_shape_, y_shape_;
+};
+
 }  // namespace
 
 void register_cpu_onednn_qconv(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     r.add("QLinearConv", "cpu", t, OnednnQConv::create);
     r.add("FusedQLinearConv", "cpu", t, OnednnQConv::create);
+    // After the int8 kernel, before Tern's own portable int8 GEMM (priority -2): oneDNN's float32
+    // convolution beats it by far where oneDNN's int8 one cannot run.
+    r.add("QLinearConv", "cpu", t, QConvViaFloat::create, -1);
+    r.add("FusedQLinearConv", "cpu", t, QConvViaFloat::create, -1);
   }
 }
 
