@@ -128,7 +128,10 @@ void check_paths(const std::string& op, const Attributes& at, const std::vector<
   constant[0] = false;
   Tensor want = run_reference(op, at, ins, constant);
   std::vector<Tensor> outs;
-  for (const auto& [cap, path] : caps()) {
+  for (const auto& entry : caps()) {
+    // Not a structured binding: clang 14 refuses one inside CAPTURE.
+    const auto& cap = entry.first;
+    const auto& path = entry.second;
     CAPTURE(cap);
     FlagRestore restore;
     REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
