@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/quantize_rows.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/op_utils.h"
@@ -67,14 +68,18 @@ template <class T>
   for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
 }
 
+}  // namespace
+
 // The spans of one ISA level.
-struct Spans {
+struct QuantizeRows {
   const char* isa;
   void (*q_u8)(const float*, uint8_t*, int64_t, float, float, float, float);
   void (*q_s8)(const float*, int8_t*, int64_t, float, float, float, float);
   void (*dq_u8)(const uint8_t*, float*, int64_t, float, float);
   void (*dq_s8)(const int8_t*, float*, int64_t, float, float);
 };
+
+namespace {
 
 #define TERN_QUANTIZE_SPANS(NAME, ATTR)                                                   \
   ATTR void NAME##_q_u8(const float* x, uint8_t* y, int64_t n, float s, float z, float b, \
@@ -91,7 +96,7 @@ struct Spans {
   ATTR void NAME##_dq_s8(const int8_t* x, float* y, int64_t n, float s, float z) {        \
     dequantize_span(x, y, n, s, z);                                                       \
   }                                                                                       \
-  const Spans k##NAME = {#NAME, NAME##_q_u8, NAME##_q_s8, NAME##_dq_u8, NAME##_dq_s8};
+  const QuantizeRows k##NAME = {#NAME, NAME##_q_u8, NAME##_q_s8, NAME##_dq_u8, NAME##_dq_s8};
 
 TERN_QUANTIZE_SPANS(baseline, )
 #if defined(__x86_64__)
@@ -100,43 +105,63 @@ TERN_QUANTIZE_SPANS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx
 #endif
 #undef TERN_QUANTIZE_SPANS
 
-// The spans for the ISA cpu.max_capability leaves (what the CPU has, capped).
-const Spans& spans_for(const OpContext& ctx) {
+}  // namespace
+
+const QuantizeRows& quantize_rows(CpuIsa isa) {
 #if defined(__x86_64__)
-  switch (effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability))) {
-    case CpuIsa::kAvx512:
-      return kavx512;
-    case CpuIsa::kAvx2:
-      return kavx2;
-    default:
-      break;
-  }
+  if (isa == CpuIsa::kAvx512) return kavx512;
+  if (isa == CpuIsa::kAvx2) return kavx2;
 #else
-  (void)ctx;
+  (void)isa;
 #endif
   return kbaseline;
 }
 
+const char* quantize_rows_isa(const QuantizeRows& rows) {
+  return rows.isa;
+}
+
+void quantize_tensor(const QuantizeRows& rows, const float* x, void* y, DType to, int64_t n,
+                     float scale, float zero, int threads) {
+  const bool u8 = to == DType::kUInt8;
+  const float below = (u8 ? 0.0f : -128.0f) - zero, above = (u8 ? 255.0f : 127.0f) - zero;
+  parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
+    if (u8) {
+      rows.q_u8(x + b, static_cast<uint8_t*>(y) + b, e - b, scale, zero, below, above);
+    } else {
+      rows.q_s8(x + b, static_cast<int8_t*>(y) + b, e - b, scale, zero, below, above);
+    }
+  });
+}
+
+void dequantize_tensor(const QuantizeRows& rows, const void* x, DType from, float* y, int64_t n,
+                       float scale, float zero, int threads) {
+  parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
+    if (from == DType::kUInt8) {
+      rows.dq_u8(static_cast<const uint8_t*>(x) + b, y + b, e - b, scale, zero);
+    } else {
+      rows.dq_s8(static_cast<const int8_t*>(x) + b, y + b, e - b, scale, zero);
+    }
+  });
+}
+
+namespace {
+
+const QuantizeRows& rows_for(const OpContext& ctx) {
+  return quantize_rows(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)));
+}
+
 struct Q {
   DType type;  // quantize: the output's; dequantize: the input's
-  const Spans* spans;
+  const QuantizeRows* rows;
 };
 
 Status run_quantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
   const float s = static_cast<float>(a.inputs[1]->float_at(0));
   const Tensor* zt = a.inputs.size() > 2 ? a.inputs[2] : nullptr;
   const float z = zt ? static_cast<float>(zt->int_at(0)) : 0.0f;
-  const float* x = a.inputs[0]->data<float>();
-  void* y = a.outputs[0]->raw();
-  const bool u8 = p.type == DType::kUInt8;
-  const float below = (u8 ? 0.0f : -128.0f) - z, above = (u8 ? 255.0f : 127.0f) - z;
-  parallel_for(a.inputs[0]->numel(), kGrain, exec.num_threads, [&](int64_t b, int64_t e) {
-    if (u8) {
-      p.spans->q_u8(x + b, static_cast<uint8_t*>(y) + b, e - b, s, z, below, above);
-    } else {
-      p.spans->q_s8(x + b, static_cast<int8_t*>(y) + b, e - b, s, z, below, above);
-    }
-  });
+  quantize_tensor(*p.rows, a.inputs[0]->data<float>(), a.outputs[0]->raw(), p.type,
+                  a.inputs[0]->numel(), s, z, exec.num_threads);
   return Status::ok();
 }
 
@@ -147,8 +172,8 @@ Expected<std::unique_ptr<Kernel>> make_quantize(const OpContext& ctx) {
       (to != DType::kUInt8 && to != DType::kInt8)) {
     return unsupported("quantize_vec: float32 to uint8/int8 with one scale and zero point");
   }
-  const Spans& sp = spans_for(ctx);
-  return make_kernel(str_cat("quantize_vec.", sp.isa), Q{to, &sp}, run_quantize);
+  const QuantizeRows& rows = rows_for(ctx);
+  return make_kernel(str_cat("quantize_vec.", rows.isa), Q{to, &rows}, run_quantize);
 }
 
 Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) {
@@ -168,14 +193,7 @@ Status run_dequantize(const Q& p, const KernelArgs& a, const ExecContext& exec) 
     });
     return Status::ok();
   }
-  const bool u8 = p.type == DType::kUInt8;
-  parallel_for(n, kGrain, exec.num_threads, [&](int64_t b, int64_t e) {
-    if (u8) {
-      p.spans->dq_u8(x.data<uint8_t>() + b, y + b, e - b, s, z);
-    } else {
-      p.spans->dq_s8(x.data<int8_t>() + b, y + b, e - b, s, z);
-    }
-  });
+  dequantize_tensor(*p.rows, x.raw(), p.type, y, n, s, z, exec.num_threads);
   return Status::ok();
 }
 
@@ -186,8 +204,8 @@ Expected<std::unique_ptr<Kernel>> make_dequantize(const OpContext& ctx) {
       (from != DType::kUInt8 && from != DType::kInt8 && from != DType::kInt32)) {
     return unsupported("dequantize_vec: uint8/int8/int32 to float32 with one scale and zero point");
   }
-  const Spans& sp = spans_for(ctx);
-  return make_kernel(str_cat("dequantize_vec.", sp.isa), Q{from, &sp}, run_dequantize);
+  const QuantizeRows& rows = rows_for(ctx);
+  return make_kernel(str_cat("dequantize_vec.", rows.isa), Q{from, &rows}, run_dequantize);
 }
 
 }  // namespace

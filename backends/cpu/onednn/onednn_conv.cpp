@@ -11,8 +11,8 @@
 #include <string>
 
 #include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn/onednn_common.h"
-#include "core/half.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/window.h"
@@ -207,9 +207,8 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     std::optional<Tensor> wide;
     if (bf16) {
       TERN_ASSIGN_OR_RETURN(wide, Tensor::allocate(DType::kFloat32, wconst->shape()));
-      const auto* from = wconst->data<uint16_t>();
-      float* to = wide->data<float>();
-      for (int64_t i = 0; i < wconst->numel(); ++i) to[i] = bfloat16_to_float(from[i]);
+      widen_row(nullptr, DType::kBFloat16, wconst->data<uint16_t>(), wide->data<float>(),
+                wconst->numel());
     }
     // Taps that read only padding at every output position are cut (constant weights): ASPP's
     // dilation-24 3x3 on a 14x14 map is a 1x1 convolution, which oneDNN also has a direct kernel

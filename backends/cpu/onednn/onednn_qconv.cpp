@@ -12,7 +12,9 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
+#include "backends/cpu/quantize_rows.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/conv_integer.h"
@@ -215,6 +217,7 @@ class QConvViaFloat final : public Kernel {
     k->x_type_ = p.x_type;
     k->y_type_ = p.y_type;
     k->relu_ = p.relu;
+    k->rows_ = &quantize_rows(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability)));
     // The float convolution's context: the node's geometry, float32 tensors in the planned layouts.
     k->node_ = *ctx.node;
     k->node_.op_type = "Conv";
@@ -255,14 +258,8 @@ class QConvViaFloat final : public Kernel {
     auto* xf = reinterpret_cast<float*>(ws);
     auto* yf = reinterpret_cast<float*>(ws + x_bytes_);
     const int64_t nx = numel(x_shape_), ny = numel(y_shape_);
-    const Tensor& x = *a.inputs[0];
-    parallel_for(nx, 1 << 14, exec.num_threads, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const float v = x_type_ == DType::kUInt8 ? static_cast<float>(x.data<uint8_t>()[i])
-                                                 : static_cast<float>(x.data<int8_t>()[i]);
-        xf[i] = (v - x_zero_) * x_scale_;
-      }
-    });
+    dequantize_tensor(*rows_, a.inputs[0]->raw(), x_type_, xf, nx, x_scale_, x_zero_,
+                      exec.num_threads);
     Tensor xt = Tensor::wrap(DType::kFloat32, x_shape_, xf, nullptr);
     Tensor yt = Tensor::wrap(DType::kFloat32, y_shape_, yf, nullptr);
     KernelArgs inner;
@@ -270,22 +267,14 @@ class QConvViaFloat final : public Kernel {
     inner.outputs = {&yt};
     inner.workspace = ws + x_bytes_ + y_bytes_;
     TERN_RETURN_IF_ERROR(inner_->run(inner, exec));
-    // Requantised as QuantizeLinear does: the float32 quotient rounded half to even, saturated.
-    const bool u8 = y_type_ == DType::kUInt8;
-    const double lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
-    Tensor& y = *a.outputs[0];
-    parallel_for(ny, 1 << 14, exec.num_threads, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        float v = relu_ ? std::max(yf[i], 0.0f) : yf[i];
-        const double q =
-            std::clamp(std::nearbyint(static_cast<double>(v / y_scale_)) + y_zero_, lo, hi);
-        if (u8) {
-          y.data<uint8_t>()[i] = static_cast<uint8_t>(q);
-        } else {
-          y.data<int8_t>()[i] = static_cast<int8_t>(q);
-        }
-      }
-    });
+    // Requantised as QuantizeLinear does (Relu first: FusedQLinearConv).
+    if (relu_) {
+      parallel_for(ny, 1 << 14, exec.num_threads, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) yf[i] = std::max(yf[i], 0.0f);
+      });
+    }
+    quantize_tensor(*rows_, yf, a.outputs[0]->raw(), y_type_, ny, y_scale_, y_zero_,
+                    exec.num_threads);
     return Status::ok();
   }
 
@@ -297,6 +286,7 @@ class QConvViaFloat final : public Kernel {
   float x_scale_ = 1, x_zero_ = 0, y_scale_ = 1, y_zero_ = 0;
   DType x_type_ = DType::kUInt8, y_type_ = DType::kUInt8;
   bool relu_ = false;
+  const QuantizeRows* rows_ = nullptr;
   size_t x_bytes_ = 0, y_bytes_ = 0;
   Shape x_shape_, y_shape_;
 };
