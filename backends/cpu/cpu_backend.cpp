@@ -181,9 +181,12 @@ LayoutRole CpuBackend::layout_role(const Node& node) const {
   if (op == "QLinearConv" || op == "FusedQLinearConv") {
     return onednn_int8_vnni() ? LayoutRole::kConvolution : LayoutRole::kPlain;
   }
-  // Per-tensor (de)quantisation is element-wise on any layout (backends/cpu/kernels/quantize_vec);
-  // a per-axis one declines blocked data and gets it plain.
-  if (op == "QuantizeLinear" || op == "DequantizeLinear") return LayoutRole::kElementwise;
+  // Per-tensor (de)quantisation and QDQ additions are element-wise on any layout
+  // (backends/cpu/kernels/quantize_vec, qlinear_add); a per-axis one declines blocked data and
+  // gets it plain.
+  if (op == "QuantizeLinear" || op == "DequantizeLinear" || op == "QLinearAdd") {
+    return LayoutRole::kElementwise;
+  }
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return LayoutRole::kReadsBlocked;
   if (op == "MaxPool" || op == "AveragePool") {
     // oneDNN pools blocked data: 2-D windows without an Indices output or dilations.

@@ -7,6 +7,8 @@ namespace tern {
 Status optimize_graph(Graph& g, OptimizerReport* report) {
   TERN_RETURN_IF_ERROR(fuse_qdq_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_qdq_matmul(g, report));
+  TERN_RETURN_IF_ERROR(fuse_qdq_add(g, report));
+  TERN_RETURN_IF_ERROR(fold_qdq_moves(g, report));
   TERN_RETURN_IF_ERROR(fold_pads(g, report));
   TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
@@ -27,6 +29,8 @@ Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const Fla
   // (and keep) float32 copies of every int8 weight.
   TERN_RETURN_IF_ERROR(fuse_qdq_conv(g, report));
   TERN_RETURN_IF_ERROR(fuse_qdq_matmul(g, report));
+  TERN_RETURN_IF_ERROR(fuse_qdq_add(g, report));
+  TERN_RETURN_IF_ERROR(fold_qdq_moves(g, report));
   TERN_RETURN_IF_ERROR(remove_dead_nodes(g, report));
   TERN_RETURN_IF_ERROR(fold_constants(g, backends, flags, report));
   return optimize_graph(g, report);

@@ -47,6 +47,11 @@ struct OptimizerReport {
   // DequantizeLinear -> MatMul -> QuantizeLinear into QLinearMatMul
   size_t qdq_convs_fused = 0;
   size_t qdq_matmuls_fused = 0;
+  // DequantizeLinear(s) -> Add [-> Relu] -> QuantizeLinear into QLinearAdd
+  size_t qdq_adds_fused = 0;
+  // DequantizeLinear -> Reshape / Transpose / MaxPool ... -> QuantizeLinear of the same scale and
+  // zero point: the ops move the quantised values themselves
+  size_t qdq_moves_folded = 0;
 };
 
 // Computes every node whose inputs are all constant (random ops excepted) with the host backends
@@ -60,7 +65,14 @@ Status fold_pads(Graph& g, OptimizerReport* report);
 // become QLinearConv (core/opt/qdq_fusion.cpp); before constant folding.
 Status fuse_qdq_conv(Graph& g, OptimizerReport* report);
 // DequantizeLinear(a) x DequantizeLinear(constant int8 B) -> QuantizeLinear becomes QLinearMatMul.
+// Activations on both sides: DequantizeLinear(a) x DequantizeLinear(b) -> QuantizeLinear too.
 Status fuse_qdq_matmul(Graph& g, OptimizerReport* report);
+// DequantizeLinear(a) + DequantizeLinear(b) or a float32 constant [-> Relu] -> QuantizeLinear
+// becomes QLinearAdd (ops/qlinear_add.cpp).
+Status fuse_qdq_add(Graph& g, OptimizerReport* report);
+// DequantizeLinear -> ops that only move elements (Reshape, Transpose, MaxPool...) ->
+// QuantizeLinear with the same scale and zero point: the ops run on the quantised values.
+Status fold_qdq_moves(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
 // x * Sigmoid(x) becomes one Swish node (alpha 1).

@@ -9,8 +9,18 @@
 // with scale x_scale * w_scale and zero point 0, or a float constant quantised so (as the QOperator
 // form stores it); the float results read by nothing else. It runs before constant folding, which
 // would otherwise turn the weights' DequantizeLinear into float weights.
+// The same holds around the other ops of a quantized graph, so that its values stay int8 and a
+// float op runs only where nothing quantised can:
+// - MatMul of a dequantised activation by constant int8 weights, or by a second dequantised
+//   activation (attention's scores and context), becomes QLinearMatMul;
+// - Add of two dequantised activations (residuals) or of one and a float32 constant (a bias),
+//   with a Relu after it or not, becomes QLinearAdd (ops/qlinear_add.cpp), bit for bit;
+// - ops that only move or select elements (Reshape, Transpose, MaxPool...) between a
+//   DequantizeLinear and a QuantizeLinear of the same scale and zero point move the int8 values.
 #include <cmath>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "core/opt/graph_util.h"
 #include "core/opt/optimizer.h"
@@ -74,7 +84,134 @@ std::optional<Dq> source_dq(PatternView& pv, int v) {
   return d;
 }
 
+// Ops that only move or select elements: on quantised values they give what they give on the
+// dequantised ones, quantised alike (MaxPool too: dequantisation keeps the order for a positive
+// scale).
+bool moves_elements(const Node& n) {
+  static const std::set<std::string> ops = {"Reshape",   "Flatten",  "Squeeze",      "Unsqueeze",
+                                            "Transpose", "Identity", "DepthToSpace", "SpaceToDepth",
+                                            "MaxPool",   "Slice"};
+  if (!n.domain.empty() || !ops.count(n.op_type) || n.inputs.empty()) return false;
+  for (size_t i = 1; i < n.outputs.size(); ++i) {
+    if (n.outputs[i] >= 0) return false;  // MaxPool's Indices
+  }
+  return true;
+}
+
+// Two per-tensor quantisation parameters (scale and zero point values) that are equal.
+bool same_qparams(const Graph& g, int s1, int z1, int s2, int z2) {
+  const Tensor *a = constant_of(g, s1), *b = constant_of(g, s2);
+  const Tensor* za = z1 >= 0 ? constant_of(g, z1) : nullptr;
+  const Tensor* zb = z2 >= 0 ? constant_of(g, z2) : nullptr;
+  if (!a || !b || !za || !zb || a->numel() != 1 || b->numel() != 1 || za->numel() != 1 ||
+      zb->numel() != 1 || a->dtype() != DType::kFloat32 || b->dtype() != DType::kFloat32) {
+    return false;
+  }
+  return a->float_at(0) == b->float_at(0) && a->float_at(0) > 0 && za->dtype() == zb->dtype() &&
+         za->int_at(0) == zb->int_at(0);
+}
+
+// The QuantizeLinear node qi becomes `fused`, which writes its output; the float op `taken` and
+// the Relu between them, where there is one, go: the Relu becomes fused's "activation".
+void replace_quantize(PatternView& pv, size_t qi, Node fused, const Node* taken, const Node* relu) {
+  if (relu) {
+    Attribute a;
+    a.kind = Attribute::Kind::kString;
+    a.s = "Relu";
+    fused.attrs.set("activation", a);
+    pv.removed[pv.index_of(relu)] = true;
+  }
+  pv.removed[pv.index_of(taken)] = true;
+  fused.outputs = {pv.g.nodes[qi].outputs[0]};
+  pv.g.nodes[qi] = std::move(fused);
+}
+
 }  // namespace
+
+Status fuse_qdq_add(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
+    Node& q = g.nodes[qi];
+    if (pv.removed[qi] || !quantizes_per_tensor(g, q)) continue;
+    const int v = q.inputs[0];
+    Node* relu = pv.node_at(v, "Relu");
+    if (relu && !pv.only(v, &q)) continue;
+    const int sum = relu ? relu->inputs[0] : v;
+    Node* add = pv.node_at(sum, "Add");
+    if (!add || add->inputs.size() != 2 || !pv.only(sum, relu ? relu : &q)) continue;
+    // Both operands dequantised per tensor, or one of them a float32 constant (a bias).
+    std::optional<Dq> da = source_dq(pv, add->inputs[0]), db = source_dq(pv, add->inputs[1]);
+    auto float_constant = [&](int id) {
+      const Tensor* t = constant_of(g, id);
+      return t && t->dtype() == DType::kFloat32;
+    };
+    std::vector<int> operands;
+    if (da && db) {
+      operands = {da->x, da->scale, da->zero, db->x, db->scale, db->zero};
+    } else if (da && float_constant(add->inputs[1])) {
+      operands = {da->x, da->scale, da->zero, add->inputs[1], -1, -1};
+    } else if (db && float_constant(add->inputs[0])) {
+      operands = {db->x, db->scale, db->zero, add->inputs[0], -1, -1};
+    } else {
+      continue;
+    }
+    Node fused;
+    fused.name = add->name.empty() ? q.name : add->name;
+    fused.op_type = "QLinearAdd";
+    fused.inputs = operands;
+    fused.inputs.push_back(q.inputs[1]);
+    fused.inputs.push_back(q.inputs[2]);
+    replace_quantize(pv, qi, std::move(fused), add, relu);
+    ++report->qdq_adds_fused;
+  }
+  erase_nodes(g, pv.removed);
+  return Status::ok();
+}
+
+Status fold_qdq_moves(Graph& g, OptimizerReport* report) {
+  PatternView pv{g};
+  for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
+    Node& q = g.nodes[qi];
+    if (pv.removed[qi] || !quantizes_per_tensor(g, q)) continue;
+    // Back from the QuantizeLinear through ops that move elements, each read only by the next,
+    // to a DequantizeLinear of the same scale and zero point.
+    std::vector<Node*> chain;
+    const Node* reader = &q;
+    int v = q.inputs[0];
+    const Node* dq = nullptr;
+    while (v >= 0) {
+      const int p = pv.producers[static_cast<size_t>(v)];
+      if (p < 0 || pv.removed[static_cast<size_t>(p)]) break;
+      Node& n = g.nodes[static_cast<size_t>(p)];
+      if (n.op_type == "DequantizeLinear" && n.domain.empty()) {
+        dq = &n;
+        break;
+      }
+      if (!moves_elements(n) || !pv.only(v, reader)) break;
+      chain.push_back(&n);
+      reader = &n;
+      v = n.inputs[0];
+    }
+    if (!dq || chain.empty() || dq->inputs.size() < 3) continue;
+    auto block = dq->attrs.get_int("block_size", 0);
+    if (!block || *block != 0 ||
+        !same_qparams(g, dq->inputs[1], dq->inputs[2], q.inputs[1], q.inputs[2])) {
+      continue;
+    }
+    // The chain now moves the quantised values: it reads the DequantizeLinear's input and writes
+    // the QuantizeLinear's output; its inner values take the quantised type.
+    const DType type = constant_of(g, q.inputs[2])->dtype();
+    chain.back()->inputs[0] = dq->inputs[0];
+    for (size_t i = 1; i < chain.size(); ++i) {
+      g.values[static_cast<size_t>(chain[i]->outputs[0])].type.dtype = type;
+    }
+    chain.front()->outputs[0] = q.outputs[0];
+    pv.removed[qi] = true;
+    ++report->qdq_moves_folded;
+  }
+  erase_nodes(g, pv.removed);
+  return Status::ok();
+}
 
 Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
   PatternView pv{g};
@@ -84,9 +221,23 @@ Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
     Node* mm = pv.node_at(q.inputs[0], "MatMul");
     if (!mm || !pv.only(q.inputs[0], &q) || mm->inputs.size() != 2) continue;
     auto adq = source_dq(pv, mm->inputs[0]);
+    if (!adq) continue;
     const Node* wn = pv.node_at(mm->inputs[1], "DequantizeLinear");
     const Tensor* w_q = wn && !wn->inputs.empty() ? constant_of(g, wn->inputs[0]) : nullptr;
-    if (!adq || !w_q || w_q->rank() != 2 || !int8_type(w_q->dtype())) continue;
+    if (!w_q) {
+      // Activation x activation (attention's scores and context): B per tensor too.
+      auto bdq = source_dq(pv, mm->inputs[1]);
+      if (!bdq) continue;
+      Node fused;
+      fused.name = mm->name.empty() ? q.name : mm->name;
+      fused.op_type = "QLinearMatMul";
+      fused.inputs = {adq->x,     adq->scale, adq->zero,   bdq->x,
+                      bdq->scale, bdq->zero,  q.inputs[1], q.inputs[2]};
+      replace_quantize(pv, qi, std::move(fused), mm, nullptr);
+      ++report->qdq_matmuls_fused;
+      continue;
+    }
+    if (w_q->rank() != 2 || !int8_type(w_q->dtype())) continue;
     // B's scale per tensor or per column (axis 1 of [K, N]); its zero point given or 0.
     auto wdq = dq_of(pv, mm->inputs[1], w_q->shape()[1], 1, 2);
     if (!wdq) continue;
@@ -101,9 +252,7 @@ Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
     fused.op_type = "QLinearMatMul";
     fused.inputs = {adq->x,     adq->scale, adq->zero,   wn->inputs[0],
                     wdq->scale, wz,         q.inputs[1], q.inputs[2]};
-    fused.outputs = {q.outputs[0]};
-    pv.removed[pv.index_of(mm)] = true;
-    g.nodes[qi] = std::move(fused);
+    replace_quantize(pv, qi, std::move(fused), mm, nullptr);
     ++report->qdq_matmuls_fused;
   }
   erase_nodes(g, pv.removed);
@@ -196,17 +345,8 @@ Status fuse_qdq_conv(Graph& g, OptimizerReport* report) {
     fused.inputs = {xdq->x,     xdq->scale, xzv,         wn->inputs[0],
                     wdq->scale, wz,         q.inputs[1], q.inputs[2]};
     if (bias >= 0) fused.inputs.push_back(bias);
-    fused.outputs = {q.outputs[0]};
     fused.attrs = conv->attrs;
-    if (relu) {
-      Attribute a;
-      a.kind = Attribute::Kind::kString;
-      a.s = "Relu";
-      fused.attrs.set("activation", a);
-      pv.removed[pv.index_of(relu)] = true;
-    }
-    pv.removed[pv.index_of(conv)] = true;
-    g.nodes[qi] = std::move(fused);
+    replace_quantize(pv, qi, std::move(fused), conv, relu);
     ++report->qdq_convs_fused;
   }
   erase_nodes(g, pv.removed);

@@ -4,9 +4,9 @@
 // and layout (or one element); the blocked per-channel case is ops/binary.cpp's blocked_channel.
 #include <algorithm>
 
+#include "backends/cpu/broadcast_parts.h"
 #include "backends/cpu/cpu_capability.h"
 #include "core/kernel_registry.h"
-#include "core/parallel.h"
 #include "ops/common/op_utils.h"
 
 namespace tern {
@@ -25,22 +25,11 @@ Status run_binary_vec(const BinaryVec& k, const KernelArgs& a, const ExecContext
   const ops::BroadcastRows& br = k.rows;
   const int64_t inner = br.inner;
   const int sa = br.in_strides[0].back() != 0, sb = br.in_strides[1].back() != 0;
-  // Work items of ~16K elements: whole rows, or parts of one long row (a same-shape Add is one
-  // row of every element).
-  constexpr int64_t kItem = 16384;
-  const int64_t parts = std::max<int64_t>(1, inner / kItem);
-  const int64_t part = (inner + parts - 1) / parts;
-  parallel_for(br.rows * parts, std::max<int64_t>(1, kItem / std::max<int64_t>(inner, 1)),
-               exec.num_threads, [&](int64_t t0, int64_t t1) {
-                 int64_t off[2];
-                 for (int64_t t = t0; t < t1; ++t) {
-                   const int64_t r = t / parts, j0 = (t % parts) * part;
-                   const int64_t n = std::min(part, inner - j0);
-                   br.row_offsets(r, off);
-                   k.vec->binary(k.op, pa + off[0] + (sa ? j0 : 0), sa, pb + off[1] + (sb ? j0 : 0),
-                                 sb, y + r * inner + j0, n);
-                 }
-               });
+  parallel_broadcast_parts(br, exec.num_threads,
+                           [&](int64_t r, int64_t j0, int64_t n, const int64_t* off) {
+                             k.vec->binary(k.op, pa + off[0] + (sa ? j0 : 0), sa,
+                                           pb + off[1] + (sb ? j0 : 0), sb, y + r * inner + j0, n);
+                           });
   return Status::ok();
 }
 

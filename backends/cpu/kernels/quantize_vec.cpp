@@ -68,19 +68,6 @@ template <class T>
   for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - z) * s;
 }
 
-}  // namespace
-
-// The spans of one ISA level.
-struct QuantizeRows {
-  const char* isa;
-  void (*q_u8)(const float*, uint8_t*, int64_t, float, float, float, float);
-  void (*q_s8)(const float*, int8_t*, int64_t, float, float, float, float);
-  void (*dq_u8)(const uint8_t*, float*, int64_t, float, float);
-  void (*dq_s8)(const int8_t*, float*, int64_t, float, float);
-};
-
-namespace {
-
 #define TERN_QUANTIZE_SPANS(NAME, ATTR)                                                   \
   ATTR void NAME##_q_u8(const float* x, uint8_t* y, int64_t n, float s, float z, float b, \
                         float a) {                                                        \
@@ -121,27 +108,38 @@ const char* quantize_rows_isa(const QuantizeRows& rows) {
   return rows.isa;
 }
 
+void quantize_row(const QuantizeRows& rows, const float* x, void* y, DType to, int64_t n,
+                  float scale, float zero) {
+  if (to == DType::kUInt8) {
+    rows.q_u8(x, static_cast<uint8_t*>(y), n, scale, zero, 0.0f - zero, 255.0f - zero);
+  } else {
+    rows.q_s8(x, static_cast<int8_t*>(y), n, scale, zero, -128.0f - zero, 127.0f - zero);
+  }
+}
+
+void dequantize_row(const QuantizeRows& rows, const void* x, DType from, float* y, int64_t n,
+                    float scale, float zero) {
+  if (from == DType::kUInt8) {
+    rows.dq_u8(static_cast<const uint8_t*>(x), y, n, scale, zero);
+  } else {
+    rows.dq_s8(static_cast<const int8_t*>(x), y, n, scale, zero);
+  }
+}
+
 void quantize_tensor(const QuantizeRows& rows, const float* x, void* y, DType to, int64_t n,
                      float scale, float zero, int threads) {
-  const bool u8 = to == DType::kUInt8;
-  const float below = (u8 ? 0.0f : -128.0f) - zero, above = (u8 ? 255.0f : 127.0f) - zero;
+  const size_t size = dtype_size(to);
   parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
-    if (u8) {
-      rows.q_u8(x + b, static_cast<uint8_t*>(y) + b, e - b, scale, zero, below, above);
-    } else {
-      rows.q_s8(x + b, static_cast<int8_t*>(y) + b, e - b, scale, zero, below, above);
-    }
+    quantize_row(rows, x + b, static_cast<uint8_t*>(y) + b * size, to, e - b, scale, zero);
   });
 }
 
 void dequantize_tensor(const QuantizeRows& rows, const void* x, DType from, float* y, int64_t n,
                        float scale, float zero, int threads) {
+  const size_t size = dtype_size(from);
   parallel_for(n, kGrain, threads, [&](int64_t b, int64_t e) {
-    if (from == DType::kUInt8) {
-      rows.dq_u8(static_cast<const uint8_t*>(x) + b, y + b, e - b, scale, zero);
-    } else {
-      rows.dq_s8(static_cast<const int8_t*>(x) + b, y + b, e - b, scale, zero);
-    }
+    dequantize_row(rows, static_cast<const uint8_t*>(x) + b * size, from, y + b, e - b, scale,
+                   zero);
   });
 }
 
