@@ -176,11 +176,10 @@ int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>
 LayoutRole CpuBackend::layout_role(const Node& node) const {
   const std::string& op = node.op_type;
   if (op == "Conv" || op == "FusedConv") return LayoutRole::kConvolution;
-  // int8 convolutions keep their activations channels-last where oneDNN's int8 kernels run them
-  // (VNNI); elsewhere they run through float32 (QConvViaFloat) on plain data.
-  if (op == "QLinearConv" || op == "FusedQLinearConv") {
-    return onednn_int8_vnni() ? LayoutRole::kConvolution : LayoutRole::kPlain;
-  }
+  // int8 convolutions keep their activations channels-last: what oneDNN's int8 kernels read
+  // (VNNI), and, where those decline (no VNNI), what QConvViaFloat's float32 convolution reads as
+  // it is after dequantisation.
+  if (op == "QLinearConv" || op == "FusedQLinearConv") return LayoutRole::kConvolution;
   // Per-tensor (de)quantisation and QDQ additions are element-wise on any layout
   // (backends/cpu/kernels/quantize_vec, qlinear_add); a per-axis one declines blocked data and
   // gets it plain.
