@@ -1,7 +1,7 @@
 // Linear quantisation: QuantizeLinear and DequantizeLinear (per tensor, per axis, or blocked;
 // int8/uint8/int16/uint16/int32, the 4- and 2-bit integers and the float8 types; saturate),
-// DynamicQuantizeLinear, QLinearMatMul and MatMulInteger. Reference arithmetic in double with
-// round-half-to-even, as ONNX specifies.
+// DynamicQuantizeLinear, QLinearMatMul (and Tern's FusedQLinearMatMul: with an int32 bias) and
+// MatMulInteger. Reference arithmetic in double with round-half-to-even, as ONNX specifies.
 #include <cmath>
 
 #include "core/low_float.h"
@@ -306,6 +306,14 @@ Status infer_qmm(OpContext& ctx) {
   const bool integer = ctx.node->op_type == "MatMulInteger";
   const size_t bi = integer ? 1 : 3;
   TERN_ASSIGN_OR_RETURN(MmShape mm, matmul_shape(ctx, ctx.inputs[0].shape, ctx.inputs[bi].shape));
+  // FusedQLinearMatMul's bias: int32, one value per column, in units of a_scale * b_scale.
+  if (ctx.has_input(8)) {
+    if (ctx.inputs[8].dtype != DType::kInt32) return ops::dtype_error(ctx, 8, "int32");
+    if (ctx.inputs[8].shape != Shape{mm.n}) {
+      return invalid_argument("bias '", ctx.input_names[8], "' must be [", mm.n, "], got ",
+                              shape_str(ctx.inputs[8].shape));
+    }
+  }
   ctx.set_output(0, integer ? DType::kInt32 : ctx.inputs[7].dtype, mm.out);
   return Status::ok();
 }
@@ -324,12 +332,13 @@ Status run_qmm(const QmmParams& p, const KernelArgs& a, const ExecContext&) {
   const Tensor* az = q ? a.inputs[2] : (a.inputs.size() > 2 ? a.inputs[2] : nullptr);
   const Tensor* bs = q ? a.inputs[4] : nullptr;
   const Tensor* bz = q ? a.inputs[5] : (a.inputs.size() > 3 ? a.inputs[3] : nullptr);
+  const Tensor* bias = q && a.inputs.size() > 8 ? a.inputs[8] : nullptr;
   Tensor& Y = *a.outputs[0];
   const auto& mm = p.mm;
   for (size_t bt = 0; bt < mm.a_off.size(); ++bt) {
     for (int64_t i = 0; i < mm.m; ++i) {
       for (int64_t j = 0; j < mm.n; ++j) {
-        double acc = 0;
+        double acc = bias ? load(*bias, j) : 0.0;
         for (int64_t k = 0; k < mm.k; ++k) {
           const double av = load(A, mm.a_off[bt] + i * mm.k + k) - per(az, i, 0);
           const double bv = load(B, mm.b_off[bt] + k * mm.n + j) - per(bz, j, 0);
@@ -387,6 +396,8 @@ void register_op_quantize(OpRegistry& r) {
          attrs({"axis", "block_size", "output_dtype"})});
   r.add({"DynamicQuantizeLinear", 1, 1, 3, 3, infer_dynq, make_dynq, {}, attrs({})});
   r.add({"QLinearMatMul", 8, 8, 1, 1, infer_qmm, make_qmm, {}, attrs({})});
+  // Tern's own, made by QDQ fusion of Gemm: QLinearMatMul plus an int32 bias [N] (input 8).
+  r.add({"FusedQLinearMatMul", 9, 9, 1, 1, infer_qmm, make_qmm, {}, attrs({})});
   r.add({"MatMulInteger", 2, 4, 1, 1, infer_qmm, make_qmm, {}, attrs({})});
 }
 

@@ -111,6 +111,49 @@ bool same_qparams(const Graph& g, int s1, int z1, int s2, int z2) {
          za->int_at(0) == zb->int_at(0);
 }
 
+// The bias `bv` of a Conv or Gemm with m output channels as int32 in units of
+// x_scale * w_scale[c]: a DequantizeLinear of int32 at that scale (relative 1e-5) with zero point
+// 0, or a float32 constant quantised so (as the QOperator form stores it). Returns its value id,
+// or -1 when it is neither.
+Expected<int> int32_bias(PatternView& pv, int bv, int64_t m, const Tensor& xs, const Tensor& ws,
+                         const std::string& name) {
+  Graph& g = pv.g;
+  auto bdq = dq_of(pv, bv, m, 0, 1);
+  const Tensor* b_q = bdq ? constant_of(g, bdq->x) : nullptr;
+  const Tensor* b_f = constant_of(g, bv);
+  auto unit = [&](int64_t c) {
+    return static_cast<double>(xs.float_at(0)) * ws.float_at(ws.numel() == 1 ? 0 : c);
+  };
+  if (b_q && b_q->dtype() == DType::kInt32 && b_q->numel() == m) {
+    const Tensor* bs = constant_of(g, bdq->scale);
+    const Tensor* bz = bdq->zero >= 0 ? constant_of(g, bdq->zero) : nullptr;
+    for (int64_t c = 0; c < m; ++c) {
+      const double want = unit(c), got = bs->float_at(bs->numel() == 1 ? 0 : c);
+      if (std::fabs(got - want) > 1e-5 * std::fabs(want) ||
+          (bz && bz->int_at(bz->numel() == 1 ? 0 : c) != 0)) {
+        return -1;
+      }
+    }
+    return bdq->x;
+  }
+  if (!b_f || b_f->dtype() != DType::kFloat32 || b_f->numel() != m) return -1;
+  TERN_ASSIGN_OR_RETURN(Tensor b32, Tensor::allocate(DType::kInt32, {m}));
+  for (int64_t c = 0; c < m; ++c) {
+    const double r = std::nearbyint(b_f->float_at(c) / unit(c));
+    if (!(std::fabs(r) < 2147483647.0)) return -1;
+    b32.data<int32_t>()[c] = static_cast<int32_t>(r);
+  }
+  return add_constant(g, name + "/bias_int32", std::move(b32));
+}
+
+// The weights' zero point `wz`, or a new 0 of the weights' type where it is absent.
+Expected<int> weight_zero(Graph& g, int wz, DType type, const std::string& name) {
+  if (wz >= 0) return wz;
+  TERN_ASSIGN_OR_RETURN(Tensor z, Tensor::allocate(type, {}));
+  std::memset(z.raw(), 0, z.byte_size());
+  return add_constant(g, name + "/w_zero_point", std::move(z));
+}
+
 // The QuantizeLinear node qi becomes `fused`, which writes its output; the float op `taken` and
 // the Relu between them, where there is one, go: the Relu becomes fused's "activation".
 void replace_quantize(PatternView& pv, size_t qi, Node fused, const Node* taken, const Node* relu) {
@@ -124,6 +167,64 @@ void replace_quantize(PatternView& pv, size_t qi, Node fused, const Node* taken,
   pv.removed[pv.index_of(taken)] = true;
   fused.outputs = {pv.g.nodes[qi].outputs[0]};
   pv.g.nodes[qi] = std::move(fused);
+}
+
+// DequantizeLinear(a) -> Gemm(., DequantizeLinear(constant int8 W) [, bias]) -> QuantizeLinear with
+// alpha 1, beta 1 and A not transposed: QLinearMatMul by W as [K, N] (transposed once where
+// transB), FusedQLinearMatMul with the bias as int32. Returns whether it fused.
+Expected<bool> fuse_qdq_gemm(PatternView& pv, size_t qi, Node& gemm) {
+  Graph& g = pv.g;
+  Node& q = g.nodes[qi];
+  auto attr_f = [&](const char* a) { return gemm.attrs.get_float(a, 1.0f); };
+  auto attr_i = [&](const char* a) { return gemm.attrs.get_int(a, 0); };
+  auto alpha = attr_f("alpha"), beta = attr_f("beta");
+  auto trans_a = attr_i("transA"), trans_b = attr_i("transB");
+  if (!alpha || !beta || !trans_a || !trans_b || *alpha != 1.0f || *trans_a != 0 ||
+      gemm.inputs.size() < 2) {
+    return false;
+  }
+  auto adq = source_dq(pv, gemm.inputs[0]);
+  const Node* wn = pv.node_at(gemm.inputs[1], "DequantizeLinear");
+  const Tensor* w_q = wn && !wn->inputs.empty() ? constant_of(g, wn->inputs[0]) : nullptr;
+  if (!adq || !w_q || w_q->rank() != 2 || !int8_type(w_q->dtype())) return false;
+  const bool tb = *trans_b != 0;
+  const int64_t k = w_q->shape()[tb ? 1 : 0], n = w_q->shape()[tb ? 0 : 1];
+  auto wdq = dq_of(pv, gemm.inputs[1], n, tb ? 0 : 1, 2);
+  if (!wdq) return false;
+  const std::string name = gemm.name.empty() ? q.name : gemm.name;
+  int bias = -1;
+  const int bv = gemm.inputs.size() > 2 ? gemm.inputs[2] : -1;
+  if (bv >= 0) {
+    // One value per column: [N] or [1, N].
+    const Tensor* bt = constant_of(g, bv);
+    const Node* bn = bt ? nullptr : pv.node_at(bv, "DequantizeLinear");
+    if (bn) bt = constant_of(g, bn->inputs[0]);
+    if (*beta != 1.0f || !bt || bt->numel() != n || (bt->rank() == 2 && bt->shape()[0] != 1) ||
+        bt->rank() > 2) {
+      return false;
+    }
+    TERN_ASSIGN_OR_RETURN(bias, int32_bias(pv, bv, n, *constant_of(g, adq->scale),
+                                           *constant_of(g, wdq->scale), name));
+    if (bias < 0) return false;
+  }
+  int w = wn->inputs[0];
+  if (tb) {
+    const Tensor& src = *constant_of(g, w);
+    TERN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(src.dtype(), {k, n}));
+    const auto* from = static_cast<const uint8_t*>(src.raw());
+    auto* to = static_cast<uint8_t*>(t.raw());
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) to[c * n + r] = from[r * k + c];
+    w = add_constant(g, name + "/weights_kn", std::move(t));
+  }
+  TERN_ASSIGN_OR_RETURN(const int wz, weight_zero(g, wdq->zero, constant_of(g, w)->dtype(), name));
+  Node fused;
+  fused.name = name;
+  fused.op_type = bias >= 0 ? "FusedQLinearMatMul" : "QLinearMatMul";
+  fused.inputs = {adq->x, adq->scale, adq->zero, w, wdq->scale, wz, q.inputs[1], q.inputs[2]};
+  if (bias >= 0) fused.inputs.push_back(bias);
+  replace_quantize(pv, qi, std::move(fused), &gemm, nullptr);
+  return true;
 }
 
 }  // namespace
@@ -218,6 +319,11 @@ Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];
     if (pv.removed[qi] || !quantizes_per_tensor(g, q)) continue;
+    if (Node* gemm = pv.node_at(q.inputs[0], "Gemm"); gemm && pv.only(q.inputs[0], &q)) {
+      TERN_ASSIGN_OR_RETURN(bool fused, fuse_qdq_gemm(pv, qi, *gemm));
+      report->qdq_matmuls_fused += fused;
+      continue;
+    }
     Node* mm = pv.node_at(q.inputs[0], "MatMul");
     if (!mm || !pv.only(q.inputs[0], &q) || mm->inputs.size() != 2) continue;
     auto adq = source_dq(pv, mm->inputs[0]);
@@ -241,12 +347,7 @@ Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
     // B's scale per tensor or per column (axis 1 of [K, N]); its zero point given or 0.
     auto wdq = dq_of(pv, mm->inputs[1], w_q->shape()[1], 1, 2);
     if (!wdq) continue;
-    int wz = wdq->zero;
-    if (wz < 0) {
-      TERN_ASSIGN_OR_RETURN(Tensor z, Tensor::allocate(w_q->dtype(), {}));
-      std::memset(z.raw(), 0, z.byte_size());
-      wz = add_constant(g, mm->name + "/b_zero_point", std::move(z));
-    }
+    TERN_ASSIGN_OR_RETURN(const int wz, weight_zero(g, wdq->zero, w_q->dtype(), mm->name));
     Node fused;
     fused.name = mm->name.empty() ? q.name : mm->name;
     fused.op_type = "QLinearMatMul";
@@ -292,50 +393,12 @@ Status fuse_qdq_conv(Graph& g, OptimizerReport* report) {
     if (!xz) continue;
     const DType w_type = w_q->dtype();
     const Tensor* ws = constant_of(g, wdq->scale);
-    // The bias, as int32 in units of x_scale * w_scale.
     int bias = -1;
-    const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2] >= 0;
-    if (has_bias) {
-      const int bv = conv->inputs[2];
-      auto bdq = dq_of(pv, bv, m, 0, 1);
-      const Tensor* b_q = bdq ? constant_of(g, bdq->x) : nullptr;
-      const Tensor* b_f = constant_of(g, bv);
-      auto unit = [&](int64_t c) {
-        return static_cast<double>(xs->float_at(0)) * ws->float_at(ws->numel() == 1 ? 0 : c);
-      };
-      if (b_q && b_q->dtype() == DType::kInt32 && b_q->numel() == m) {
-        // Its own scale must be x_scale * w_scale (relative 1e-5), zero point 0.
-        const Tensor* bs = constant_of(g, bdq->scale);
-        const Tensor* bz = bdq->zero >= 0 ? constant_of(g, bdq->zero) : nullptr;
-        bool ok = true;
-        for (int64_t c = 0; c < m && ok; ++c) {
-          const double want = unit(c), got = bs->float_at(bs->numel() == 1 ? 0 : c);
-          ok = std::fabs(got - want) <= 1e-5 * std::fabs(want) &&
-               (!bz || bz->int_at(bz->numel() == 1 ? 0 : c) == 0);
-        }
-        if (!ok) continue;
-        bias = bdq->x;
-      } else if (b_f && b_f->dtype() == DType::kFloat32 && b_f->numel() == m) {
-        TERN_ASSIGN_OR_RETURN(Tensor b32, Tensor::allocate(DType::kInt32, {m}));
-        bool ok = true;
-        for (int64_t c = 0; c < m; ++c) {
-          const double r = std::nearbyint(b_f->float_at(c) / unit(c));
-          ok = ok && std::fabs(r) < 2147483647.0;
-          b32.data<int32_t>()[c] = ok ? static_cast<int32_t>(r) : 0;
-        }
-        if (!ok) continue;
-        bias = add_constant(g, conv->name + "/bias_int32", std::move(b32));
-      } else {
-        continue;
-      }
+    if (conv->inputs.size() > 2 && conv->inputs[2] >= 0) {
+      TERN_ASSIGN_OR_RETURN(bias, int32_bias(pv, conv->inputs[2], m, *xs, *ws, conv->name));
+      if (bias < 0) continue;
     }
-    // The weights' zero point: given, or 0 of the weights' type.
-    int wz = wdq->zero;
-    if (wz < 0) {
-      TERN_ASSIGN_OR_RETURN(Tensor z, Tensor::allocate(w_type, {}));
-      std::memset(z.raw(), 0, z.byte_size());
-      wz = add_constant(g, conv->name + "/w_zero_point", std::move(z));
-    }
+    TERN_ASSIGN_OR_RETURN(const int wz, weight_zero(g, wdq->zero, w_type, conv->name));
     const int xzv = xdq->zero;
     // The QuantizeLinear node becomes the QLinearConv (its output is y_q); the Conv, the Relu
     // and DequantizeLinears read only here go (dead-node removal takes unread DQs).

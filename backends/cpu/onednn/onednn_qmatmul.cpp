@@ -1,7 +1,8 @@
 // QLinearMatMul on oneDNN's int8 matmul (VNNI where present): uint8 / int8 A [..., M, K] (leading
 // dims folded into the rows), constant int8 B [K, N] with zero point 0, packed once; the
 // requantisation inside the primitive (output scales a_scale * b_scale[n] / y_scale, per tensor
-// or per column, A's and Y's zero points, rounding to nearest even, saturation). Per-row A
+// or per column, A's and Y's zero points, rounding to nearest even, saturation);
+// FusedQLinearMatMul's int32 bias (QDQ Gemm) added to the sums inside it too. Per-row A
 // scales, uint8 or non-constant B and runtime scales run the reference kernel.
 #include <string>
 
@@ -76,8 +77,15 @@ class OnednnQMatMul final : public onednn::PackedWeightKernel {
       if (yz.int_at(0) != 0) {
         attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(yz.int_at(0))});
       }
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, any_w, y_md), attr,
-                                      onednn::engine());
+      // FusedQLinearMatMul's bias: int32 [N], added to the integer sums before the scales.
+      const bool has_bias = ctx.has_input(8);
+      if (has_bias && !ctx.inputs[8].value) {
+        return unsupported("oneDNN int8 matmul: the bias is not constant");
+      }
+      dnnl::memory::desc bias_md({1, n}, dt::s32, tag::ab);
+      auto desc = has_bias ? dnnl::matmul::desc(a_md, any_w, bias_md, y_md)
+                           : dnnl::matmul::desc(a_md, any_w, y_md);
+      dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
       const std::string impl = pd.impl_info_str();
       if (impl.rfind("ref", 0) == 0) {
         return unsupported("oneDNN int8 matmul: only oneDNN's reference kernel takes this case");
@@ -86,8 +94,10 @@ class OnednnQMatMul final : public onednn::PackedWeightKernel {
       kernel->prim_ = dnnl::matmul(pd);
       TERN_ASSIGN_OR_RETURN(kernel->packed_w_,
                             onednn::pack_weights(plain_w, pd.weights_desc(), b, ctx.weights));
-      kernel->args_ =
-          onednn::ArgPool::weighted(a_md, pd.weights_desc(), nullptr, y_md, pd.scratchpad_desc());
+      kernel->args_ = onednn::ArgPool::weighted(a_md, pd.weights_desc(),
+                                                has_bias ? &bias_md : nullptr, y_md,
+                                                pd.scratchpad_desc());
+      if (has_bias) kernel->bias_ = *ctx.inputs[8].value;
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this int8 matmul: ", e.what());
     }
@@ -96,13 +106,14 @@ class OnednnQMatMul final : public onednn::PackedWeightKernel {
 
   Status run(const KernelArgs& a, const ExecContext&) const override {
     return args_.execute_weighted(prim_, a.inputs[0]->raw(), packed_w_.memory.get_data_handle(),
-                                  nullptr, a.outputs[0]->raw());
+                                  bias_.raw(), a.outputs[0]->raw());
   }
 
  private:
   std::string name_ = "onednn int8";
   dnnl::matmul prim_;
   onednn::ArgPool args_;
+  Tensor bias_;  // FusedQLinearMatMul's (shares the constant's memory)
 };
 
 }  // namespace
@@ -110,6 +121,7 @@ class OnednnQMatMul final : public onednn::PackedWeightKernel {
 void register_cpu_onednn_qmatmul(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     r.add("QLinearMatMul", "cpu", t, OnednnQMatMul::create);
+    r.add("FusedQLinearMatMul", "cpu", t, OnednnQMatMul::create);
   }
 }
 
