@@ -141,9 +141,9 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
 }  // namespace
 
 void register_cpu_qlinear_matmul(KernelRegistry& r) {
-  // Below any library's int8 matmul (priority 0): this serves the builds without one.
+  // Below the library int8 matmuls (priorities 0 and -1): this serves the builds without one.
   for (DType t : {DType::kUInt8, DType::kInt8}) {
-    r.add("QLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -1);
+    r.add("QLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -2);
   }
 }
 
