@@ -3,7 +3,8 @@
 // requantisation epilogue (backends/cpu/onednn/onednn_qmatmul_dynamic.cpp), and ConvInteger on
 // Tern's int8 GEMM (backends/cpu/kernels/qlinear_conv.cpp), against naive int64 loops written
 // here: random shapes (odd M, N, K, batch dims, B 2-D or batched, A broadcast), uint8 and int8
-// operands, zero points per tensor, per row and per column, B constant or read at run time.
+// operands, zero points per tensor, per row and per column, B constant or read at run time;
+// MatMulInteger by a constant B also on Tern's int8 GEMM (backends/cpu/kernels/qlinear_matmul.cpp).
 // MatMulInteger and ConvInteger must be exact; QLinearMatMul one quantisation step at most off
 // (the float32 scale against double at ties), in at most 1% of outputs. Where oneDNN has VNNI
 // the new kernel must be the one chosen; elsewhere (no oneDNN, TERN_CPU_CAPABILITY=AVX2) the
@@ -160,6 +161,47 @@ TEST_SUITE("cpu_kernels") {
       CHECK(bad == 0);
     }
     print_kernels("MatMulInteger", names);
+  }
+
+  TEST_CASE("MatMulInteger by a constant B on Tern's int8 GEMM equals a naive int64 matmul") {
+    // The builds without oneDNN and CPUs without VNNI run it: asked for by name here.
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int64_t> dim(1, 70);
+    for (int iter = 0; iter < 24; ++iter) {
+      CAPTURE(iter);
+      const int64_t m = iter < 5 ? iter + 1 : dim(rng), k = dim(rng) * (iter % 3 ? 1 : 4),
+                    n = dim(rng);
+      const DType at = iter % 2 ? DType::kInt8 : DType::kUInt8;
+      const bool u8_b = iter % 3 != 1, per_column = iter % 4 == 3;
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      Tensor a = random_int8(at, iter % 5 == 2 ? Shape{2, m, k} : Shape{m, k}, rng);
+      // B minus its zero points within int8 (the GEMM's operand): int8 with 0, or uint8 with
+      // zero points near 128 and values clipped to fit.
+      Tensor b = random_int8(u8_b ? DType::kUInt8 : DType::kInt8, {k, n}, rng);
+      Tensor zb = Tensor::allocate(b.dtype(), per_column ? Shape{n} : Shape{}).value();
+      for (int64_t j = 0; j < zb.numel() && u8_b; ++j) {
+        zb.data<uint8_t>()[j] = static_cast<uint8_t>(120 + rng() % 16);
+      }
+      for (int64_t i = 0; i < b.numel() && u8_b; ++i) {
+        const int64_t z = value_at(zb, i % n);
+        b.data<uint8_t>()[i] = static_cast<uint8_t>(
+            std::clamp<int64_t>(b.data<uint8_t>()[i], std::max<int64_t>(0, z - 128), z + 127));
+      }
+      Tensor za = zero_points(at, 1, rng);
+      std::vector<Tensor*> ins = {&a, &b, &za, &zb};
+      auto ctx = inferred("MatMulInteger", {}, ins, {false, true, true, true});
+      std::unique_ptr<Kernel> kernel = kernel_named(ctx->ctx, "qgemm");
+      const Tensor y = run_kernel(*kernel, ctx->ctx, ins, 2);
+      const std::vector<int64_t> want = naive_matmul(a, b, &za, &zb, a.rank() == 3 ? 2 : 1);
+      REQUIRE(y.numel() == static_cast<int64_t>(want.size()));
+      size_t bad = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) bad += y.data<int32_t>()[i] != want[size_t(i)];
+      CHECK(bad == 0);
+    }
   }
 
   TEST_CASE("QLinearMatMul with B uint8 or read at run time: one step at most from int64 math") {
