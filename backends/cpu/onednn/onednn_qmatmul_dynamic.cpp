@@ -78,26 +78,33 @@ void convert_and_sum(const uint8_t* __restrict b, int8_t* __restrict out, int32_
   }
 }
 
-// acc[j] -= za * g[j] + rowsum * zb[j], wrapping (the true value fits int32).
-void correct_row(int32_t* __restrict acc, const int32_t* __restrict g, const int32_t* __restrict zb,
-                 int32_t za, int32_t rowsum, int64_t n) {
-  const auto a = static_cast<uint32_t>(za), r = static_cast<uint32_t>(rowsum);
-  for (int64_t j = 0; j < n; ++j) {
-    acc[j] = static_cast<int32_t>(static_cast<uint32_t>(acc[j]) - a * static_cast<uint32_t>(g[j]) -
-                                  r * static_cast<uint32_t>(zb[j]));
-  }
+// The corrected sum of column j: acc - za * g - rowsum * zb, wrapping (the true value fits
+// int32). kUniform (za and zb one value each): g already holds -za * g and `rowsum` is
+// -rowsum * zb, additions only (the x86 baseline has no 32-bit vector multiply).
+template <bool kUniform>
+[[gnu::always_inline]] inline int32_t corrected(const int32_t* __restrict acc,
+                                                const int32_t* __restrict g,
+                                                const int32_t* __restrict zb, uint32_t za,
+                                                uint32_t rowsum, int64_t j) {
+  const auto v = static_cast<uint32_t>(acc[j]), h = static_cast<uint32_t>(g[j]);
+  if (kUniform) return static_cast<int32_t>(v + h + rowsum);
+  return static_cast<int32_t>(v - za * h - rowsum * static_cast<uint32_t>(zb[j]));
 }
 
-// The same, as float32 times scale[j].
+// acc[0, n) corrected in place (MatMulInteger).
+template <bool kUniform>
+void correct_row(int32_t* __restrict acc, const int32_t* __restrict g, const int32_t* __restrict zb,
+                 uint32_t za, uint32_t rowsum, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) acc[j] = corrected<kUniform>(acc, g, zb, za, rowsum, j);
+}
+
+// The same as float32 times scale[j] into y (QLinearMatMul, before the rounding).
+template <bool kUniform>
 void correct_row_scaled(const int32_t* __restrict acc, const int32_t* __restrict g,
-                        const int32_t* __restrict zb, const float* __restrict scale, int32_t za,
-                        int32_t rowsum, float* __restrict y, int64_t n) {
-  const auto a = static_cast<uint32_t>(za), r = static_cast<uint32_t>(rowsum);
+                        const int32_t* __restrict zb, const float* __restrict scale, uint32_t za,
+                        uint32_t rowsum, float* __restrict y, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
-    const auto v =
-        static_cast<int32_t>(static_cast<uint32_t>(acc[j]) - a * static_cast<uint32_t>(g[j]) -
-                             r * static_cast<uint32_t>(zb[j]));
-    y[j] = static_cast<float>(v) * scale[j];
+    y[j] = static_cast<float>(corrected<kUniform>(acc, g, zb, za, rowsum, j)) * scale[j];
   }
 }
 
@@ -281,10 +288,14 @@ Status OnednnQMatMulDynamic::run(const KernelArgs& a, const ExecContext& exec) c
   } else {
     std::copy(b_sums_.begin(), b_sums_.end(), g);
   }
+  // One zero point each: g becomes -za * g, and each row adds -rowsum * zb (corrected()).
+  const bool uniform = (!az || az->numel() == 1) && (!bz || bz->numel() == 1);
+  const auto za0 = static_cast<uint32_t>(az ? az->int_at(0) : 0);
   for (int64_t t = 0; t < b_mats_; ++t) {
     for (int64_t j = 0; j < n_; ++j) {
-      g[t * n_ + j] = static_cast<int32_t>(static_cast<uint32_t>(g[t * n_ + j]) -
-                                           static_cast<uint32_t>(k_ * zb[j]));
+      uint32_t v = static_cast<uint32_t>(g[t * n_ + j]) - static_cast<uint32_t>(k_ * zb[j]);
+      if (uniform) v = 0u - za0 * v;
+      g[t * n_ + j] = static_cast<int32_t>(v);
     }
   }
 
@@ -298,30 +309,41 @@ Status OnednnQMatMulDynamic::run(const KernelArgs& a, const ExecContext& exec) c
   const int64_t rows = batch_ * m_;
   const DType yt = y_u8_ ? DType::kUInt8 : DType::kInt8;
   const float yz = linear_ ? static_cast<float>(a.inputs[7]->int_at(0)) : 0.0f;
-  parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n_ + k_)), exec.num_threads,
-               [&](int64_t r0, int64_t r1) {
-                 float f[kChunk];
-                 for (int64_t r = r0; r < r1; ++r) {
-                   const int64_t mat = r / m_, i = r % m_;
-                   const uint8_t* arow = x + ((a_mats_ == 1 ? 0 : mat) * m_ + i) * k_;
-                   const int32_t rs = a_u8_ ? row_sum(arow, k_)
-                                            : row_sum(reinterpret_cast<const int8_t*>(arow), k_);
-                   const int32_t za =
-                       az ? static_cast<int32_t>(az->int_at(az->numel() == 1 ? 0 : i)) : 0;
-                   const int32_t* gr = g + (b_mats_ == 1 ? 0 : mat) * n_;
-                   int32_t* accr = acc + r * n_;
-                   if (!linear_) {
-                     correct_row(accr, gr, zb, za, rs, n_);
-                     continue;
-                   }
-                   auto* y = static_cast<uint8_t*>(a.outputs[0]->raw()) + r * n_;
-                   for (int64_t j0 = 0; j0 < n_; j0 += kChunk) {
-                     const int64_t cnt = std::min(kChunk, n_ - j0);
-                     correct_row_scaled(accr + j0, gr + j0, zb + j0, scale + j0, za, rs, f, cnt);
-                     quantize_tensor(*rows_, f, y + j0, yt, cnt, 1.0f, yz, 1);
-                   }
-                 }
-               });
+  parallel_for(
+      rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n_ + k_)), exec.num_threads,
+      [&](int64_t r0, int64_t r1) {
+        float f[kChunk];
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t mat = r / m_, i = r % m_;
+          const uint8_t* arow = x + ((a_mats_ == 1 ? 0 : mat) * m_ + i) * k_;
+          const int32_t rs =
+              a_u8_ ? row_sum(arow, k_) : row_sum(reinterpret_cast<const int8_t*>(arow), k_);
+          const auto za = static_cast<uint32_t>(az ? az->int_at(az->numel() == 1 ? 0 : i) : 0);
+          const uint32_t rsu = uniform
+                                   ? 0u - static_cast<uint32_t>(rs) * static_cast<uint32_t>(zb[0])
+                                   : static_cast<uint32_t>(rs);
+          const int32_t* gr = g + (b_mats_ == 1 ? 0 : mat) * n_;
+          int32_t* accr = acc + r * n_;
+          if (!linear_) {
+            if (uniform) {
+              correct_row<true>(accr, gr, zb, za, rsu, n_);
+            } else {
+              correct_row<false>(accr, gr, zb, za, rsu, n_);
+            }
+            continue;
+          }
+          auto* y = static_cast<uint8_t*>(a.outputs[0]->raw()) + r * n_;
+          for (int64_t j0 = 0; j0 < n_; j0 += kChunk) {
+            const int64_t cnt = std::min(kChunk, n_ - j0);
+            if (uniform) {
+              correct_row_scaled<true>(accr + j0, gr + j0, zb + j0, scale + j0, za, rsu, f, cnt);
+            } else {
+              correct_row_scaled<false>(accr + j0, gr + j0, zb + j0, scale + j0, za, rsu, f, cnt);
+            }
+            quantize_tensor(*rows_, f, y + j0, yt, cnt, 1.0f, yz, 1);
+          }
+        }
+      });
   return Status::ok();
 }
 
