@@ -21,8 +21,6 @@
 // The int32 sums are exact whatever oneDNN's split, so deterministic_algorithms keeps this
 // kernel (its epilogue works per element).
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
