@@ -7,7 +7,8 @@
 // also makes QLinearConvs of QDQ convolutions (core/opt/qdq_fusion.cpp), and FusedQLinearConv, an
 // internal op: QLinearConv with an "activation" (Relu) applied before the rounding.
 // Reference kernels: the geometry and loop nest are Conv's (ops/conv.h), the sums int64; the CPU
-// backend runs oneDNN's int8 convolution where it can (backends/cpu/onednn/onednn_qconv.cpp).
+// backend runs oneDNN's int8 convolution where it can (backends/cpu/onednn/onednn_qconv.cpp), and
+// Tern's int8 GEMM (backends/cpu/kernels/qlinear_conv.cpp, ConvInteger's too).
 #include <cmath>
 
 #include "ops/common/op_utils.h"

@@ -32,6 +32,10 @@ void portable_tile(const int8_t* const* l, const int8_t* panel, int64_t kd, int 
   }
   for (int r = 0; r < rows; ++r) {
     const int64_t row = row0 + r;
+    if (e.out_i32) {
+      store_int32_row(acc[r], cols, row, col0, c, ldc, e);
+      continue;
+    }
     auto* out = static_cast<uint8_t*>(c) + row * ldc + col0;
     for (int j = 0; j < cols; ++j) {
       const int64_t i = e.per_row ? row : col0 + j;

@@ -13,7 +13,8 @@
 //   a = acc + bias (int32, wrapping: callers bound the true sum within int32),
 //   v = clamp(float(a) * scale, lo, hi), q = round_half_even(v) + zero,
 // with bias and scale one per row or one per column, and [lo, hi] the output type's range less
-// the zero point (Relu raises lo to 0).
+// the zero point (Relu raises lo to 0). With out_i32 (ConvInteger) C is int32 and takes
+// acc + bias itself, no requantisation.
 //
 // Paths: portable C++ (any CPU), and on aarch64 SDOT (vdotq_laneq_s32) in 4x16 tiles, chosen
 // at run time when the CPU has the dot-product instructions (cpu_features().neon_dotprod).
@@ -63,6 +64,7 @@ struct Epilogue {
   int32_t zero = 0;      // output zero point
   float lo = 0, hi = 0;  // the output range less `zero`
   bool out_u8 = false;   // uint8 output, else int8
+  bool out_i32 = false;  // int32 output acc + bias (scale, zero, lo, hi unused)
 };
 
 // An epilogue writing `y` (int8 or uint8) with zero point `zero`, Relu'd or not; bias and scale
@@ -71,6 +73,26 @@ Epilogue output_epilogue(const Tensor& y_zero_point, bool per_row, bool relu);
 
 // The requantisation above, for one sum (the portable path's, and the reference for others).
 int32_t requantise(int32_t acc, int32_t bias, float scale, const Epilogue& e);
+
+// Element `at` of C (of the epilogue's output type) from one sum: requantised, or for out_i32
+// acc + bias (wrapping, as requantise adds).
+inline void store(void* c, int64_t at, int32_t acc, int32_t bias, float scale, const Epilogue& e) {
+  if (e.out_i32) {
+    static_cast<int32_t*>(c)[at] =
+        static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias));
+  } else {
+    static_cast<uint8_t*>(c)[at] = static_cast<uint8_t>(requantise(acc, bias, scale, e));
+  }
+}
+
+// The int32 output of one tile row (out_i32): acc[0, cols) + bias into row `row` of C from
+// column col0.
+inline void store_int32_row(const int32_t* acc, int cols, int64_t row, int64_t col0, void* c,
+                            int64_t ldc, const Epilogue& e) {
+  for (int j = 0; j < cols; ++j) {
+    store(c, row * ldc + col0 + j, acc[j], e.bias[e.per_row ? row : col0 + j], 0.0f, e);
+  }
+}
 
 // R[i][j] = value(i, j) (an int8) for i < k, j < n, packed (padding zero); out holds
 // packed_bytes(k, n).
@@ -83,9 +105,9 @@ void pack(int64_t k, int64_t n, Value value, int8_t* out) {
   }
 }
 
-// Rows [r0, r1) of C = L x R over R's panels [p0, p1), requantised into C (int8 / uint8, row
-// stride ldc bytes); n: R's columns (the last panel's past it are not stored); kd: the padded
-// depth; ldl: L's row stride (>= kd).
+// Rows [r0, r1) of C = L x R over R's panels [p0, p1), requantised into C (int8 / uint8, or
+// int32 for out_i32; row stride ldc elements); n: R's columns (the last panel's past it are not
+// stored); kd: the padded depth; ldl: L's row stride (>= kd).
 void multiply(Path path, const int8_t* l, int64_t ldl, const int8_t* r, int64_t kd, int64_t n,
               void* c, int64_t ldc, const Epilogue& e, int64_t r0, int64_t r1, int64_t p0,
               int64_t p1);

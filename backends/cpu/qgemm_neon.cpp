@@ -55,6 +55,14 @@ TERN_DOTPROD void neon_dot_tile(const int8_t* const* l, const int8_t* panel, int
   }
   const int32x4_t acc[4][4] = {
       {c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23}, {c30, c31, c32, c33}};
+  if (e.out_i32) {
+    for (int r = 0; r < rows; ++r) {
+      int32_t sums[kPanel];
+      for (int j = 0; j < 4; ++j) vst1q_s32(sums + 4 * j, acc[r][j]);
+      store_int32_row(sums, cols, row0 + r, col0, c, ldc, e);
+    }
+    return;
+  }
   const float32x4_t lo = vdupq_n_f32(e.lo), hi = vdupq_n_f32(e.hi);
   const int32x4_t zero = vdupq_n_s32(e.zero);
   for (int r = 0; r < rows; ++r) {

@@ -10,6 +10,7 @@
 
 #include "backends/registry.h"
 #include "backends_util.h"
+#include "core/kernel_registry.h"
 #include "core/op_registry.h"
 #include "test_util.h"
 
@@ -74,6 +75,19 @@ inline Prepared run_cpu(const std::string& op, const Attributes& attrs,
   p.kernel = (*kernel)->name();
   p.outputs.push_back(run_kernel(**kernel, k->ctx, ins, threads));
   return p;
+}
+
+// The CPU backend's kernel for ctx whose name starts with `prefix` (Tern's int8 kernels sit
+// below oneDNN's: asked for by name so x86 builds with oneDNN test them too).
+inline std::unique_ptr<Kernel> kernel_named(const OpContext& ctx, const std::string& prefix) {
+  REQUIRE(backends::get("cpu").has_value());  // registers the CPU kernels
+  for (KernelFactory f :
+       KernelRegistry::global().find(ctx.node->op_type, "cpu", ctx.inputs[0].dtype)) {
+    auto k = f(ctx);
+    if (k.has_value() && std::string((*k)->name()).rfind(prefix, 0) == 0) return std::move(*k);
+  }
+  FAIL("no kernel named ", prefix, "* for ", ctx.node->op_type);
+  return nullptr;
 }
 
 // NCHW <-> channels blocked by b (nChw{b}c, channels a multiple of b; b = C is NHWC).

@@ -48,19 +48,6 @@ std::vector<int64_t> naive_gemm(const std::vector<int8_t>& l, const std::vector<
   return c;
 }
 
-// The CPU backend's kernel for ctx whose name starts with `prefix` (Tern's int8 kernels sit
-// below oneDNN's: asked for by name so x86 builds with oneDNN test them too).
-std::unique_ptr<Kernel> kernel_named(const OpContext& ctx, const std::string& prefix) {
-  REQUIRE(backends::get("cpu").has_value());  // registers the CPU kernels
-  for (KernelFactory f :
-       KernelRegistry::global().find(ctx.node->op_type, "cpu", ctx.inputs[0].dtype)) {
-    auto k = f(ctx);
-    if (k.has_value() && std::string((*k)->name()).rfind(prefix, 0) == 0) return std::move(*k);
-  }
-  FAIL("no kernel named ", prefix, "* for ", ctx.node->op_type);
-  return nullptr;
-}
-
 // The caps to run under, with the GEMM path each gives: auto (the best) and DEFAULT (portable).
 std::vector<std::pair<const char*, qgemm::Path>> caps() {
   std::vector<std::pair<const char*, qgemm::Path>> c = {{"DEFAULT", qgemm::Path::kPortable}};

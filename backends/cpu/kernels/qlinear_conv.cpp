@@ -1,5 +1,7 @@
 // QLinearConv and FusedQLinearConv (+Relu) on Tern's int8 GEMM (backends/cpu/qgemm.h), for
-// builds without oneDNN (the minimal aarch64 build), below oneDNN's kernel in priority.
+// builds without oneDNN (the minimal aarch64 build), below oneDNN's kernel in priority; and
+// ConvInteger (the same sums, int32 output without requantisation: the GEMM's out_i32), the only
+// kernel it has besides the reference.
 //
 // Per image and group: Y[m, pixels] = W[m, k] x col[k, pixels], W the weights (packed once,
 // rows padded to the GEMM's depth) and col the window's source values packed per run into the
@@ -55,7 +57,7 @@ class QLinearConvKernel final : public qgemm::PackedWeightsKernel {
     auto* col = static_cast<int8_t*>(a.workspace);
     const auto* x = static_cast<const uint8_t*>(a.inputs[0]->raw());
     auto* y = static_cast<uint8_t*>(a.outputs[0]->raw());
-    const int64_t c = p.x[1], m = p.w[0];
+    const int64_t c = p.x[1], m = p.w[0], out_size = e.out_i32 ? 4 : 1;
     for (int64_t n = 0; n < p.x[0]; ++n) {
       for (int64_t g = 0; g < p.group; ++g) {
         pack_columns(x + (n * c + g * cg_) * in_pixels_, col, exec.num_threads);
@@ -63,7 +65,8 @@ class QLinearConvKernel final : public qgemm::PackedWeightsKernel {
         eg.bias += g * mg_;
         eg.scale += g * mg_;
         qgemm::multiply_all(path_, w_ + g * mg_ * kd_, kd_, col, kd_, mg_, pixels_,
-                            y + (n * m + g * mg_) * pixels_, pixels_, eg, exec.num_threads);
+                            y + (n * m + g * mg_) * pixels_ * out_size, pixels_, eg,
+                            exec.num_threads);
       }
     }
     return Status::ok();
@@ -131,14 +134,12 @@ class QLinearConvKernel final : public qgemm::PackedWeightsKernel {
     const ops::Window& w = w3_;
     const int64_t c = p.x[1], m = p.w[0];
     const int64_t kh = w.kernel[1], kw = w.kernel[2], sw = w.strides[2];
-    auto* y = static_cast<uint8_t*>(out);
     parallel_for(p.x[0] * m, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
       int32_t acc[kDepthwiseChunk];
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t n = plane / m, oc = plane % m;
         const T* xc = x + (n * c + oc / mg_) * in_pixels_;
         const int8_t* wt = w_ + oc * kd_;
-        uint8_t* yc = y + plane * pixels_;
         for (int64_t od = 0; od < w.out[0]; ++od) {
           for (int64_t oh = 0; oh < w.out[1]; ++oh) {
             for (int64_t ow0 = 0; ow0 < w.out[2]; ow0 += kDepthwiseChunk) {
@@ -164,9 +165,9 @@ class QLinearConvKernel final : public qgemm::PackedWeightsKernel {
                   }
                 }
               }
-              uint8_t* yr = yc + (od * w.out[1] + oh) * w.out[2] + ow0;
+              const int64_t at = plane * pixels_ + (od * w.out[1] + oh) * w.out[2] + ow0;
               for (int64_t i = 0; i < cnt; ++i) {
-                yr[i] = static_cast<uint8_t>(qgemm::requantise(acc[i], e.bias[oc], e.scale[oc], e));
+                qgemm::store(out, at + i, acc[i], e.bias[oc], e.scale[oc], e);
               }
             }
           }
@@ -193,8 +194,10 @@ class QLinearConvKernel final : public qgemm::PackedWeightsKernel {
 Expected<std::unique_ptr<Kernel>> QLinearConvKernel::create(const OpContext& ctx) {
   TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   TERN_ASSIGN_OR_RETURN(ops::QConvParams p, ops::parse_qconv(ctx));
-  if (!p.linear) return unsupported("qgemm conv: ConvInteger runs the reference kernel");
-  for (size_t i = 1; i <= 8; ++i) {
+  // Inputs: QLinearConv (x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, B),
+  // ConvInteger (x, w, x_zero, w_zero).
+  const size_t wi = p.linear ? 3 : 1, wzi = p.linear ? 5 : 3;
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
     if (ctx.has_input(i) && !ctx.inputs[i].value) {
       return unsupported("qgemm conv: input ", i, " is not a constant");
     }
@@ -224,8 +227,8 @@ Expected<std::unique_ptr<Kernel>> QLinearConvKernel::create(const OpContext& ctx
   k->pad_value_ = static_cast<int8_t>(static_cast<uint8_t>(k->x_zero_) ^ k->flip_);
 
   // Weights minus their zero points must fit int8; the sums int32.
-  const Tensor& w = *ctx.inputs[3].value;
-  const Tensor* wzt = ctx.has_input(5) ? ctx.inputs[5].value : nullptr;
+  const Tensor& w = *ctx.inputs[wi].value;
+  const Tensor* wzt = ctx.has_input(wzi) ? ctx.inputs[wzi].value : nullptr;
   std::vector<int32_t> wz(static_cast<size_t>(m), 0);
   bool zero_points = false;
   for (int64_t o = 0; o < m; ++o) {
@@ -233,9 +236,7 @@ Expected<std::unique_ptr<Kernel>> QLinearConvKernel::create(const OpContext& ctx
         wzt ? static_cast<int32_t>(wzt->int_at(wzt->numel() == 1 ? 0 : o)) : 0;
     zero_points = zero_points || wz[static_cast<size_t>(o)] != 0;
   }
-  const Tensor* bias = ctx.has_input(8) ? ctx.inputs[8].value : nullptr;
-  const double xs = ctx.inputs[1].value->float_at(0), ys = ctx.inputs[6].value->float_at(0);
-  const Tensor& ws = *ctx.inputs[4].value;
+  const Tensor* bias = p.linear && ctx.has_input(8) ? ctx.inputs[8].value : nullptr;
   const int64_t x_offset = (k->x_u8_ ? 128 : 0) - k->x_zero_;
   k->bias_.resize(static_cast<size_t>(m));
   k->scale_.resize(static_cast<size_t>(m));
@@ -255,11 +256,19 @@ Expected<std::unique_ptr<Kernel>> QLinearConvKernel::create(const OpContext& ctx
     // The direct loop sums (x - x_zero) itself; the GEMM adds the zero points' term.
     const int64_t total = b + (k->depthwise_ ? 0 : x_offset * sum);
     k->bias_[static_cast<size_t>(o)] = static_cast<int32_t>(static_cast<uint32_t>(total));
+    if (!p.linear) continue;  // int32 output: no scale
+    const double xs = ctx.inputs[1].value->float_at(0), ys = ctx.inputs[6].value->float_at(0);
+    const Tensor& ws = *ctx.inputs[4].value;
     const auto s = static_cast<float>(xs * ws.float_at(ws.numel() == 1 ? 0 : o) / ys);
     if (!std::isfinite(s)) return unsupported("qgemm conv: the requantisation scale is not finite");
     k->scale_[static_cast<size_t>(o)] = s;
   }
-  k->epi_ = qgemm::output_epilogue(*ctx.inputs[7].value, /*per_row=*/true, p.relu);
+  if (p.linear) {
+    k->epi_ = qgemm::output_epilogue(*ctx.inputs[7].value, /*per_row=*/true, p.relu);
+  } else {
+    k->epi_.per_row = true;
+    k->epi_.out_i32 = true;
+  }
 
   k->path_ = qgemm::best_path(ctx.flag(FlagId::kCpuMaxCapability));
   if (k->depthwise_) {
@@ -278,7 +287,7 @@ Expected<std::unique_ptr<Kernel>> QLinearConvKernel::create(const OpContext& ctx
       }
     }
   };
-  TERN_RETURN_IF_ERROR(k->pack_weights(ctx, 3, kPackedKey, bytes, !zero_points, fill));
+  TERN_RETURN_IF_ERROR(k->pack_weights(ctx, wi, kPackedKey, bytes, !zero_points, fill));
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -290,6 +299,7 @@ void register_cpu_qlinear_conv(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     r.add("QLinearConv", "cpu", t, QLinearConvKernel::create, -2);
     r.add("FusedQLinearConv", "cpu", t, QLinearConvKernel::create, -2);
+    r.add("ConvInteger", "cpu", t, QLinearConvKernel::create, -2);
   }
 }
 

@@ -1,5 +1,7 @@
-// QLinearMatMul by a constant 2-D B ([K, N]: projections and classifier heads of int8 models)
-// on Tern's int8 GEMM (backends/cpu/qgemm.h), below any library kernel in priority.
+// QLinearMatMul and MatMulInteger by a constant 2-D B ([K, N]: projections and classifier heads
+// of int8 and dynamically quantised models) on Tern's int8 GEMM (backends/cpu/qgemm.h), below
+// any library kernel in priority. MatMulInteger's output is the int32 sum itself (the GEMM's
+// out_i32), without requantisation.
 //
 // A's rows (its leading dims folded in) are copied per run into the workspace as int8 rows of
 // the GEMM's depth (uint8 with the top bit flipped: a - 128); B is packed once, minus its zero
@@ -62,24 +64,28 @@ class QLinearMatMulKernel final : public qgemm::PackedWeightsKernel {
 
 Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& ctx) {
   TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
+  const bool linear = ctx.node->op_type == "QLinearMatMul";
+  // Inputs: QLinearMatMul (a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero),
+  // MatMulInteger (a, b, a_zero, b_zero; the zero points optional).
+  const size_t bi = linear ? 3 : 1, bzi = linear ? 5 : 3;
   auto int8_type = [](DType d) { return d == DType::kInt8 || d == DType::kUInt8; };
-  for (size_t i : {size_t{0}, size_t{3}, size_t{7}}) {
+  for (size_t i : {size_t{0}, bi, linear ? size_t{7} : bi}) {
     if (!ctx.has_input(i) || !int8_type(ctx.inputs[i].dtype)) {
       return unsupported("qgemm matmul: input ", i, " is not int8 or uint8");
     }
   }
-  for (size_t i = 1; i <= 7; ++i) {
-    if (!ctx.has_input(i) || !ctx.inputs[i].value) {
+  for (size_t i = 1; i < (linear ? 8 : ctx.inputs.size()); ++i) {
+    if ((linear || ctx.has_input(i)) && (!ctx.has_input(i) || !ctx.inputs[i].value)) {
       return unsupported("qgemm matmul: input ", i, " is not a constant");
     }
   }
   const Shape& as = ctx.inputs[0].shape;
-  const Shape& bs = ctx.inputs[3].shape;
+  const Shape& bs = ctx.inputs[bi].shape;
   if (bs.size() != 2 || as.empty() || as.back() != bs[0] || bs[0] == 0) {
     return unsupported("qgemm matmul: B must be 2-D [K, N] (K > 0) and A [..., K]");
   }
-  for (size_t i : {size_t{1}, size_t{2}, size_t{6}, size_t{7}}) {
-    if (ctx.inputs[i].value->numel() != 1) {
+  for (size_t i : linear ? std::vector<size_t>{1, 2, 6, 7} : std::vector<size_t>{2}) {
+    if (ctx.has_input(i) && ctx.inputs[i].value->numel() != 1) {
       return unsupported("qgemm matmul: input ", i, " must be one value (per-row A scales)");
     }
   }
@@ -88,11 +94,11 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
   k->n_ = bs[1];
   k->kd_ = qgemm::padded_depth(k->k_);
   k->rows_ = numel(as) / k->k_;
-  const Tensor& b = *ctx.inputs[3].value;
-  const Tensor& b_scale = *ctx.inputs[4].value;
-  const Tensor& b_zero = *ctx.inputs[5].value;
-  for (const Tensor* t : {&b_scale, &b_zero}) {
-    if (t->numel() != 1 && t->numel() != k->n_) {
+  const Tensor& b = *ctx.inputs[bi].value;
+  const Tensor* b_scale = linear ? ctx.inputs[4].value : nullptr;
+  const Tensor* b_zero = ctx.has_input(bzi) ? ctx.inputs[bzi].value : nullptr;
+  for (const Tensor* t : {b_scale, b_zero}) {
+    if (t && t->numel() != 1 && t->numel() != k->n_) {
       return unsupported("qgemm matmul: B's scale and zero point must be one value or [N]");
     }
   }
@@ -101,9 +107,11 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
   }
   const bool a_u8 = ctx.inputs[0].dtype == DType::kUInt8;
   k->flip_ = a_u8 ? 0x80 : 0;
-  const int64_t a_offset = (a_u8 ? 128 : 0) - ctx.inputs[2].value->int_at(0);
-  auto bz = [&](int64_t j) { return b_zero.int_at(b_zero.numel() == 1 ? 0 : j); };
-  const double xs = ctx.inputs[1].value->float_at(0), ys = ctx.inputs[6].value->float_at(0);
+  const int64_t a_offset =
+      (a_u8 ? 128 : 0) - (ctx.has_input(2) ? ctx.inputs[2].value->int_at(0) : 0);
+  auto bz = [&](int64_t j) {
+    return b_zero ? b_zero->int_at(b_zero->numel() == 1 ? 0 : j) : int64_t{0};
+  };
   k->bias_.resize(static_cast<size_t>(k->n_));
   k->scale_.resize(static_cast<size_t>(k->n_));
   bool zero_points = false;
@@ -118,12 +126,18 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
     }
     zero_points = zero_points || bz(j) != 0;
     k->bias_[static_cast<size_t>(j)] = static_cast<int32_t>(static_cast<uint32_t>(a_offset * sum));
-    const auto s = static_cast<float>(xs * b_scale.float_at(b_scale.numel() == 1 ? 0 : j) / ys);
+    if (!linear) continue;  // int32 output: no scale
+    const double xs = ctx.inputs[1].value->float_at(0), ys = ctx.inputs[6].value->float_at(0);
+    const auto s = static_cast<float>(xs * b_scale->float_at(b_scale->numel() == 1 ? 0 : j) / ys);
     if (!std::isfinite(s))
       return unsupported("qgemm matmul: the requantisation scale is not finite");
     k->scale_[static_cast<size_t>(j)] = s;
   }
-  k->epi_ = qgemm::output_epilogue(*ctx.inputs[7].value, /*per_row=*/false, /*relu=*/false);
+  if (linear) {
+    k->epi_ = qgemm::output_epilogue(*ctx.inputs[7].value, /*per_row=*/false, /*relu=*/false);
+  } else {
+    k->epi_.out_i32 = true;
+  }
   k->path_ = qgemm::best_path(ctx.flag(FlagId::kCpuMaxCapability));
   k->name_ = std::string("qgemm.") + qgemm::path_name(k->path_);
 
@@ -134,16 +148,17 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
     qgemm::pack(
         k->k_, k->n_, [&](int64_t i, int64_t j) { return b.int_at(i * k->n_ + j) - bz(j); }, out);
   };
-  TERN_RETURN_IF_ERROR(k->pack_weights(ctx, 3, kPackedKey, bytes, !zero_points, fill));
+  TERN_RETURN_IF_ERROR(k->pack_weights(ctx, bi, kPackedKey, bytes, !zero_points, fill));
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
 }  // namespace
 
 void register_cpu_qlinear_matmul(KernelRegistry& r) {
-  // Below any library's int8 matmul (priority 0): this serves the builds without one.
+  // Below the library int8 matmuls (priorities 0 and -1): this serves the builds without one.
   for (DType t : {DType::kUInt8, DType::kInt8}) {
-    r.add("QLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -1);
+    r.add("QLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -2);
+    r.add("MatMulInteger", "cpu", t, QLinearMatMulKernel::create, -2);
   }
 }
 

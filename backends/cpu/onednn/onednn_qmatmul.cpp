@@ -2,8 +2,9 @@
 // dims folded into the rows), constant int8 B [K, N] with zero point 0, packed once; the
 // requantisation inside the primitive (output scales a_scale * b_scale[n] / y_scale, per tensor
 // or per column, A's and Y's zero points, rounding to nearest even, saturation);
-// FusedQLinearMatMul's int32 bias (QDQ Gemm) added to the sums inside it too. Per-row A
-// scales, uint8 or non-constant B and runtime scales run the reference kernel.
+// FusedQLinearMatMul's int32 bias (QDQ Gemm) added to the sums inside it too. uint8 or
+// non-constant B, B zero points and runtime scales run onednn_qmatmul_dynamic.cpp's kernel (an
+// int32 destination and an epilogue of our own); per-row A scales the reference kernel.
 #include <string>
 
 #include "backends/cpu/onednn/onednn_common.h"
