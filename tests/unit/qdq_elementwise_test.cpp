@@ -423,3 +423,52 @@ TEST_SUITE("optimizer") {
     }
   }
 }
+
+TEST_SUITE("cpu_kernels") {
+  TEST_CASE("QLinearMatMul through float32 (x86 without VNNI): within a step of the reference") {
+#if defined(__x86_64__)
+    struct Case {
+      Shape a, b;
+      bool constant_b, per_column, bias;
+    };
+    const std::vector<Case> cases = {
+        {{3, 7, 20}, {20, 9}, true, true, true},        // a Gemm's weights and bias
+        {{2, 6, 16}, {2, 16, 5}, false, false, false},  // attention: B an activation
+        {{5, 33}, {33, 17}, true, false, false},
+    };
+    uint32_t seed = 90;
+    for (const Case& c : cases) {
+      CAPTURE(shape_str(c.b));
+      Tensor a = random_q(DType::kUInt8, c.a, seed++);
+      Tensor b = random_q(c.constant_b ? DType::kInt8 : DType::kUInt8, c.b, seed++);
+      const int64_t n = c.b.back();
+      Tensor as = scalar_f32(0.02f), az = scalar_q(DType::kUInt8, 120);
+      Tensor bs = c.per_column ? random_f32({n}, seed++, 0.003f, 0.01f) : scalar_f32(0.011f);
+      Tensor bz = Tensor::allocate(b.dtype(), bs.shape()).value();
+      for (int64_t j = 0; j < bz.numel(); ++j) {
+        static_cast<uint8_t*>(bz.raw())[j] = c.constant_b ? 0 : 131;
+      }
+      Tensor ys = scalar_f32(c.bias ? 0.05f : 0.4f), yz = scalar_q(DType::kUInt8, 128);
+      Tensor bias = Tensor::allocate(DType::kInt32, {n}).value();
+      for (int64_t j = 0; j < n; ++j) bias.data<int32_t>()[j] = static_cast<int32_t>(j * 53 - 200);
+      std::vector<Tensor*> ins = {&a, &as, &az, &b, &bs, &bz, &ys, &yz};
+      if (c.bias) ins.push_back(&bias);
+      std::vector<bool> constant(ins.size(), true);
+      constant[0] = false;
+      constant[3] = c.constant_b;
+      const std::string op = c.bias ? "FusedQLinearMatMul" : "QLinearMatMul";
+      auto k = inferred(op, {}, ins, constant);
+      auto kernel = kernel_named(k->ctx, "qmatmul_via_float");
+      REQUIRE(kernel);
+      Tensor got = run_kernel(*kernel, k->ctx, ins, 2);
+      Tensor want = run_reference(op, {}, ins, constant);
+      int64_t far = 0;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        far += std::abs(got.int_at(i) - want.int_at(i)) > 1;
+      CHECK(far == 0);
+    }
+#else
+    MESSAGE("QMatMulViaFloat is registered on x86 only");
+#endif
+  }
+}

@@ -1,7 +1,7 @@
-// QLinearMatMul and MatMulInteger by a constant 2-D B ([K, N]: projections and classifier heads
-// of int8 and dynamically quantised models) on Tern's int8 GEMM (backends/cpu/qgemm.h), below
-// any library kernel in priority. MatMulInteger's output is the int32 sum itself (the GEMM's
-// out_i32), without requantisation.
+// QLinearMatMul (FusedQLinearMatMul: with an int32 bias) and MatMulInteger by a constant 2-D B ([K,
+// N]: projections and classifier heads of int8 and dynamically quantised models) on Tern's int8
+// GEMM (backends/cpu/qgemm.h), below any library kernel in priority. MatMulInteger's output is the
+// int32 sum itself (the GEMM's out_i32), without requantisation.
 //
 // A's rows (its leading dims folded in) are copied per run into the workspace as int8 rows of
 // the GEMM's depth (uint8 with the top bit flipped: a - 128); B is packed once, minus its zero
@@ -64,7 +64,8 @@ class QLinearMatMulKernel final : public qgemm::PackedWeightsKernel {
 
 Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& ctx) {
   TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
-  const bool linear = ctx.node->op_type == "QLinearMatMul";
+  const bool fused = ctx.node->op_type == "FusedQLinearMatMul";  // + an int32 bias (input 8)
+  const bool linear = fused || ctx.node->op_type == "QLinearMatMul";
   // Inputs: QLinearMatMul (a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero),
   // MatMulInteger (a, b, a_zero, b_zero; the zero points optional).
   const size_t bi = linear ? 3 : 1, bzi = linear ? 5 : 3;
@@ -74,7 +75,7 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
       return unsupported("qgemm matmul: input ", i, " is not int8 or uint8");
     }
   }
-  for (size_t i = 1; i < (linear ? 8 : ctx.inputs.size()); ++i) {
+  for (size_t i = 1; i < (linear ? (fused ? 9 : 8) : ctx.inputs.size()); ++i) {
     if ((linear || ctx.has_input(i)) && (!ctx.has_input(i) || !ctx.inputs[i].value)) {
       return unsupported("qgemm matmul: input ", i, " is not a constant");
     }
@@ -125,7 +126,9 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
       sum += v;
     }
     zero_points = zero_points || bz(j) != 0;
-    k->bias_[static_cast<size_t>(j)] = static_cast<int32_t>(static_cast<uint32_t>(a_offset * sum));
+    const int64_t given = fused ? ctx.inputs[8].value->int_at(j) : 0;
+    k->bias_[static_cast<size_t>(j)] =
+        static_cast<int32_t>(static_cast<uint32_t>(a_offset * sum + given));
     if (!linear) continue;  // int32 output: no scale
     const double xs = ctx.inputs[1].value->float_at(0), ys = ctx.inputs[6].value->float_at(0);
     const auto s = static_cast<float>(xs * b_scale->float_at(b_scale->numel() == 1 ? 0 : j) / ys);
@@ -157,7 +160,9 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
 void register_cpu_qlinear_matmul(KernelRegistry& r) {
   // Below the library int8 matmuls (priorities 0 and -1): this serves the builds without one.
   for (DType t : {DType::kUInt8, DType::kInt8}) {
-    r.add("QLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -2);
+    // On x86 QMatMulViaFloat (priority -2: float32 speed) comes first where the libraries decline.
+    r.add("QLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -3);
+    r.add("FusedQLinearMatMul", "cpu", t, QLinearMatMulKernel::create, -3);
     r.add("MatMulInteger", "cpu", t, QLinearMatMulKernel::create, -2);
   }
 }
