@@ -11,6 +11,9 @@ set(TERN_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/tern)
 install(TARGETS tern LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS tern_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/c_api.h DESTINATION ${TERN_INSTALL_INCLUDEDIR})
+# The header-only C++17 wrapper, beside c_api.h: programs include "tern/tern.hpp" (the package
+# files put the include directory above it on the path too).
+install(FILES include/tern/tern.hpp DESTINATION ${TERN_INSTALL_INCLUDEDIR})
 install(TARGETS tern_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Backend modules go beside libtern, where it looks for them first.
 if(TERN_WITH_CUDA)

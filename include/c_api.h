@@ -400,6 +400,51 @@ TERN_API tern_status tern_session_memory_info(const tern_session* s, size_t* act
 TERN_API tern_status tern_session_memory_stat(const tern_session* s, const char* name,
                                               uint64_t* value);
 
+/* ---- Graph introspection (for tools: `tern inspect`, `tern check`) ---------------------------
+ * The model's main graph as loaded, before Tern's optimizations: nodes in file order and values
+ * by index. Strings live as long as the model. */
+
+/* Number of nodes of the main graph (subgraphs of If/Loop/Scan not counted); 0 for NULL. */
+TERN_API size_t tern_model_node_count(const tern_model* m);
+/* Node i's name ("" when the file gave none), op type, domain ("" for ai.onnx) and its numbers of
+ * inputs and outputs (omitted optional ones included). Any out pointer may be NULL.
+ * TERN_ERR_INVALID_ARGUMENT for a NULL model or i out of range. */
+TERN_API tern_status tern_model_node_info(const tern_model* m, size_t i, const char** name,
+                                          const char** op_type, const char** domain,
+                                          size_t* n_inputs, size_t* n_outputs);
+/* The name of node i's input (output) j: "" for an omitted optional one, NULL when m is NULL or
+ * i or j is out of range. */
+TERN_API const char* tern_model_node_input(const tern_model* m, size_t i, size_t j);
+TERN_API const char* tern_model_node_output(const tern_model* m, size_t i, size_t j);
+/* Number of values (tensors) of the main graph: inputs, weights, intermediates, outputs. */
+TERN_API size_t tern_model_value_count(const tern_model* m);
+/* Value i: its name, dtype, whether its shape is known (*has_shape 0: not even the rank), rank
+ * and dims (-1 for a dim not known before a run), and whether it is a constant (a weight or
+ * folded data: its shape is exact). *shape stays valid until this function is called again on
+ * the same thread. Any out pointer may be NULL. Sequence and optional values have dtype 0 here.
+ * TERN_ERR_INVALID_ARGUMENT for a NULL model or i out of range. */
+TERN_API tern_status tern_model_value_info(const tern_model* m, size_t i, const char** name,
+                                           tern_dtype* dtype, int* has_shape, size_t* rank,
+                                           const int64_t** shape, int* is_constant);
+/* The producer the file names ("pytorch 2.1", "" when none); lives as long as the model. NULL for
+ * NULL. */
+TERN_API const char* tern_model_producer(const tern_model* m);
+/* The ai.onnx opset the model's nodes follow; 0 for NULL. */
+TERN_API int64_t tern_model_opset(const tern_model* m);
+/* The dtype and shape the session's most recent plan (made at creation for static input shapes,
+ * else by the last run) gives the value `name` of the model: every dim known. *shape stays valid
+ * until this function is called again on the same thread. TERN_ERR_INVALID_ARGUMENT when there is
+ * no plan yet, or the value is not in it (optimized away, fused into another node, or computed
+ * per run because shapes depend on data). */
+TERN_API tern_status tern_session_value_shape(const tern_session* s, const char* name,
+                                              tern_dtype* dtype, size_t* rank,
+                                              const int64_t** shape);
+/* Reads a serialized ONNX TensorProto file (the input_N.pb / output_N.pb files of ONNX test
+ * data sets) into a new tensor the caller destroys. TERN_ERR_IO when the file cannot be read,
+ * TERN_ERR_INVALID_MODEL when it is not a TensorProto, TERN_ERR_UNSUPPORTED for a dtype Tern
+ * lacks or in a build without ONNX support. */
+TERN_API tern_status tern_tensor_read_onnx_file(const char* path, tern_tensor** out);
+
 /* ---- Backends API: threads, flags and torch.backends-style queries (DESIGN §3) ----------------
  */
 

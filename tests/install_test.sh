@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix, then samples/c built against the installed tree four
 # ways: CMake find_package(Tern CONFIG) with Tern::tern and Tern::tern_static, pkg-config with the
-# shared library and with the static archive. Each program runs a model and must print the same.
+# shared library and with the static archive; samples/cpp (the C++ wrapper, include/tern/tern.hpp)
+# with find_package and with pkg-config. Each program runs a model and must print the same.
 # Usage: install_test.sh BUILD_DIR [MODEL ARGS...]
 set -euo pipefail
 build="$(cd "$1" && pwd)"
@@ -14,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 prefix="$tmp/prefix"
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
 libdir=$(find "$prefix" -name libtern.a -printf '%h\n')
-for f in include/tern/c_api.h; do
+for f in include/tern/c_api.h include/tern/tern.hpp; do
   [ -f "$prefix/$f" ] || { echo "missing $prefix/$f"; exit 1; }
 done
 for f in libtern.a libtern.so cmake/Tern/TernConfig.cmake cmake/Tern/TernConfigVersion.cmake \
@@ -54,7 +55,15 @@ for kind in shared static; do
       { echo "Tern_CUDA_MODULE is not $libdir/libtern_cuda.so"; exit 1; }
   fi
 done
+# The C++ sample: the header-only wrapper over the same library, printing what the C sample prints.
+cmake -S "$src/samples/cpp" -B "$tmp/cmake-cpp" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/cmake-cpp.log"
+cmake --build "$tmp/cmake-cpp" > "$tmp/build-cpp.log"
+run "C++ sample, cmake find_package, Tern::tern" "$tmp/cmake-cpp/run_model_cpp"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
+c++ -std=c++17 -Wall -Wextra -Werror -pedantic "$src/samples/cpp/run_model.cpp" -o "$tmp/pc-cpp" \
+   $(pkg-config --cflags --libs tern) -Wl,-rpath,"$(pkg-config --variable=libdir tern)"
+run "C++ sample, pkg-config tern" "$tmp/pc-cpp"
 cc -std=c99 -Wall -Wextra -Werror -pedantic "$src/samples/c/run_model.c" -o "$tmp/pc-shared" \
    $(pkg-config --cflags --libs tern) -Wl,-rpath,"$(pkg-config --variable=libdir tern)"
 run "pkg-config tern" "$tmp/pc-shared"
@@ -87,6 +96,7 @@ for p in cmake-shared/run_model pc-shared; do
   readelf -d "$tmp/$p" | grep -q 'NEEDED.*libtern\.so' || { echo "$p does not link libtern.so"; exit 1; }
 done
 for o in "${outputs[@]}"; do
-  [ "$o" = "${outputs[0]}" ] || { echo "the four programs printed different outputs"; exit 1; }
+  [ "$o" = "${outputs[0]}" ] || { echo "the programs printed different outputs"; exit 1; }
 done
-echo "install test passed: 4 programs (CMake shared/static, pkg-config shared/static), same outputs"
+echo "install test passed: 6 programs (C: CMake shared/static, pkg-config shared/static; C++: CMake,"
+echo "pkg-config), same outputs"

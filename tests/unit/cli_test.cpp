@@ -258,3 +258,125 @@ TEST_SUITE("cli") {
     CHECK(denied.output.find("cannot create '/proc/tern_cannot_be'") != std::string::npos);
   }
 }
+
+// `tern --version`, `tern inspect` and `tern check` (tools/tern/version.cpp, inspect.cpp,
+// check.cpp).
+TEST_SUITE("cli") {
+  TEST_CASE("tern --version: the version, then the build on one line") {
+    Result r = run_cli("--version");
+    CHECK(r.code == 0);
+    CHECK(r.output.rfind(std::string("tern ") + tern_version() + "\n", 0) == 0);
+    CHECK(r.output.find("\nbuild: ABI ") != std::string::npos);
+    Result usage = run_cli("--help");
+    CHECK(usage.output.find("tern inspect MODEL") != std::string::npos);
+    CHECK(usage.output.find("tern check MODEL DIR") != std::string::npos);
+  }
+
+  TEST_CASE("tern inspect: text, --json (read by python3 and checked against onnx), --dot") {
+    const std::string seed = matmul_seed_model();
+    Result text = run_cli("inspect " + seed);
+    INFO(text.output);
+    REQUIRE(text.code == 0);
+    CHECK(text.output.find("op histogram:") != std::string::npos);
+    CHECK(text.output.find("MatMul") != std::string::npos);
+    CHECK(text.output.find("FLOPs:") != std::string::npos);
+    Result dot = run_cli("inspect " + seed + " --dot cli_seed.dot");
+    REQUIRE(dot.code == 0);
+    CHECK(read_bytes("cli_seed.dot").size() > 8);
+    const std::vector<uint8_t> dot_bytes = read_bytes("cli_seed.dot");
+    CHECK(std::string(dot_bytes.begin(), dot_bytes.end()).rfind("digraph", 0) == 0);
+    std::remove("cli_seed.dot");
+    Result missing = run_cli("inspect /nonexistent/m.onnx");
+    CHECK(missing.code == 2);
+    CHECK(missing.output.find("/nonexistent/m.onnx") != std::string::npos);
+
+    const std::string cls = model_dir("ppocr_cls") + "/model.onnx";
+    if (!std::filesystem::exists(cls)) {
+      MESSAGE("skipped the ppocr_cls part: " << cls << " is absent");
+      return;
+    }
+    // The JSON parses, and its histogram and parameter count are those onnx's own reader finds;
+    // FLOPs are at least the Conv FLOPs computed by onnx's shape inference in Python.
+    const std::string json_file = "cli_cls_inspect.json";
+    Result js = run_cli("inspect " + cls + " --json --shape x=1x3x48x192 > " + json_file);
+    REQUIRE(js.code == 0);
+    const std::string py =
+        "import json, sys, collections, onnx, numpy\n"
+        "from onnx import numpy_helper, shape_inference\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "m = onnx.load(sys.argv[2])\n"
+        "# Tern's importer makes Constant nodes constant values (counted as parameters).\n"
+        "hist = collections.Counter(n.op_type for n in m.graph.node if n.op_type != 'Constant')\n"
+        "ours = {k: v for k, v in d['op_histogram'].items() if k != 'Constant'}\n"
+        "assert ours == dict(hist), (ours, hist)\n"
+        "count = sum(int(numpy.prod(t.dims)) for t in m.graph.initializer)\n"
+        "consts = sum(int(numpy.prod(a.t.dims)) for n in m.graph.node if n.op_type == 'Constant'"
+        " for a in n.attribute if a.name == 'value')\n"
+        "assert count <= d['parameters']['count'] <= count + consts, (d['parameters'], count)\n"
+        "assert d['inputs'][0]['name'] == m.graph.input[0].name\n"
+        "assert d['flops']['total'] > 0 and 'Conv' in d['flops']['by_op']\n"
+        "print('inspect json ok', d['flops']['total'])\n";
+    {
+      std::ofstream f("cli_check_inspect.py");
+      f << py;
+    }
+    const int rc = std::system(
+        ("/usr/bin/python3 cli_check_inspect.py " + json_file + " " + cls + " 2>&1").c_str());
+    CHECK(WIFEXITED(rc));
+    CHECK(WEXITSTATUS(rc) == 0);
+    std::remove("cli_check_inspect.py");
+    std::remove(json_file.c_str());
+  }
+
+  TEST_CASE("tern check: a test data set passes, a corrupted reference fails, errors give 2") {
+    const std::string dir = model_dir("ppocr_cls");
+    if (!std::filesystem::exists(dir + "/model.onnx")) {
+      MESSAGE("skipped: " << dir << " is absent");
+      return;
+    }
+    Result ok = run_cli("check " + dir + "/model.onnx " + dir + "/test_data_set_0");
+    INFO(ok.output);
+    CHECK(ok.code == 0);
+    CHECK(ok.output.find("max abs") != std::string::npos);
+    // The model folder itself: each test_data_set_* in it.
+    CHECK(run_cli("check " + dir + "/model.onnx " + dir).code == 0);
+    // The same data as .npy pairs, then with one expected element moved by 0.5.
+    tern_tensor *in = nullptr, *out = nullptr;
+    REQUIRE(tern_tensor_read_onnx_file((dir + "/test_data_set_0/input_0.pb").c_str(), &in) ==
+            TERN_OK);
+    REQUIRE(tern_tensor_read_onnx_file((dir + "/test_data_set_0/output_0.pb").c_str(), &out) ==
+            TERN_OK);
+    tern_model* m = nullptr;
+    REQUIRE(tern_model_load_file((dir + "/model.onnx").c_str(), &m) == TERN_OK);
+    const std::string in_name = tern_model_input_name(m, 0),
+                      out_name = tern_model_output_name(m, 0);
+    tern_model_destroy(m);
+    const std::string npy = "cli_check_npy";
+    std::filesystem::create_directories(npy);
+    auto write = [](const std::string& path, tern_tensor* t) {
+      REQUIRE(tern_cli::write_npy(path, tern_tensor_dtype(t), tern_tensor_shape(t),
+                                  tern_tensor_rank(t), tern_tensor_data(t),
+                                  tern_tensor_byte_size(t)) == "");
+    };
+    write(npy + "/input_" + in_name + ".npy", in);
+    write(npy + "/expected_" + out_name + ".npy", out);
+    Result npy_ok = run_cli("check " + dir + "/model.onnx " + npy);
+    INFO(npy_ok.output);
+    CHECK(npy_ok.code == 0);
+    REQUIRE(tern_tensor_dtype(out) == TERN_FLOAT32);
+    static_cast<float*>(tern_tensor_data(out))[1] += 0.5f;
+    write(npy + "/expected_" + out_name + ".npy", out);
+    Result bad = run_cli("check " + dir + "/model.onnx " + npy);
+    INFO(bad.output);
+    CHECK(bad.code == 1);
+    CHECK(bad.output.find("MISMATCH") != std::string::npos);
+    CHECK(bad.output.find("[0,1]") != std::string::npos);  // the worst element's index
+    // A tolerance that admits the change passes.
+    CHECK(run_cli("check " + dir + "/model.onnx " + npy + " --atol 0.6").code == 0);
+    tern_tensor_destroy(in);
+    tern_tensor_destroy(out);
+    std::filesystem::remove_all(npy);
+    CHECK(run_cli("check " + dir + "/model.onnx /nonexistent/dir").code == 2);
+    CHECK(run_cli("check " + dir + "/model.onnx " + dir + " --atol x").code == 2);
+  }
+}

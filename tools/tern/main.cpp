@@ -7,36 +7,52 @@
 #include "tools/tern/commands.h"
 
 static void usage(FILE* to) {
-  std::fprintf(to,
-               "usage:\n"
-               "  tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x48x192 ...]\n"
-               "                 [--backends LIST] [--threads N] [--interop N] [--runs N]\n"
-               "                 [--zeros] [--seed N] [--output-dir DIR]\n"
-               "                 [--flag NAME=VALUE ...] [--run-flag NAME=VALUE ...]\n"
-               "      Runs MODEL (.tern or .onnx). Inputs not given are random (or zero with\n"
-               "      --zeros) of the --shape given, else of the declared shape with dynamic\n"
-               "      dims set to 1. Prints each output, then the latency of --runs runs\n"
-               "      after one warm-up run, the busy cores and the peak RSS. --output-dir\n"
-               "      writes DIR/<output>.npy. --flag sets a flag for the session,\n"
-               "      --run-flag a run-scoped flag (sdp.*, onednn.verbose) for the runs.\n"
-               "  tern bench MODEL [--threads N] [--interop N] [--runs R] [--warmup W]\n"
-               "                   [--input NAME=FILE.npy ...] [--shape NAME=1x3x48x192 ...]\n"
-               "                   [--json] [--profile FILE.json] [--no-progress]\n"
-               "                   [--backends LIST] [--flag NAME=VALUE ...] [--run-flag ...]\n"
-               "      Creates a session (timed from the file to a ready session), runs W warm-up\n"
-               "      and R timed runs, prints min/p50/p90 latency, throughput, planned\n"
-               "      activation and packed-weight bytes and peak RSS; --json prints one JSON\n"
-               "      object instead; --profile writes a Chrome trace with one event per node.\n"
-               "  tern info [MODEL | --flags | --parallel]\n"
-               "      Version, build configuration, backends, CPU capability; with MODEL its\n"
-               "      inputs and outputs; --flags lists every flag (value, source, scope,\n"
-               "      default, env var, doc); --parallel prints the threading report.\n"
-               "  tern convert IN OUT.tern [--optimize [--threads N] [--flag NAME=VALUE ...]\n"
-               "                           [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...]]\n"
-               "      Converts a model (ONNX or .tern) to .tern. --optimize stores the graph\n"
-               "      after Tern's optimizations with the weights packed for this CPU's kernels,\n"
-               "      so sessions start without optimizing or packing; models with dynamic\n"
-               "      input shapes pack for the shapes of --input/--shape (one run).\n");
+  std::fprintf(
+      to,
+      "usage:\n"
+      "  tern --version\n"
+      "      Prints the version, then the build configuration on one line.\n"
+      "  tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x48x192 ...]\n"
+      "                 [--backends LIST] [--threads N] [--interop N] [--runs N]\n"
+      "                 [--zeros] [--seed N] [--output-dir DIR]\n"
+      "                 [--flag NAME=VALUE ...] [--run-flag NAME=VALUE ...]\n"
+      "      Runs MODEL (.tern or .onnx). Inputs not given are random (or zero with\n"
+      "      --zeros) of the --shape given, else of the declared shape with dynamic\n"
+      "      dims set to 1. Prints each output, then the latency of --runs runs\n"
+      "      after one warm-up run, the busy cores and the peak RSS. --output-dir\n"
+      "      writes DIR/<output>.npy. --flag sets a flag for the session,\n"
+      "      --run-flag a run-scoped flag (sdp.*, onednn.verbose) for the runs.\n"
+      "  tern bench MODEL [--threads N] [--interop N] [--runs R] [--warmup W]\n"
+      "                   [--input NAME=FILE.npy ...] [--shape NAME=1x3x48x192 ...]\n"
+      "                   [--json] [--profile FILE.json] [--no-progress]\n"
+      "                   [--backends LIST] [--flag NAME=VALUE ...] [--run-flag ...]\n"
+      "      Creates a session (timed from the file to a ready session), runs W warm-up\n"
+      "      and R timed runs, prints min/p50/p90 latency, throughput, planned\n"
+      "      activation and packed-weight bytes and peak RSS; --json prints one JSON\n"
+      "      object instead; --profile writes a Chrome trace with one event per node.\n"
+      "  tern inspect MODEL [--json] [--dot FILE] [--shape NAME=1x3x48x192 ...]\n"
+      "      Inputs and outputs, op histogram, parameters (count and bytes by dtype),\n"
+      "      approximate FLOPs (2 per multiply-add of Conv, ConvTranspose, MatMul, Gemm\n"
+      "      and attention, on the shapes of one run on zero inputs with dynamic dims 1\n"
+      "      or --shape's), opset and producer. --json prints one JSON object; --dot\n"
+      "      writes a Graphviz graph of the nodes. .onnx and .tern alike.\n"
+      "  tern check MODEL DIR [--atol A] [--rtol R] [--backends LIST] [--threads N]\n"
+      "      Runs MODEL on DIR's reference inputs and compares with its outputs. DIR is\n"
+      "      an ONNX test data set (input_N.pb, output_N.pb), a folder of test_data_set_*\n"
+      "      sets, or .npy pairs (input_NAME.npy per input, expected_NAME.npy per output).\n"
+      "      Prints per output the max abs and rel error and the worst element. Exit 0\n"
+      "      when |got - want| <= atol + rtol * |want| everywhere (defaults atol 1e-4,\n"
+      "      rtol 1e-3), 1 otherwise, 2 on errors.\n"
+      "  tern info [MODEL | --flags | --parallel]\n"
+      "      Version, build configuration, backends, CPU capability; with MODEL its\n"
+      "      inputs and outputs; --flags lists every flag (value, source, scope,\n"
+      "      default, env var, doc); --parallel prints the threading report.\n"
+      "  tern convert IN OUT.tern [--optimize [--threads N] [--flag NAME=VALUE ...]\n"
+      "                           [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...]]\n"
+      "      Converts a model (ONNX or .tern) to .tern. --optimize stores the graph\n"
+      "      after Tern's optimizations with the weights packed for this CPU's kernels,\n"
+      "      so sessions start without optimizing or packing; models with dynamic\n"
+      "      input shapes pack for the shapes of --input/--shape (one run).\n");
 }
 
 int main(int argc, char** argv) {
@@ -45,11 +61,14 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "--version") return tern_cli::print_version();
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "run") return tern_cli::cmd_run(args);
   if (cmd == "info") return tern_cli::cmd_info(args);
   if (cmd == "convert") return tern_cli::cmd_convert(args);
   if (cmd == "bench") return tern_cli::cmd_bench(args);
+  if (cmd == "inspect") return tern_cli::cmd_inspect(args);
+  if (cmd == "check") return tern_cli::cmd_check(args);
   std::fprintf(stderr, "tern: unknown command '%s'\n", cmd.c_str());
   usage(stderr);
   return 2;
