@@ -182,7 +182,7 @@ TEST_SUITE("api") {
       double latency = 0;
       const tern_status st = cancel_during(
           r, 50, [&] { return run_loop(s, r, int64_t{1} << 40); }, &latency);
-      INFO(tern_last_error());
+      INFO(std::string(tern_last_error()));
       CHECK(st == TERN_ERR_CANCELLED);
       CHECK(std::string(tern_last_error()).find("cancelled") != std::string::npos);
       latencies.push_back(latency);
@@ -214,7 +214,7 @@ TEST_SUITE("api") {
       double latency = 0;
       const tern_status st = cancel_during(
           r, static_cast<int>(whole_ms / 4) + 1, [&] { return run_chain(s, r, n); }, &latency);
-      INFO(tern_last_error());
+      INFO(std::string(tern_last_error()));
       MESSAGE("chain of ", 4 * depth + 1, " steps, interop ", interop, ": a whole run ", whole_ms,
               " ms; cancel to return ", latency, " ms");
       // (On a machine so loaded that the run finished before the cancel, nothing was tested.)
@@ -242,8 +242,8 @@ TEST_SUITE("api") {
     const auto t0 = Clock::now();
     const tern_status st = run_loop(s, r, int64_t{1} << 40);
     const double took = ms_between(t0, Clock::now());
-    INFO(tern_last_error());
-    MESSAGE("a 50 ms deadline returned after ", took, " ms: ", tern_last_error());
+    INFO(std::string(tern_last_error()));
+    MESSAGE("a 50 ms deadline returned after ", took, " ms: ", std::string(tern_last_error()));
     CHECK(st == TERN_ERR_DEADLINE_EXCEEDED);
     CHECK(took >= 50);
     CHECK(took < 1050);
