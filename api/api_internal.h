@@ -1,6 +1,7 @@
 // The C handles and the one place errors cross the ABI.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
@@ -46,6 +47,10 @@ struct tern_session_options {
 struct tern_run_options {
   tern::FlagOverrides flags;   // run-scoped flags (sdp.*, onednn.verbose)
   tern::Device output_device;  // where outputs are returned (host by default)
+  int64_t deadline_ms = 0;     // from each run's start; 0: none
+  // Set by tern_run_options_cancel from any thread, cleared by tern_run_options_clear_cancel;
+  // runs read it through their RunControl (core/run_control.h).
+  std::atomic<bool> cancelled{false};
 };
 
 namespace tern::api {

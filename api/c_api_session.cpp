@@ -165,6 +165,31 @@ tern_status tern_run_options_set_output_device(tern_run_options* r, const char* 
   });
 }
 
+tern_status tern_run_options_set_deadline_ms(tern_run_options* r, int64_t ms) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(r, "run options are NULL");
+    TERN_API_REQUIRE(ms >= 0, "deadline_ms must be >= 0 (0: no deadline), got ", ms);
+    r->deadline_ms = ms;
+    return Status::ok();
+  });
+}
+
+tern_status tern_run_options_cancel(tern_run_options* r) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(r, "run options are NULL");
+    r->cancelled.store(true, std::memory_order_relaxed);
+    return Status::ok();
+  });
+}
+
+tern_status tern_run_options_clear_cancel(tern_run_options* r) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(r, "run options are NULL");
+    r->cancelled.store(false, std::memory_order_relaxed);
+    return Status::ok();
+  });
+}
+
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o,
                                 tern_session** out) {
   return tern::api::guard([&]() -> Status {
@@ -200,6 +225,9 @@ namespace {
 Status run_session(tern_session* s, const tern_run_options* r, const char* const* input_names,
                    const std::vector<const tern::Tensor*>& ins, const char* const* output_names,
                    size_t n_outputs, bool outputs_given, std::vector<tern::Tensor>* results) {
+  // The deadline counts from here, the run's start.
+  const tern::RunControl control(r ? &r->cancelled : nullptr, r ? r->deadline_ms : 0,
+                                 tern::RunControl::Clock::now());
   TERN_API_REQUIRE(s, "session is NULL");
   TERN_API_REQUIRE(ins.empty() || input_names,
                    "input_names or inputs is NULL with n_inputs = ", ins.size());
@@ -216,7 +244,7 @@ Status run_session(tern_session* s, const tern_run_options* r, const char* const
     out_names.emplace_back(output_names[j]);
   }
   return s->s->run(in_names, ins, out_names, results, r ? &r->flags : nullptr,
-                   r ? &r->output_device : nullptr);
+                   r ? &r->output_device : nullptr, &control);
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ uint32_t tern_format_version(void) {
 }
 
 const char* tern_status_name(tern_status s) {
-  if (static_cast<int>(s) < 0 || static_cast<int>(s) > static_cast<int>(TERN_ERR_INTERNAL)) {
+  if (static_cast<int>(s) < 0 ||
+      static_cast<int>(s) > static_cast<int>(TERN_ERR_DEADLINE_EXCEEDED)) {
     return "TERN_UNKNOWN_STATUS";
   }
   return tern::code_name(static_cast<tern::Code>(s));

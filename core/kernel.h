@@ -12,6 +12,7 @@
 
 #include "core/flags.h"
 #include "core/graph.h"
+#include "core/run_control.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -115,6 +116,9 @@ struct OpContext {
 struct ExecContext {
   int num_threads = 1;         // intra-op threads this node may use
   bool deterministic = false;  // deterministic_algorithms: fixed work partitions
+  // The run's cancel flag and deadline (null when nothing can stop it): kernels that loop over a
+  // subgraph check it between iterations and hand it to the subgraph's runs.
+  const RunControl* control = nullptr;
 };
 
 struct KernelArgs {

@@ -83,7 +83,8 @@ Expected<std::unique_ptr<Kernel>> prepare_on_host(const OpContext& ctx,
 }
 
 Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend,
-                    const FlagValues& flags, std::vector<Tensor>* outputs) {
+                    const FlagValues& flags, std::vector<Tensor>* outputs,
+                    const RunControl* control) {
   const int threads = static_cast<int>(flags[FlagId::kNumThreads]);
   KernelArgs args;
   for (const TensorInfo& in : ctx.inputs) args.inputs.push_back(in.present ? in.value : nullptr);
@@ -107,7 +108,7 @@ Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend
     args.workspace = workspace.get();
   }
   backend->set_num_threads(threads);
-  ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms)};
+  ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms), control};
   TERN_RETURN_IF_ERROR(kernel.run(args, exec).with_prefix(ctx.where));
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     const Tensor& t = (*outputs)[i];

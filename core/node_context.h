@@ -67,8 +67,9 @@ Expected<std::unique_ptr<Kernel>> prepare_on_host(const OpContext& ctx,
                                                   Backend** backend);
 // Runs a kernel prepared for ctx (by `backend`, a host backend) now: fresh host outputs (made by
 // the kernel where the outputs are known only when it runs, or are sequences or optionals),
-// scratch allocated here.
+// scratch allocated here. `control` (may be null): the run's, for kernels that run subgraphs.
 Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend,
-                    const FlagValues& flags, std::vector<Tensor>* outputs);
+                    const FlagValues& flags, std::vector<Tensor>* outputs,
+                    const RunControl* control = nullptr);
 
 }  // namespace tern

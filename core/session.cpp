@@ -68,14 +68,18 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
 Status Session::run(const std::vector<std::string>& input_names,
                     const std::vector<const Tensor*>& inputs,
                     const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-                    const FlagOverrides* run_flags, const Device* output_device) {
+                    const FlagOverrides* run_flags, const Device* output_device,
+                    const RunControl* control) {
+  // Options cancelled before the run (cancel is sticky) stop it before any work.
+  TERN_RETURN_IF_ERROR(check_run(control, "planning"));
   BudgetScope scope(budget_);
   const Device to = output_device ? *output_device : Device{};
   if (!to.is_host() && !backend_for(config_.backends, to)) {
     return invalid_argument("outputs on ", to.name(), ": the session has no backend there");
   }
-  return with_budget_note(run_charged(input_names, inputs, output_names, outputs, run_flags, to),
-                          budget_.get());
+  return with_budget_note(
+      run_charged(input_names, inputs, output_names, outputs, run_flags, to, control),
+      budget_.get());
 }
 
 Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const Model> model,
@@ -376,7 +380,7 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
                             const std::vector<const Tensor*>& inputs,
                             const std::vector<std::string>& output_names,
                             std::vector<Tensor>* outputs, const FlagOverrides* run_flags,
-                            const Device& output_device) {
+                            const Device& output_device, const RunControl* control) {
   // Runs that feed optional inputs go to the session compiled without those initializers.
   std::vector<std::string> fed;
   for (const std::string& name : input_names) {
@@ -393,7 +397,7 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
     }
     TERN_ASSIGN_OR_RETURN(Session * variant, variant_for(fed));
     return variant->run_charged(input_names, inputs, output_names, outputs, run_flags,
-                                output_device);
+                                output_device, control);
   }
   std::vector<const Tensor*> ordered;
   TERN_RETURN_IF_ERROR(check_inputs(input_names, inputs, &ordered));
@@ -409,11 +413,13 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
   std::vector<Shape> shapes;
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
-  return executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs);
+  // Planning new shapes may have taken a while.
+  TERN_RETURN_IF_ERROR(check_run(control, "the first step"));
+  return executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs, control);
 }
 
 Status Session::run_resolved(std::vector<const Tensor*> ordered, const FlagValues& flags,
-                             std::vector<Tensor>* outputs) {
+                             std::vector<Tensor>* outputs, const RunControl* control) {
   const auto& infos = model_->inputs();
   if (ordered.size() != infos.size()) {
     return internal_error("a subgraph run was given ", ordered.size(), " inputs of ", infos.size());
@@ -429,7 +435,8 @@ Status Session::run_resolved(std::vector<const Tensor*> ordered, const FlagValue
     shapes.push_back(t->shape());
   }
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, flags));
-  return executor_->run(*plan, std::move(ordered), graph_.outputs, flags, Device{}, outputs);
+  return executor_->run(*plan, std::move(ordered), graph_.outputs, flags, Device{}, outputs,
+                        control);
 }
 
 }  // namespace tern

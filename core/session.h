@@ -24,6 +24,7 @@
 #include "core/plan/plan.h"
 #include "core/plan/planner.h"
 #include "core/profiler.h"
+#include "core/run_control.h"
 #include "core/subgraph_sessions.h"
 #include "core/weight_store.h"
 
@@ -66,10 +67,13 @@ class Session {
   // (may be null) overrides run-scoped flags for this run only. Inputs may be tensors on the
   // session's device (IO binding: device kernels read them where they are); outputs are host
   // tensors, or tensors on `output_device` when given (which must be host or the session's
-  // device). The device's work is finished when run returns.
+  // device). The device's work is finished when run returns. `control` (may be null) may stop
+  // the run early with kCancelled or kDeadlineExceeded (core/run_control.h); the session stays
+  // usable.
   Status run(const std::vector<std::string>& input_names, const std::vector<const Tensor*>& inputs,
              const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-             const FlagOverrides* run_flags = nullptr, const Device* output_device = nullptr);
+             const FlagOverrides* run_flags = nullptr, const Device* output_device = nullptr,
+             const RunControl* control = nullptr);
 
   const Model& model() const { return *model_; }
   // The memory limit's account (null without a limit).
@@ -107,7 +111,7 @@ class Session {
   // Runs with `ordered` in Model::inputs() order, every graph output wanted (host tensors), under
   // `flags` as given: the run of a subgraph's nested session (core/subgraph_sessions.h).
   Status run_resolved(std::vector<const Tensor*> ordered, const FlagValues& flags,
-                      std::vector<Tensor>* outputs);
+                      std::vector<Tensor>* outputs, const RunControl* control);
 
  private:
   friend class SubgraphSessions;
@@ -122,7 +126,8 @@ class Session {
   Status run_charged(const std::vector<std::string>& input_names,
                      const std::vector<const Tensor*>& inputs,
                      const std::vector<std::string>& output_names, std::vector<Tensor>* outputs,
-                     const FlagOverrides* run_flags, const Device& output_device);
+                     const FlagOverrides* run_flags, const Device& output_device,
+                     const RunControl* control);
   // Schemas and backends for every node of graph_ and of its subgraphs; recomputes order_.
   Status check_ops();
   Status check_subgraph_ops(const Graph& g) const;

@@ -42,6 +42,10 @@ const char* code_name(Code c) {
       return "TERN_ERR_IO";
     case Code::kInternal:
       return "TERN_ERR_INTERNAL";
+    case Code::kCancelled:
+      return "TERN_ERR_CANCELLED";
+    case Code::kDeadlineExceeded:
+      return "TERN_ERR_DEADLINE_EXCEEDED";
   }
   return "TERN_UNKNOWN_STATUS";
 }

@@ -21,6 +21,8 @@ enum class Code : int {
   kOutOfMemory,
   kIO,
   kInternal,
+  kCancelled,         // tern_run_options_cancel stopped the run
+  kDeadlineExceeded,  // the run passed its tern_run_options_set_deadline_ms
 };
 
 const char* code_name(Code c);
@@ -114,6 +116,15 @@ Status internal_error(const Args&... a) {
 template <class... Args>
 Status out_of_memory(const Args&... a) {
   return Status(Code::kOutOfMemory, str_cat(a...));
+}
+
+template <class... Args>
+Status cancelled(const Args&... a) {
+  return Status(Code::kCancelled, str_cat(a...));
+}
+template <class... Args>
+Status deadline_exceeded(const Args&... a) {
+  return Status(Code::kDeadlineExceeded, str_cat(a...));
 }
 
 template <class T>

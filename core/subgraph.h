@@ -26,9 +26,10 @@ class SubgraphRunner {
 
   // Runs the body. `inputs`: one per Graph::inputs entry (formal inputs, then captured values);
   // entries compiled in as constants are not read and may be null. `outputs` receives one host
-  // tensor per graph output.
-  virtual Status run(const std::vector<const Tensor*>& inputs,
-                     std::vector<Tensor>* outputs) const = 0;
+  // tensor per graph output. `control` (may be null): the calling run's, checked before each of
+  // the body's steps.
+  virtual Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                     const RunControl* control) const = 0;
 
   // What the subgraph's compiled form holds: its most recent plan's arena, and its session's
   // plans, packed weights and run arenas (as SessionMemory counts them).

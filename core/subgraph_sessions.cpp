@@ -50,8 +50,8 @@ class NestedRunner final : public SubgraphRunner {
     return m;
   }
 
-  Status run(const std::vector<const Tensor*>& inputs,
-             std::vector<Tensor>* outputs) const override {
+  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+             const RunControl* control) const override {
     if (inputs.size() != slot_.size()) {
       return internal_error("a subgraph of ", slot_.size(), " inputs was given ", inputs.size());
     }
@@ -59,7 +59,7 @@ class NestedRunner final : public SubgraphRunner {
     for (size_t i = 0; i < slot_.size(); ++i) {
       if (slot_[i] >= 0) ordered[static_cast<size_t>(slot_[i])] = inputs[i];
     }
-    return session_->run_resolved(std::move(ordered), flags_, outputs);
+    return session_->run_resolved(std::move(ordered), flags_, outputs, control);
   }
 
  private:

@@ -12,7 +12,8 @@
  *   same thread.
  * - Thread safety: models are immutable and may be shared by any number of threads and
  *   sessions; tern_session_run may be called on one session from many threads at once; options
- *   objects and tensors are not synchronised (use one per thread or lock).
+ *   objects and tensors are not synchronised (use one per thread or lock), except that
+ *   tern_run_options_cancel may be called from another thread during a run.
  *
  * C99; every symbol is prefixed tern_.
  */
@@ -43,6 +44,8 @@ typedef enum {
   TERN_ERR_OUT_OF_MEMORY,
   TERN_ERR_IO,                      /* a file could not be opened, read, mapped or written */
   TERN_ERR_INTERNAL,                /* a bug in Tern: please report it with tern_last_error() */
+  TERN_ERR_CANCELLED,               /* the run's options were cancelled (tern_run_options_cancel) */
+  TERN_ERR_DEADLINE_EXCEEDED,       /* the run passed its deadline (tern_run_options_set_deadline_ms) */
   TERN_STATUS_MAX_ENUM = 0x7FFFFFFF /* not a status: see TERN_DTYPE_MAX_ENUM */
 } tern_status;
 
@@ -298,7 +301,8 @@ typedef enum {
   TERN_SDP_MAX_ENUM = 0x7FFFFFFF /* not a backend: see TERN_DTYPE_MAX_ENUM */
 } tern_sdp_backend;
 
-/* Per-run options, passed to tern_session_run (NULL: none). Not synchronised: one per thread. */
+/* Per-run options, passed to tern_session_run (NULL: none). Not synchronised: one per thread,
+ * except tern_run_options_cancel and tern_run_options_clear_cancel, which any thread may call. */
 TERN_API tern_status tern_run_options_create(tern_run_options** out);
 TERN_API void tern_run_options_destroy(tern_run_options* r);
 /* Overrides a flag of scope "run" (the sdp.* flags, "onednn.verbose") for the runs given these
@@ -316,6 +320,34 @@ TERN_API tern_status tern_run_options_set_sdp_backends(tern_run_options* r,
  * build or machine lacks (as tern_tensor_create_on_device). A device that exists but is not the
  * session's is refused by tern_session_run (TERN_ERR_INVALID_ARGUMENT). */
 TERN_API tern_status tern_run_options_set_output_device(tern_run_options* r, const char* device);
+/* A deadline for each run given these options: a run that has not finished `ms` milliseconds
+ * after tern_session_run was called stops and returns TERN_ERR_DEADLINE_EXCEEDED (the message
+ * says what it stopped before and when). 0 (the default) means no deadline.
+ * TERN_ERR_INVALID_ARGUMENT: r is NULL or ms < 0.
+ * How soon a run stops: runs check their deadline and cancel flag (below) before every node they
+ * execute, and Loop, Scan and SequenceMap before every iteration of their body (whose nodes
+ * check too), so a run stops within one node's time. A node that has started runs to its end
+ * (one big MatMul or convolution is not interrupted). On CUDA and Vulkan the check is made on the
+ * host before each kernel is queued; work already queued finishes before the run returns (its
+ * memory goes back to the session), and a CUDA graph captured under cuda.graphs replays whole.
+ * Vulkan records a run's kernels and submits them together (at the run's end, or where the host
+ * reads a result), so a stop there skips the kernels not yet recorded and waits for the
+ * recorded ones.
+ * A stopped run writes no output, leaks nothing, and leaves the session usable: the next run
+ * gives the same results as if the stopped one never happened. */
+TERN_API tern_status tern_run_options_set_deadline_ms(tern_run_options* r, int64_t ms);
+/* Cancels the runs given these options (ONNX Runtime's RunOptions terminate flag). Unlike the
+ * other functions on run options, this one may be called from any thread while runs using r
+ * are in flight (r must stay alive until they return). Runs in flight stop as
+ * tern_run_options_set_deadline_ms describes and return TERN_ERR_CANCELLED. Cancel is sticky,
+ * as ONNX Runtime's is: runs started later with r return TERN_ERR_CANCELLED at once, without
+ * running anything, until tern_run_options_clear_cancel (or use one run options object per
+ * cancellable request). TERN_ERR_INVALID_ARGUMENT: r is NULL. */
+TERN_API tern_status tern_run_options_cancel(tern_run_options* r);
+/* Undoes tern_run_options_cancel for the runs started afterwards (ONNX Runtime's
+ * UnsetTerminate). Thread-safe like tern_run_options_cancel; a run in flight that has not yet
+ * seen the cancel goes on. TERN_ERR_INVALID_ARGUMENT: r is NULL. */
+TERN_API tern_status tern_run_options_clear_cancel(tern_run_options* r);
 
 /* Compiles the model for the options' backends (NULL options: defaults, "cpu"). The session keeps
  * what it needs of the model, so the model may be destroyed first. When every input shape is
@@ -329,7 +361,9 @@ TERN_API tern_status tern_session_create(const tern_model* m, const tern_session
  * receives a new tensor the caller destroys. On failure no output is written.
  * TERN_ERR_INVALID_ARGUMENT: NULL pointers, unknown/missing/duplicate names, wrong dtype, rank or
  * dims (the message names the input and the expected and given values). Errors inside a kernel
- * name the node, its op type and the tensor. Safe to call from many threads at once. */
+ * name the node, its op type and the tensor. TERN_ERR_CANCELLED / TERN_ERR_DEADLINE_EXCEEDED:
+ * r was cancelled or its deadline passed (tern_run_options_cancel); the session stays usable.
+ * Safe to call from many threads at once. */
 TERN_API tern_status tern_session_run(tern_session* s, const tern_run_options* r,
                                       const char* const* input_names,
                                       const tern_tensor* const* inputs, size_t n_inputs,

@@ -90,12 +90,12 @@ Status infer_if(OpContext& ctx) {
   return Status::ok();
 }
 
-Status run_if(const IfParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_if(const IfParams& p, const KernelArgs& a, const ExecContext& exec) {
   const bool take_then = a.inputs[0]->int_at(0) != 0;
   const ops::SubgraphSlot& slot = take_then ? p.then_slot : p.else_slot;
   const SubgraphRunner& runner = take_then ? *p.then_run : *p.else_run;
   std::vector<Tensor> outs;
-  TERN_RETURN_IF_ERROR(runner.run(ops::call_inputs(a, slot, {}), &outs)
+  TERN_RETURN_IF_ERROR(runner.run(ops::call_inputs(a, slot, {}), &outs, exec.control)
                            .with_prefix(take_then ? "then_branch" : "else_branch"));
   for (size_t i = 0; i < a.outputs.size(); ++i) {
     TERN_RETURN_IF_ERROR(ops::set_output(std::move(outs[i]), a.outputs[i],

@@ -123,7 +123,7 @@ Status infer_loop(OpContext& ctx) {
   return Status::ok();
 }
 
-Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exec) {
   int64_t max_trips = a.inputs[0] ? a.inputs[0]->int_at(0) : std::numeric_limits<int64_t>::max();
   bool cond = a.inputs[1] ? a.inputs[1]->int_at(0) != 0 : true;
   std::vector<Tensor> state(p.carried);
@@ -139,7 +139,9 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext&) {
     *iter.data<int64_t>() = i;
     *cond_in.data<bool>() = cond;
     for (size_t j = 0; j < p.carried; ++j) formal[2 + j] = &state[j];
-    TERN_RETURN_IF_ERROR(p.run->run(ops::call_inputs(a, p.body, formal), &outs)
+    // Between iterations a cancelled or late run stops (the body's steps check too).
+    TERN_RETURN_IF_ERROR(check_run(exec.control, "a Loop iteration"));
+    TERN_RETURN_IF_ERROR(p.run->run(ops::call_inputs(a, p.body, formal), &outs, exec.control)
                              .with_prefix(str_cat("iteration ", i)));
     if (outs[0].numel() != 1) {
       return invalid_argument("iteration ", i, ": the body's condition has shape ",

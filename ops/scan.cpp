@@ -179,9 +179,9 @@ Status infer_scan(OpContext& ctx) {
 // (as the body sees them: no batch axis); final states and stacked scan outputs into `outs`.
 // `direct[k]` (may be null): the planned output scan output k is written into step by step (no
 // copy kept); outs[k] is then left undefined.
-Status scan_once(const ScanParams& p, const KernelArgs& a, std::vector<Tensor> state,
-                 const std::vector<Tensor>& inputs, int64_t length, int64_t padded,
-                 const std::vector<Tensor*>& direct, std::vector<Tensor>* outs) {
+Status scan_once(const ScanParams& p, const KernelArgs& a, const ExecContext& exec,
+                 std::vector<Tensor> state, const std::vector<Tensor>& inputs, int64_t length,
+                 int64_t padded, const std::vector<Tensor*>& direct, std::vector<Tensor>* outs) {
   std::vector<std::vector<Tensor>> parts(p.scan_outs);
   std::vector<Tensor> result;
   std::vector<const Tensor*> formal(p.states + p.scan_ins);
@@ -193,8 +193,10 @@ Status scan_once(const ScanParams& p, const KernelArgs& a, std::vector<Tensor> s
       TERN_ASSIGN_OR_RETURN(slices[i], ops::slice_axis(inputs[i], p.in_axes[i], at));
       formal[p.states + i] = &slices[i];
     }
-    TERN_RETURN_IF_ERROR(
-        p.run->run(ops::call_inputs(a, p.body, formal), &result).with_prefix(str_cat("step ", t)));
+    // Between steps a cancelled or late run stops (the body's own steps check too).
+    TERN_RETURN_IF_ERROR(check_run(exec.control, "a Scan step"));
+    TERN_RETURN_IF_ERROR(p.run->run(ops::call_inputs(a, p.body, formal), &result, exec.control)
+                             .with_prefix(str_cat("step ", t)));
     for (size_t j = 0; j < p.states; ++j) state[j] = std::move(result[j]);
     for (size_t k = 0; k < p.scan_outs; ++k) {
       if (direct[k]) {
@@ -235,7 +237,7 @@ Status scan_once(const ScanParams& p, const KernelArgs& a, std::vector<Tensor> s
   return Status::ok();
 }
 
-Status run_scan(const ScanParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_scan(const ScanParams& p, const KernelArgs& a, const ExecContext& exec) {
   const size_t first = p.batched ? 1 : 0;
   const Tensor& scan0 = *a.inputs[first + p.states];
   if (!p.batched) {
@@ -250,7 +252,8 @@ Status run_scan(const ScanParams& p, const KernelArgs& a, const ExecContext&) {
       if (out && out->defined() && length > 0) direct[k] = out;
     }
     std::vector<Tensor> outs;
-    TERN_RETURN_IF_ERROR(scan_once(p, a, std::move(state), inputs, length, length, direct, &outs));
+    TERN_RETURN_IF_ERROR(
+        scan_once(p, a, exec, std::move(state), inputs, length, length, direct, &outs));
     for (size_t o = 0; o < outs.size(); ++o) {
       if (o >= p.states && direct[o - p.states]) continue;
       if (o < p.states && outs[o].raw() == a.inputs[o]->raw()) {
@@ -280,7 +283,7 @@ Status run_scan(const ScanParams& p, const KernelArgs& a, const ExecContext&) {
       return invalid_argument("sequence_lens[", b, "] is ", len, ", outside 0..", length);
     }
     std::vector<Tensor> outs;
-    TERN_RETURN_IF_ERROR(scan_once(p, a, std::move(state), inputs, len, length,
+    TERN_RETURN_IF_ERROR(scan_once(p, a, exec, std::move(state), inputs, len, length,
                                    std::vector<Tensor*>(p.scan_outs, nullptr), &outs));
     for (size_t o = 0; o < outs.size(); ++o) per_output[o].push_back(std::move(outs[o]));
   }

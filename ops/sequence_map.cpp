@@ -36,7 +36,7 @@ Status infer_sequence_map(OpContext& ctx) {
   return Status::ok();
 }
 
-Status run_sequence_map(const MapParams& p, const KernelArgs& a, const ExecContext&) {
+Status run_sequence_map(const MapParams& p, const KernelArgs& a, const ExecContext& exec) {
   const SequenceData* s = a.inputs[0]->as_sequence();
   const size_t n = s->items.size();
   const size_t formal = p.body.formal;
@@ -56,8 +56,9 @@ Status run_sequence_map(const MapParams& p, const KernelArgs& a, const ExecConte
       const SequenceData* extra = a.inputs[i]->as_sequence();
       call[i] = extra ? &extra->items[k] : a.inputs[i];
     }
-    TERN_RETURN_IF_ERROR(
-        p.run->run(ops::call_inputs(a, p.body, call), &result).with_prefix(str_cat("element ", k)));
+    TERN_RETURN_IF_ERROR(check_run(exec.control, "a SequenceMap element"));
+    TERN_RETURN_IF_ERROR(p.run->run(ops::call_inputs(a, p.body, call), &result, exec.control)
+                             .with_prefix(str_cat("element ", k)));
     for (size_t o = 0; o < outs.size(); ++o) outs[o].push_back(std::move(result[o]));
   }
   for (size_t o = 0; o < outs.size(); ++o) {

@@ -25,6 +25,7 @@
 
 #include "api/api_internal.h"
 #include "graph_builder.h"
+#include "test_util.h"
 
 namespace {
 
@@ -143,18 +144,6 @@ tern_tensor* input_x() {
   return t;
 }
 
-tern_session* session(tern_model* m, int threads, int interop) {
-  tern_session_options* o = nullptr;
-  REQUIRE(tern_session_options_create(&o) == TERN_OK);
-  REQUIRE(tern_session_options_set_num_threads(o, threads) == TERN_OK);
-  REQUIRE(tern_session_options_set_num_interop_threads(o, interop) == TERN_OK);
-  tern_session* s = nullptr;
-  const tern_status st = tern_session_create(m, o, &s);
-  tern_session_options_destroy(o);
-  REQUIRE_MESSAGE(st == TERN_OK, tern_last_error());
-  return s;
-}
-
 // fn() with its k-th allocation failing (none when k < 0); only Tern's calls run armed, so the
 // test's own allocations never fail.
 template <class Fn>
@@ -206,10 +195,10 @@ TEST_CASE("no inter-op thread can be created: the caller runs every branch, outp
   // First in this process: the inter-op pool has no thread yet, so the run must create them.
   tern_model* m = branch_model();
   tern_tensor* x = input_x();
-  tern_session* serial = session(m, 1, 1);
+  tern_session* serial = c_api_session(m, 1, 1);
   const std::vector<float> want = run_y(serial, x);
   REQUIRE(want.size() == 192 * 192);
-  tern_session* s = session(m, 1, 2);
+  tern_session* s = c_api_session(m, 1, 2);
   const auto plan = s->s->plan_for({{192, 192}}).value();
   REQUIRE(plan->width == 2);
   REQUIRE(runs_concurrently(*plan, /*threads=*/1, /*interop=*/2));
@@ -267,7 +256,7 @@ TEST_CASE("each C function survives its k-th allocation failing, for every k") {
   });
   MESSAGE("tern_model_load_file: ", n, " allocations");
   CHECK(n > 0);
-  tern_session* good = session(m, 1, 1);
+  tern_session* good = c_api_session(m, 1, 1);
   const std::vector<float> want = run_y(good, x);
   n = for_each_failing_allocation([&](long k) {
     tern_session* s = nullptr;
@@ -290,7 +279,7 @@ TEST_CASE("each C function survives its k-th allocation failing, for every k") {
   // threads too.
   for (int threads : {1, 2}) {
     CAPTURE(threads);
-    tern_session* s = session(m, threads, 2);
+    tern_session* s = c_api_session(m, threads, 2);
     REQUIRE(run_y(s, x) == want);
     n = for_each_failing_allocation([&](long k) {
       tern_status st = TERN_OK;

@@ -64,6 +64,19 @@ inline bool have_shared_models() {
   return models_unavailable().empty();
 }
 
+// A session of `m` through the C API with these intra- and inter-op thread counts.
+inline tern_session* c_api_session(tern_model* m, int threads, int interop) {
+  tern_session_options* o = nullptr;
+  REQUIRE(tern_session_options_create(&o) == TERN_OK);
+  REQUIRE(tern_session_options_set_num_threads(o, threads) == TERN_OK);
+  REQUIRE(tern_session_options_set_num_interop_threads(o, interop) == TERN_OK);
+  tern_session* s = nullptr;
+  const tern_status st = tern_session_create(m, o, &s);
+  tern_session_options_destroy(o);
+  REQUIRE_MESSAGE(st == TERN_OK, tern_last_error());
+  return s;
+}
+
 struct Comparison {
   bool shapes_match = false;
   size_t mismatches = 0;

@@ -117,6 +117,12 @@ static __typeof__(&tern_run_options_set_sdp_backends) p_tern_run_options_set_sdp
 tern_status tern_run_options_set_sdp_backends(tern_run_options* r, const tern_sdp_backend* list, size_t n) { return p_tern_run_options_set_sdp_backends(r, list, n); }
 static __typeof__(&tern_run_options_set_output_device) p_tern_run_options_set_output_device;
 tern_status tern_run_options_set_output_device(tern_run_options* r, const char* device) { return p_tern_run_options_set_output_device(r, device); }
+static __typeof__(&tern_run_options_set_deadline_ms) p_tern_run_options_set_deadline_ms;
+tern_status tern_run_options_set_deadline_ms(tern_run_options* r, int64_t ms) { return p_tern_run_options_set_deadline_ms(r, ms); }
+static __typeof__(&tern_run_options_cancel) p_tern_run_options_cancel;
+tern_status tern_run_options_cancel(tern_run_options* r) { return p_tern_run_options_cancel(r); }
+static __typeof__(&tern_run_options_clear_cancel) p_tern_run_options_clear_cancel;
+tern_status tern_run_options_clear_cancel(tern_run_options* r) { return p_tern_run_options_clear_cancel(r); }
 static __typeof__(&tern_session_create) p_tern_session_create;
 tern_status tern_session_create(const tern_model* m, const tern_session_options* o, tern_session** out) { return p_tern_session_create(m, o, out); }
 static __typeof__(&tern_session_run) p_tern_session_run;
@@ -370,6 +376,12 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_run_options_set_sdp_backends) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_set_sdp_backends", path); return tern_go_load_error; }
   p_tern_run_options_set_output_device = (__typeof__(&tern_run_options_set_output_device))dlsym(h, "tern_run_options_set_output_device");
   if (!p_tern_run_options_set_output_device) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_set_output_device", path); return tern_go_load_error; }
+  p_tern_run_options_set_deadline_ms = (__typeof__(&tern_run_options_set_deadline_ms))dlsym(h, "tern_run_options_set_deadline_ms");
+  if (!p_tern_run_options_set_deadline_ms) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_set_deadline_ms", path); return tern_go_load_error; }
+  p_tern_run_options_cancel = (__typeof__(&tern_run_options_cancel))dlsym(h, "tern_run_options_cancel");
+  if (!p_tern_run_options_cancel) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_cancel", path); return tern_go_load_error; }
+  p_tern_run_options_clear_cancel = (__typeof__(&tern_run_options_clear_cancel))dlsym(h, "tern_run_options_clear_cancel");
+  if (!p_tern_run_options_clear_cancel) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_run_options_clear_cancel", path); return tern_go_load_error; }
   p_tern_session_create = (__typeof__(&tern_session_create))dlsym(h, "tern_session_create");
   if (!p_tern_session_create) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_create", path); return tern_go_load_error; }
   p_tern_session_run = (__typeof__(&tern_session_run))dlsym(h, "tern_session_run");

@@ -7,7 +7,10 @@ package tern
 import "C"
 
 import (
+	"context"
+	"errors"
 	"runtime"
+	"time"
 	"unsafe"
 )
 
@@ -102,9 +105,106 @@ func (s *Session) Close() {
 	}
 }
 
+// RunOptions are per-run options (tern_run_options): a deadline, and a cancel that any
+// goroutine may call while runs using them are in flight. Apart from Cancel and ClearCancel they
+// are not synchronised.
+type RunOptions struct {
+	p *C.tern_run_options
+}
+
+// NewRunOptions are the defaults: no deadline, not cancelled.
+func NewRunOptions() (*RunOptions, error) {
+	var out *C.tern_run_options
+	if err := call(func() C.tern_status { return C.tern_run_options_create(&out) }); err != nil {
+		return nil, err
+	}
+	r := &RunOptions{out}
+	runtime.SetFinalizer(r, (*RunOptions).Close)
+	return r, nil
+}
+
+// Close releases the options; later calls do nothing. No run may be using them.
+func (r *RunOptions) Close() {
+	if r != nil && r.p != nil {
+		C.tern_run_options_destroy(r.p)
+		r.p = nil
+		runtime.SetFinalizer(r, nil)
+	}
+}
+
+// SetDeadline bounds each run given these options to d from its start (rounded up to whole
+// milliseconds; 0: no deadline). A run past it fails with StatusDeadlineExceeded.
+func (r *RunOptions) SetDeadline(d time.Duration) error {
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	return call(func() C.tern_status { return C.tern_run_options_set_deadline_ms(r.p, C.int64_t(ms)) })
+}
+
+// Cancel stops the runs using these options (they fail with StatusCancelled within about one
+// node's time) and every later run with them until ClearCancel. Safe from any goroutine.
+func (r *RunOptions) Cancel() error {
+	return call(func() C.tern_status { return C.tern_run_options_cancel(r.p) })
+}
+
+// ClearCancel lets runs started afterwards with these options go on.
+func (r *RunOptions) ClearCancel() error {
+	return call(func() C.tern_status { return C.tern_run_options_clear_cancel(r.p) })
+}
+
 // Run feeds the named inputs and returns the named outputs in the order asked; the caller
 // closes them.
 func (s *Session) Run(inputs map[string]*Tensor, outputs []string) ([]*Tensor, error) {
+	return s.RunWithOptions(nil, inputs, outputs)
+}
+
+// RunContext is Run bounded by ctx: its deadline becomes the run's, and cancelling ctx stops the
+// run within about one node's time. The error then satisfies errors.Is(err, context.Canceled) or
+// errors.Is(err, context.DeadlineExceeded). The session stays usable.
+func (s *Session) RunContext(ctx context.Context, inputs map[string]*Tensor, outputs []string) ([]*Tensor, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := NewRunOptions()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		if left <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		if err := r.SetDeadline(left); err != nil {
+			return nil, err
+		}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			r.Cancel()
+		case <-done:
+		}
+	}()
+	res, err := s.RunWithOptions(r, inputs, outputs)
+	close(done)
+	<-stopped // r must outlive the watcher's Cancel
+	// A context deadline that fell before Tern's own (rounded) one cancels the run: report it as
+	// the context does.
+	var terr *Error
+	if errors.As(err, &terr) && terr.Status == StatusCancelled && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		terr.Status = StatusDeadlineExceeded
+	}
+	return res, err
+}
+
+// RunWithOptions is Run with run options (nil: the defaults).
+func (s *Session) RunWithOptions(r *RunOptions, inputs map[string]*Tensor, outputs []string) ([]*Tensor, error) {
+	var ro *C.tern_run_options
+	if r != nil {
+		ro = r.p
+	}
 	n, m := len(inputs), len(outputs)
 	// The arrays live in C memory: cgo forbids passing Go memory that holds Go pointers.
 	ptrSize := C.size_t(unsafe.Sizeof(uintptr(0)))
@@ -141,11 +241,12 @@ func (s *Session) Run(inputs map[string]*Tensor, outputs []string) ([]*Tensor, e
 		outNames[j] = C.CString(name)
 	}
 	err := call(func() C.tern_status {
-		return C.tern_session_run(s.p, nil, (**C.char)(inNamesP), (**C.tern_tensor)(inTensorsP),
+		return C.tern_session_run(s.p, ro, (**C.char)(inNamesP), (**C.tern_tensor)(inTensorsP),
 			C.size_t(n), (**C.char)(outNamesP), C.size_t(m), (**C.tern_tensor)(resultsP))
 	})
 	runtime.KeepAlive(inputs)
 	runtime.KeepAlive(s)
+	runtime.KeepAlive(r)
 	if err != nil {
 		return nil, err
 	}

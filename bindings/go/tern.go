@@ -28,6 +28,7 @@ const char* tern_go_load(const char* path);
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,6 +56,8 @@ const (
 	StatusOutOfMemory        Status = 5
 	StatusIO                 Status = 6
 	StatusInternal           Status = 7
+	StatusCancelled          Status = 8 // the run's RunOptions were cancelled (or its context)
+	StatusDeadlineExceeded   Status = 9 // the run passed its deadline
 )
 
 // String is the C name: "TERN_ERR_IO", ...
@@ -72,6 +75,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Status.String() + ": " + e.Message }
+
+// Is makes errors.Is(err, context.Canceled) and errors.Is(err, context.DeadlineExceeded) hold
+// for runs stopped by a cancel or a deadline (RunContext, RunOptions).
+func (e *Error) Is(target error) bool {
+	switch e.Status {
+	case StatusCancelled:
+		return target == context.Canceled
+	case StatusDeadlineExceeded:
+		return target == context.DeadlineExceeded
+	}
+	return false
+}
 
 var (
 	loadOnce sync.Once

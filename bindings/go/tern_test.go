@@ -2,6 +2,7 @@ package tern
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -394,5 +396,87 @@ func TestSequencesAndOptionals(t *testing.T) {
 	}
 	if _, err := s.Run(map[string]*Tensor{"x": x}, []string{"joined"}); err == nil {
 		t.Fatal("Run without the sequence input succeeded")
+	}
+}
+
+func TestCancelAndDeadline(t *testing.T) {
+	path := sharedModel(t, "ppocr_det")
+	model, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	opts, _ := NewSessionOptions()
+	opts.SetNumThreads(1)
+	session, err := NewSession(model, opts)
+	opts.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	x, _ := NewTensorFloat32([]int64{1, 3, 640, 640}, pattern(3*640*640))
+	defer x.Close()
+	in := map[string]*Tensor{"x": x}
+	out := []string{"sigmoid_0.tmp_0"}
+	t0 := time.Now()
+	first, err := session.Run(in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first[0].Close()
+	whole := time.Since(t0)
+
+	// Cancelled before the run: at once, and sticky until ClearCancel.
+	r, _ := NewRunOptions()
+	defer r.Close()
+	if err := r.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	var terr *Error
+	if _, err := session.RunWithOptions(r, in, out); !errors.As(err, &terr) || terr.Status != StatusCancelled ||
+		!errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled options: %v", err)
+	}
+	r.ClearCancel()
+	if res, err := session.RunWithOptions(r, in, out); err != nil {
+		t.Fatal(err)
+	} else {
+		res[0].Close()
+	}
+	if err := r.SetDeadline(-time.Second); err == nil {
+		t.Fatal("a negative deadline was accepted")
+	}
+
+	// A context cancelled during the run, and a context deadline far shorter than the run.
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelledAt time.Time
+	go func() {
+		time.Sleep(whole / 4)
+		cancelledAt = time.Now()
+		cancel()
+	}()
+	_, err = session.RunContext(ctx, in, out)
+	latency := time.Since(cancelledAt)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled context: %v", err)
+	}
+	tctx, tcancel := context.WithTimeout(context.Background(), whole/10)
+	defer tcancel()
+	t1 := time.Now()
+	_, err = session.RunContext(tctx, in, out)
+	took := time.Since(t1)
+	if !errors.Is(err, context.DeadlineExceeded) || took > whole/10+time.Second {
+		t.Fatalf("deadline %v: %v after %v", whole/10, err, took)
+	}
+	t.Logf("ppocr_det run %v; cancel to return %v; a %v deadline returned after %v", whole, latency, whole/10, took)
+
+	// The session computes the same as before.
+	again, err := session.Run(in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again[0].Close()
+	if !bytes.Equal(first[0].Bytes(), again[0].Bytes()) {
+		t.Fatal("outputs changed after stopped runs")
 	}
 }

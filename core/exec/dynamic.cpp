@@ -88,7 +88,7 @@ Expected<std::shared_ptr<const Executor::DynamicKernel>> Executor::dynamic_kerne
 
 Status Executor::run_dynamic(const Plan& plan, const std::vector<const Tensor*>& ordered,
                              const std::vector<int>& wanted, const FlagValues& flags,
-                             std::vector<Tensor>* outputs) const {
+                             std::vector<Tensor>* outputs, const RunControl* control) const {
   const Graph& g = graph_;
   std::vector<PlannedValue> values(g.values.size());
   std::vector<std::unique_ptr<Tensor>> held(g.values.size());  // computed during this run
@@ -111,7 +111,7 @@ Status Executor::run_dynamic(const Plan& plan, const std::vector<const Tensor*>&
     std::vector<const Tensor*> in;
     for (size_t slot : prefix->inputs) in.push_back(ordered[slot]);
     std::vector<Tensor> outs;
-    TERN_RETURN_IF_ERROR(prefix->runner->run(in, &outs));
+    TERN_RETURN_IF_ERROR(prefix->runner->run(in, &outs, control));
     for (size_t k = 0; k < outs.size(); ++k) {
       hold(static_cast<size_t>(prefix->outputs[k]), std::move(outs[k]));
     }
@@ -132,6 +132,7 @@ Status Executor::run_dynamic(const Plan& plan, const std::vector<const Tensor*>&
     ctx.weights = weights_;
     ctx.subgraphs = subgraphs_;
     TERN_RETURN_IF_ERROR(make_node_context(g, g.nodes[n], g.describe_node(n), values, &ctx));
+    TERN_RETURN_IF_ERROR(check_run(control, ctx.where));
     const Node& node = g.nodes[n];
     std::vector<Tensor> outs;
     const bool from_shapes = std::all_of(ctx.output_values.begin(), ctx.output_values.end(),
@@ -141,7 +142,7 @@ Status Executor::run_dynamic(const Plan& plan, const std::vector<const Tensor*>&
     } else {
       TERN_ASSIGN_OR_RETURN(auto dk, dynamic_kernel(n, ctx));
       const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
-      TERN_RETURN_IF_ERROR(run_prepared(ctx, *dk->kernel, dk->backend, flags, &outs));
+      TERN_RETURN_IF_ERROR(run_prepared(ctx, *dk->kernel, dk->backend, flags, &outs, control));
       if (profiler_) record_dynamic(ctx, *dk, outs, t0, flags);
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {

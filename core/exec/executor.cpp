@@ -12,7 +12,8 @@ namespace tern {
 
 Status Executor::run(const Plan& plan, std::vector<const Tensor*> inputs,
                      const std::vector<int>& wanted, const FlagValues& flags,
-                     const Device& output_device, std::vector<Tensor>* outputs) const {
+                     const Device& output_device, std::vector<Tensor>* outputs,
+                     const RunControl* control) const {
   // Device inputs that host kernels read (or that the plan's device cannot use) are staged to
   // host memory; the others are passed to the device kernels as they are.
   std::vector<Tensor> staged;
@@ -37,8 +38,9 @@ Status Executor::run(const Plan& plan, std::vector<const Tensor*> inputs,
     if (b->is_host() || (!plan.dynamic && b == plan.device_backend)) used.push_back(b);
   }
   for (Backend* b : used) b->begin_run(flags);
-  Status st = plan.dynamic ? run_dynamic(plan, inputs, wanted, flags, outputs)
-                           : run_static(plan, inputs, wanted, flags, output_device, outputs);
+  Status st = plan.dynamic
+                  ? run_dynamic(plan, inputs, wanted, flags, outputs, control)
+                  : run_static(plan, inputs, wanted, flags, output_device, outputs, control);
   for (Backend* b : used) b->end_run(flags);
   TERN_RETURN_IF_ERROR(st);
   for (Tensor& t : *outputs) {
@@ -96,7 +98,8 @@ Status bind_values(const Plan& plan, const Graph& g, const std::vector<const Ten
 
 Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
                             const std::vector<int>& wanted, const FlagValues& f,
-                            const Device& output_device, std::vector<Tensor>* outputs) const {
+                            const Device& output_device, std::vector<Tensor>* outputs,
+                            const RunControl* control) const {
   const int threads = static_cast<int>(f[FlagId::kNumThreads]);
   const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
   const bool concurrent = runs_concurrently(plan, threads, interop);
@@ -120,9 +123,13 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   TERN_RETURN_IF_ERROR(bind_values(plan, graph_, inputs, base, device_base, layout, &tensors));
   const bool det = f.on(FlagId::kDeterministicAlgorithms);
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
-  Status st = concurrent ? execute_concurrent(plan, tensors, base, threads, interop, det)
-                         : execute_sequential(plan, tensors, base, device_base, threads, det,
-                                              f.on(FlagId::kCudaGraphs));
+  // A cancelled or late run leaves here like a failed one: the device work already queued is
+  // waited for below, the arenas go back to the pools, no output is returned.
+  Status st =
+      concurrent
+          ? execute_concurrent(plan, tensors, base, interop, ExecContext{threads, det, control})
+          : execute_sequential(plan, tensors, base, device_base, ExecContext{threads, det, control},
+                               f.on(FlagId::kCudaGraphs));
   if (plan.device_backend) {
     // The device arena goes back to the pool (and host buffers read by queued copies may go
     // away) only once the device is done with them.
@@ -175,6 +182,10 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
 }
 
 namespace {
+
+Status check_step(const ExecContext& exec, const PlanStep& step) {
+  return check_run(exec.control, step.label);
+}
 
 KernelArgs step_args(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
                      uint8_t* base, uint8_t* device_base, int layout) {
@@ -234,18 +245,20 @@ void Executor::record_step(const PlanStep& step, const KernelArgs& args,
 }
 
 Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                    uint8_t* device_base, int threads, bool deterministic,
+                                    uint8_t* device_base, const ExecContext& exec,
                                     bool capture) const {
-  for (Backend* b : backends_) b->set_num_threads(threads);
-  const ExecContext exec{threads, deterministic};
+  for (Backend* b : backends_) b->set_num_threads(exec.num_threads);
   Backend* dev = plan.device_backend;
   // Capture starts with the plan's second run: the first runs every kernel eagerly, so whatever a
   // kernel or library sets up on first use (handles, workspaces, lazily loaded code) is done
   // outside a capture, where allocating or synchronizing would break it.
   capture = capture && dev && dev->can_capture() && !profiler_ && plan.ran_eagerly();
   const size_t n = plan.steps.size();
-  auto run_range = [&](size_t from, size_t to) -> Status {
+  // Inside a capture nothing may stop the recording half way: `check` is off there, and a
+  // captured segment replays whole.
+  auto run_range = [&](size_t from, size_t to, bool check) -> Status {
     for (size_t i = from; i < to; ++i) {
+      if (check) TERN_RETURN_IF_ERROR(check_step(exec, plan.steps[i]));
       TERN_RETURN_IF_ERROR(run_step(plan, plan.steps[i], tensors, base, device_base, 0, exec));
     }
     return Status::ok();
@@ -253,6 +266,7 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
   for (size_t s = 0; s < n;) {
     const PlanStep& step = plan.steps[s];
     const bool device_kernel = !step.backend->is_host() && !step.transfer;
+    TERN_RETURN_IF_ERROR(check_step(exec, step));
     if (!capture || !device_kernel) {
       TERN_RETURN_IF_ERROR(run_step(plan, step, tensors, base, device_base, 0, exec));
       ++s;
@@ -270,17 +284,17 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
       ++e;
     }
     if (plan.capture_failed(s)) {  // a segment whose capture failed runs eagerly from then on
-      TERN_RETURN_IF_ERROR(run_range(s, e));
+      TERN_RETURN_IF_ERROR(run_range(s, e, /*check=*/true));
       s = e;
       continue;
     }
     std::shared_ptr<void> graph = plan.find_capture(s, key);
     if (!graph) {
-      auto captured = dev->capture([&] { return run_range(s, e); });
+      auto captured = dev->capture([&] { return run_range(s, e, /*check=*/false); });
       if (!captured) {
         // The launches were recorded, not run: run them now, and never try this segment again.
         plan.mark_capture_failed(s);
-        Status eager = run_range(s, e);
+        Status eager = run_range(s, e, /*check=*/false);
         if (!eager.is_ok()) {
           return eager.with_prefix(str_cat("steps ", s, "..", e - 1,
                                            " (run eagerly after their "
@@ -300,7 +314,8 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
 }
 
 Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                    int threads, int interop, bool deterministic) const {
+                                    int interop, const ExecContext& run_exec) const {
+  const int threads = run_exec.num_threads;
   // Dependency-driven: a step starts when the steps it reads from are done. Workers are this
   // thread plus (workers - 1) inter-op pool threads; each node gets an equal share of the
   // intra-op threads, so the run keeps max(intra, inter) cores busy at most.
@@ -320,7 +335,7 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
     st.pending[s] = static_cast<int>(plan.steps[s].preds.size());
     if (st.pending[s] == 0) st.ready.push_back(static_cast<int>(s));
   }
-  const ExecContext exec{per_node, deterministic};
+  const ExecContext exec{per_node, run_exec.deterministic, run_exec.control};
   auto work = [&] {
     for (Backend* b : backends_) b->set_num_threads(per_node);
     std::unique_lock<std::mutex> lock(st.mu);
@@ -334,9 +349,11 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
       ++st.running;
       lock.unlock();
       // On a pool thread an exception would end the process: it becomes the run's error.
-      Status r = Status::ok();
+      Status r = check_step(exec, plan.steps[static_cast<size_t>(s)]);
       try {
-        r = run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1, exec);
+        if (r.is_ok()) {
+          r = run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1, exec);
+        }
       } catch (const std::bad_alloc&) {
         r = out_of_memory(plan.steps[static_cast<size_t>(s)].label, ": out of memory");
       } catch (const std::exception& e) {

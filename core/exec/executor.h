@@ -33,10 +33,12 @@ class Executor {
 
   // Runs `plan` on `inputs` (by model input; host tensors, or tensors on the plan's device) and
   // returns the values `wanted` (graph value ids) as tensors on `output_device` (host or the
-  // plan's device). The device's work is finished when it returns.
+  // plan's device). The device's work is finished when it returns. `control` (may be null) is
+  // checked before every step (before every captured segment, which replays whole) and every
+  // node of a dynamic plan; kernels get it in ExecContext.
   Status run(const Plan& plan, std::vector<const Tensor*> inputs, const std::vector<int>& wanted,
-             const FlagValues& flags, const Device& output_device,
-             std::vector<Tensor>* outputs) const;
+             const FlagValues& flags, const Device& output_device, std::vector<Tensor>* outputs,
+             const RunControl* control = nullptr) const;
 
   // Bytes of run arenas held (in use and kept for the next runs), host and devices together.
   size_t arena_bytes() const;
@@ -52,10 +54,11 @@ class Executor {
  private:
   Status run_static(const Plan& plan, const std::vector<const Tensor*>& inputs,
                     const std::vector<int>& wanted, const FlagValues& flags,
-                    const Device& output_device, std::vector<Tensor>* outputs) const;
+                    const Device& output_device, std::vector<Tensor>* outputs,
+                    const RunControl* control) const;
   Status run_dynamic(const Plan& plan, const std::vector<const Tensor*>& inputs,
-                     const std::vector<int>& wanted,
-                     const FlagValues& flags, std::vector<Tensor>* outputs) const;
+                     const std::vector<int>& wanted, const FlagValues& flags,
+                     std::vector<Tensor>* outputs, const RunControl* control) const;
   // Dynamic runs' kernels, prepared once per node and input signature (core/exec/dynamic.cpp).
   struct DynamicKernel {
     std::shared_ptr<const Kernel> kernel;
@@ -68,10 +71,9 @@ class Executor {
                       const FlagValues& flags) const;
   static constexpr size_t kMaxDynamicKernels = 4096;
   Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                            uint8_t* device_base, int threads, bool deterministic,
-                            bool capture) const;
+                            uint8_t* device_base, const ExecContext& exec, bool capture) const;
   Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                            int threads, int interop, bool deterministic) const;
+                            int interop, const ExecContext& exec) const;
   Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
                   uint8_t* base, uint8_t* device_base, int layout, const ExecContext& exec) const;
   void record_step(const PlanStep& step, const KernelArgs& args, Profiler::Clock::time_point t0,

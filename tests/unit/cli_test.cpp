@@ -3,14 +3,17 @@
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "graph_builder.h"
 #include "serialization/model_io.h"
+#include "subgraph_builder.h"
 #include "test_util.h"
 #include "tools/tern/npy.h"
 
@@ -218,6 +221,42 @@ TEST_SUITE("cli") {
       CHECK(shape.code != 0);
       CHECK(shape.output.find("nosuch") != std::string::npos);
     }
+    std::filesystem::remove_all(dir);
+  }
+
+  TEST_CASE("tern run --timeout stops a run that takes longer: exit 124, the status named") {
+    // A Loop of (nearly) endless iterations, and one of 3; M and h0 given as .npy files.
+    const std::string dir = std::filesystem::temp_directory_path() / "tern_cli_timeout";
+    std::filesystem::create_directories(dir);
+    std::mt19937 rng(4);
+    const std::string model = dir + "/loop.tern";
+    REQUIRE(
+        tern::serialization::save_tern(tanh_loop_graph(random_f32({16, 16}, rng)), model).is_ok());
+    auto write_m = [&](const std::string& name, int64_t trips) {
+      const std::string path = dir + "/" + name + ".npy";
+      REQUIRE(tern_cli::write_npy(path, TERN_INT64, nullptr, 0, &trips, sizeof trips) == "");
+      return path;
+    };
+    const std::string h0 = " --input h0=" + dir + "/h0.npy";
+    const tern::Tensor h = random_f32({1, 16}, rng);
+    REQUIRE(tern_cli::write_npy(dir + "/h0.npy", TERN_FLOAT32, h.shape().data(), 2, h.raw(),
+                                h.byte_size()) == "");
+    const auto t0 = std::chrono::steady_clock::now();
+    Result late = run_cli("run " + model + " --input M=" + write_m("endless", int64_t{1} << 40) +
+                          h0 + " --runs 1 --timeout 100");
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(late.output);
+    MESSAGE("tern run --timeout 100 on an endless Loop exited after ", took, " s");
+    CHECK(late.code == 124);
+    CHECK(late.output.find("TERN_ERR_DEADLINE_EXCEEDED") != std::string::npos);
+    Result quick = run_cli("run " + model + " --input M=" + write_m("three", 3) + h0 +
+                           " --runs 2 --timeout 60000");
+    INFO(quick.output);
+    CHECK(quick.code == 0);
+    CHECK(quick.output.find("latency:") != std::string::npos);
+    CHECK(run_cli("run " + model + " --timeout -5").code == 2);
+    CHECK(run_cli("run " + model + " --timeout").code == 2);
     std::filesystem::remove_all(dir);
   }
 

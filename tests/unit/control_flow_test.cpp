@@ -12,6 +12,7 @@
 #include "core/session.h"
 #include "graph_builder.h"
 #include "serialization/model_io.h"
+#include "subgraph_builder.h"
 #include "test_util.h"
 
 using namespace tern;
@@ -19,77 +20,7 @@ using namespace tern_test;
 
 namespace {
 
-// A graph under construction: the main graph or a subgraph. A subgraph's `capture(name)` makes a
-// local value standing for the enclosing graph's value of that name (Graph::captured), as the
-// ONNX importer does.
-struct Builder {
-  Graph g;
-  std::vector<std::string> captured;
-
-  int input(const std::string& name, DType dtype, Shape shape = {}, bool known_shape = true) {
-    ValueType t{dtype, known_shape, {}};
-    for (int64_t d : shape) t.dims.push_back(Dim{d, ""});
-    const int id = g.add_value(name, t);
-    g.inputs.push_back(id);
-    return id;
-  }
-  int constant(const std::string& name, const Tensor& t) {
-    const int id = g.add_value(name, ValueType{t.dtype(), false, {}});
-    g.values[static_cast<size_t>(id)].constant = t;
-    return id;
-  }
-  int capture(const std::string& name) {
-    for (size_t v = 0; v < g.values.size(); ++v) {
-      if (g.values[v].name == name) return static_cast<int>(v);
-    }
-    captured.push_back(name);
-    return g.add_value(name);
-  }
-  int id(const std::string& name) const {
-    for (size_t v = 0; v < g.values.size(); ++v) {
-      if (g.values[v].name == name) return static_cast<int>(v);
-    }
-    FAIL("no value ", name);
-    return -1;
-  }
-  // A node with one output named `out` (or several: outs).
-  std::vector<int> node(const std::string& op, const std::vector<int>& ins,
-                        const std::vector<std::string>& outs, Attributes attrs = {}) {
-    Node n{"n" + std::to_string(g.nodes.size()) + "_" + op, op, "", ins, {}, std::move(attrs)};
-    std::vector<int> ids;
-    for (const std::string& o : outs) {
-      ids.push_back(g.add_value(o));
-      n.outputs.push_back(ids.back());
-    }
-    g.nodes.push_back(std::move(n));
-    return ids;
-  }
-  int node1(const std::string& op, const std::vector<int>& ins, const std::string& out,
-            Attributes attrs = {}) {
-    return node(op, ins, {out}, std::move(attrs))[0];
-  }
-  // A node holding subgraphs (attribute name -> subgraph): their captured values are passed
-  // after the formal inputs, in attribute-name order, looked up (or captured) here by name.
-  std::vector<int> control(const std::string& op, std::vector<int> ins,
-                           const std::vector<std::string>& outs,
-                           std::map<std::string, Builder*> subs, Attributes attrs = {}) {
-    for (auto& [name, sub] : subs) {
-      Attribute a;
-      a.kind = Attribute::Kind::kGraph;
-      a.g = sub->finish(g.opset);
-      attrs.set(name, a);
-      for (const std::string& c : sub->captured) ins.push_back(capture(c));
-    }
-    return node(op, ins, outs, std::move(attrs));
-  }
-  std::shared_ptr<const Graph> finish(int64_t opset) {
-    for (const std::string& c : captured) g.inputs.push_back(id(c));
-    g.captured = captured.size();
-    g.opset = opset;
-    return std::make_shared<const Graph>(g);
-  }
-  void outputs(const std::vector<int>& ids) { g.outputs = ids; }
-};
+using Builder = SubgraphBuilder;
 
 std::unique_ptr<Session> session_of(Graph g, int threads = 1, const std::string& profile = "") {
   g.opset = g.opset ? g.opset : 17;

@@ -116,6 +116,9 @@ void print_output(const char* name, tern_value* v) {
   });
 }
 
+// `tern run --timeout`'s exit status when a run passed it (coreutils timeout's).
+constexpr int kTimeoutExit = 124;
+
 std::string safe_file_name(std::string name) {
   for (char& c : name) {
     if (c == '/' || c == ':') c = '_';
@@ -129,6 +132,7 @@ int cmd_run(const std::vector<std::string>& args) {
   RunSetup setup;
   std::string out_dir;
   int runs = 10;
+  int timeout_ms = 0;  // per run; 0: none
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     int handled = parse_setup_option("run", args, i, &setup);
@@ -137,6 +141,11 @@ int cmd_run(const std::vector<std::string>& args) {
     if (a == "--runs") {
       if (i + 1 >= args.size() || !parse_int(args[++i], 1, 1 << 30, &runs)) {
         std::fprintf(stderr, "tern run: --runs needs a positive integer\n");
+        return 2;
+      }
+    } else if (a == "--timeout") {
+      if (i + 1 >= args.size() || !parse_int(args[++i], 0, 1 << 30, &timeout_ms)) {
+        std::fprintf(stderr, "tern run: --timeout needs milliseconds (0: none)\n");
         return 2;
       }
     } else if (a == "--output-dir") {
@@ -158,19 +167,20 @@ int cmd_run(const std::vector<std::string>& args) {
   if (setup.model_path.empty()) {
     std::fprintf(stderr,
                  "usage: tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x8x8] "
-                 "[--backends LIST] [--threads N] [--runs N] [--output-dir DIR]\n");
+                 "[--backends LIST] [--threads N] [--runs N] [--timeout MS] [--output-dir DIR]\n");
     return 2;
   }
   Prepared prep;
   if (int rc = prepare("run", setup, &prep)) return rc;
   tern_session* session = prep.session.get();
   tern_run_options* run_opts = prep.run_options.get();
+  tern_status s = tern_run_options_set_deadline_ms(run_opts, timeout_ms);
+  if (s != TERN_OK) return fail("--timeout", s);
   const int threads = setup.threads, interop = setup.interop;
   const double load_ms = prep.load_ms, create_ms = prep.create_ms;
   auto& inputs = prep.values;
   auto& in_names = prep.in_names;
   auto& out_names = prep.out_names;
-  tern_status s = TERN_OK;
   auto t0 = Clock::now();
   std::vector<double> times;
   ValueList outputs;
@@ -187,6 +197,11 @@ int cmd_run(const std::vector<std::string>& args) {
     s = tern_session_run_values(session, run_opts, in_names.data(), inputs.v.data(),
                                 inputs.v.size(), out_names.data(), out_names.size(),
                                 outputs.v.data());
+    // A run past --timeout exits like coreutils' timeout does, so scripts can tell it apart.
+    if (s == TERN_ERR_DEADLINE_EXCEEDED) {
+      fail("running the model", s);
+      return kTimeoutExit;
+    }
     if (s != TERN_OK) return fail("running the model", s);
     times.push_back(ms_since(t0));
     if (r > 0) {

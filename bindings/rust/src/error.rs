@@ -18,6 +18,10 @@ pub enum Status {
     Io,
     /// A bug in Tern.
     Internal,
+    /// The run's options were cancelled ([`crate::RunOptions::cancel`], [`crate::CancelHandle`]).
+    Cancelled,
+    /// The run passed its deadline ([`crate::RunOptions::deadline`]).
+    DeadlineExceeded,
     /// A code this version of the bindings does not know.
     Unknown(i32),
 }
@@ -32,6 +36,8 @@ impl Status {
             sys::TERN_ERR_OUT_OF_MEMORY => Status::OutOfMemory,
             sys::TERN_ERR_IO => Status::Io,
             sys::TERN_ERR_INTERNAL => Status::Internal,
+            sys::TERN_ERR_CANCELLED => Status::Cancelled,
+            sys::TERN_ERR_DEADLINE_EXCEEDED => Status::DeadlineExceeded,
             other => Status::Unknown(other),
         }
     }
@@ -46,6 +52,8 @@ impl Status {
             Status::OutOfMemory => sys::TERN_ERR_OUT_OF_MEMORY,
             Status::Io => sys::TERN_ERR_IO,
             Status::Internal => sys::TERN_ERR_INTERNAL,
+            Status::Cancelled => sys::TERN_ERR_CANCELLED,
+            Status::DeadlineExceeded => sys::TERN_ERR_DEADLINE_EXCEEDED,
             Status::Unknown(c) => c,
         };
         unsafe { crate::cstr(sys::tern_status_name(code)) }

@@ -25,7 +25,7 @@ mod value;
 
 pub use error::{Error, Result, Status};
 pub use model::{Model, ValueInfo};
-pub use session::{RunOptions, Session, SessionOptions};
+pub use session::{CancelHandle, RunOptions, Session, SessionOptions};
 pub use tensor::{DType, Element, Tensor, TensorView};
 pub use value::{Value, ValueKind};
 

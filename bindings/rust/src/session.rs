@@ -2,6 +2,8 @@ use std::ffi::CString;
 use std::os::raw::c_char;
 use std::path::Path;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::backends::SdpBackend;
 use crate::error::Result;
@@ -72,39 +74,99 @@ impl Drop for SessionOptions {
     }
 }
 
-/// Per-run options (`tern_run_options`): run-scoped flags and the attention backends allowed.
+/// The C run options, destroyed when the last of their [`RunOptions`] and [`CancelHandle`]s is
+/// dropped: a handle kept by another thread never cancels freed options.
 #[derive(Debug)]
-pub struct RunOptions {
-    ptr: NonNull<sys::tern_run_options>,
+struct RawRunOptions(NonNull<sys::tern_run_options>);
+
+// Through shared references only tern_run_options_cancel and _clear_cancel (thread-safe in the C
+// API) and tern_session_run (which only reads the options) are called.
+unsafe impl Send for RawRunOptions {}
+unsafe impl Sync for RawRunOptions {}
+
+impl Drop for RawRunOptions {
+    fn drop(&mut self) {
+        unsafe { sys::tern_run_options_destroy(self.0.as_ptr()) }
+    }
 }
 
-unsafe impl Send for RunOptions {}
+/// Per-run options (`tern_run_options`): run-scoped flags, the attention backends allowed, a
+/// deadline, and cancellation. Setters consume and return the options, so they chain.
+#[derive(Debug)]
+pub struct RunOptions {
+    raw: Arc<RawRunOptions>,
+}
 
 impl RunOptions {
     pub fn new() -> Result<RunOptions> {
         crate::check_abi()?;
         let mut out = std::ptr::null_mut();
         check(unsafe { sys::tern_run_options_create(&mut out) })?;
-        Ok(RunOptions { ptr: NonNull::new(out).expect("tern returned NULL options") })
+        Ok(RunOptions { raw: Arc::new(RawRunOptions(NonNull::new(out).expect("tern returned NULL options"))) })
+    }
+
+    fn as_ptr(&self) -> *mut sys::tern_run_options {
+        self.raw.0.as_ptr()
     }
 
     pub fn flag(self, name: &str, value: &str) -> Result<Self> {
         let (n, v) = (to_cstring("flag name", name)?, to_cstring("flag value", value)?);
-        check(unsafe { sys::tern_run_options_set_flag(self.ptr.as_ptr(), n.as_ptr(), v.as_ptr()) })?;
+        check(unsafe { sys::tern_run_options_set_flag(self.as_ptr(), n.as_ptr(), v.as_ptr()) })?;
         Ok(self)
     }
 
     /// Only these attention backends may run (like `torch.nn.attention.sdpa_kernel`).
     pub fn sdp_backends(self, allowed: &[SdpBackend]) -> Result<Self> {
         let raw: Vec<sys::tern_sdp_backend> = allowed.iter().map(|b| b.to_raw()).collect();
-        check(unsafe { sys::tern_run_options_set_sdp_backends(self.ptr.as_ptr(), raw.as_ptr(), raw.len()) })?;
+        check(unsafe { sys::tern_run_options_set_sdp_backends(self.as_ptr(), raw.as_ptr(), raw.len()) })?;
         Ok(self)
+    }
+
+    /// Each run given these options must finish within `limit` of its start (rounded up to whole
+    /// milliseconds), else it fails with [`Status::DeadlineExceeded`](crate::Status). A zero
+    /// duration removes the deadline.
+    pub fn deadline(self, limit: Duration) -> Result<Self> {
+        let ms = i64::try_from(limit.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX);
+        check(unsafe { sys::tern_run_options_set_deadline_ms(self.as_ptr(), ms) })?;
+        Ok(self)
+    }
+
+    /// Cancels the runs using these options (they fail with
+    /// [`Status::Cancelled`](crate::Status) within about one node's time) and every later run
+    /// with them until [`RunOptions::clear_cancel`]. For another thread, see
+    /// [`RunOptions::cancel_handle`].
+    pub fn cancel(&self) -> Result<()> {
+        check(unsafe { sys::tern_run_options_cancel(self.as_ptr()) })
+    }
+
+    /// Lets runs started afterwards with these options go on.
+    pub fn clear_cancel(&self) -> Result<()> {
+        check(unsafe { sys::tern_run_options_clear_cancel(self.as_ptr()) })
+    }
+
+    /// A handle another thread may keep to cancel the runs using these options. It keeps the
+    /// options alive, so it may outlive them and be used after they are dropped (then it stops
+    /// nothing).
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle { raw: Arc::clone(&self.raw) }
     }
 }
 
-impl Drop for RunOptions {
-    fn drop(&mut self) {
-        unsafe { sys::tern_run_options_destroy(self.ptr.as_ptr()) }
+/// Cancels the runs of one [`RunOptions`] from any thread (`tern_run_options_cancel`).
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    raw: Arc<RawRunOptions>,
+}
+
+impl CancelHandle {
+    /// As [`RunOptions::cancel`].
+    pub fn cancel(&self) -> Result<()> {
+        check(unsafe { sys::tern_run_options_cancel(self.raw.0.as_ptr()) })
+    }
+
+    /// As [`RunOptions::clear_cancel`].
+    pub fn clear_cancel(&self) -> Result<()> {
+        check(unsafe { sys::tern_run_options_clear_cancel(self.raw.0.as_ptr()) })
     }
 }
 
@@ -146,7 +208,7 @@ impl Session {
     }
 
     pub fn run_with(&self, options: &RunOptions, inputs: &[(&str, &Tensor)], outputs: &[&str]) -> Result<Vec<Tensor>> {
-        self.run_impl(options.ptr.as_ptr(), inputs, outputs)
+        self.run_impl(options.as_ptr(), inputs, outputs)
     }
 
     fn run_impl(

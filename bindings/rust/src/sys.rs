@@ -23,6 +23,8 @@ pub const TERN_ERR_BACKEND_UNAVAILABLE: tern_status = 4;
 pub const TERN_ERR_OUT_OF_MEMORY: tern_status = 5;
 pub const TERN_ERR_IO: tern_status = 6;
 pub const TERN_ERR_INTERNAL: tern_status = 7;
+pub const TERN_ERR_CANCELLED: tern_status = 8;
+pub const TERN_ERR_DEADLINE_EXCEEDED: tern_status = 9;
 
 #[repr(C)]
 pub struct tern_tensor {
@@ -104,6 +106,9 @@ extern "C" {
     pub fn tern_run_options_destroy(r: *mut tern_run_options);
     pub fn tern_run_options_set_flag(r: *mut tern_run_options, name: *const c_char, value: *const c_char) -> tern_status;
     pub fn tern_run_options_set_sdp_backends(r: *mut tern_run_options, list: *const tern_sdp_backend, n: usize) -> tern_status;
+    pub fn tern_run_options_set_deadline_ms(r: *mut tern_run_options, ms: i64) -> tern_status;
+    pub fn tern_run_options_cancel(r: *mut tern_run_options) -> tern_status;
+    pub fn tern_run_options_clear_cancel(r: *mut tern_run_options) -> tern_status;
     pub fn tern_session_create(m: *const tern_model, o: *const tern_session_options, out: *mut *mut tern_session) -> tern_status;
     pub fn tern_session_run(s: *mut tern_session, r: *const tern_run_options, input_names: *const *const c_char, inputs: *const *const tern_tensor, n_inputs: usize, output_names: *const *const c_char, n_outputs: usize, outputs: *mut *mut tern_tensor) -> tern_status;
     pub fn tern_session_save_optimized(s: *const tern_session, path: *const c_char, packed_count: *mut usize) -> tern_status;

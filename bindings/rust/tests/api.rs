@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use tern::backends;
+use std::time::{Duration, Instant};
 use tern::{DType, Model, Session, SessionOptions, Status, Tensor, TensorView, Value, ValueKind};
 
 fn assert_send_sync<T: Send + Sync>() {}
@@ -192,4 +193,63 @@ fn sequences_and_optionals() {
     assert!(empty.get().unwrap_err().message.contains("holds nothing"));
     let wrong = Tensor::zeros(DType::Int32, &[2]).unwrap();
     assert!(Value::sequence(DType::Float32, &[&wrong]).unwrap_err().message.contains("int32"));
+}
+
+#[test]
+fn cancel_and_deadline() {
+    assert_send_sync::<tern::CancelHandle>();
+    assert_send_sync::<tern::RunOptions>();
+    // A zero deadline is none; a handle outlives its options.
+    tern::RunOptions::new().unwrap().deadline(Duration::ZERO).unwrap();
+    let handle = tern::RunOptions::new().unwrap().cancel_handle();
+    handle.cancel().unwrap(); // the options were dropped: the handle kept them alive
+    assert_eq!(Status::Cancelled.name(), "TERN_ERR_CANCELLED");
+    assert_eq!(Status::DeadlineExceeded.name(), "TERN_ERR_DEADLINE_EXCEEDED");
+
+    let path = match shared_model("ppocr_det") {
+        Some(p) => p,
+        None => return,
+    };
+    let model = Model::load(&path).unwrap();
+    let session = Session::new(&model, &SessionOptions::new().unwrap().num_threads(1).unwrap()).unwrap();
+    let x = Tensor::from_slice(&[1, 3, 640, 640], &pattern(3 * 640 * 640)).unwrap();
+    let out = ["sigmoid_0.tmp_0"];
+    let t0 = Instant::now();
+    let first = session.run(&[("x", &x)], &out).unwrap();
+    let whole = t0.elapsed();
+
+    // Cancelled before the run: at once, sticky until clear_cancel.
+    let opts = tern::RunOptions::new().unwrap();
+    opts.cancel().unwrap();
+    assert_eq!(session.run_with(&opts, &[("x", &x)], &out).unwrap_err().status, Status::Cancelled);
+    opts.clear_cancel().unwrap();
+    session.run_with(&opts, &[("x", &x)], &out).unwrap();
+
+    // Cancelled from another thread during the run.
+    let handle = opts.cancel_handle();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(whole / 4);
+        let at = Instant::now();
+        handle.cancel().unwrap();
+        at
+    });
+    let err = session.run_with(&opts, &[("x", &x)], &out).unwrap_err();
+    let returned = Instant::now();
+    let cancelled_at = canceller.join().unwrap();
+    assert_eq!(err.status, Status::Cancelled, "{}", err);
+    let latency = returned.saturating_duration_since(cancelled_at);
+    assert!(latency < Duration::from_secs(1), "cancel to return {:?}", latency);
+
+    // A deadline far shorter than the run.
+    let short = tern::RunOptions::new().unwrap().deadline(whole / 10).unwrap();
+    let t1 = Instant::now();
+    let err = session.run_with(&short, &[("x", &x)], &out).unwrap_err();
+    assert_eq!(err.status, Status::DeadlineExceeded, "{}", err);
+    let took = t1.elapsed();
+    assert!(took < whole / 10 + Duration::from_secs(1), "{:?}", took);
+    eprintln!("ppocr_det run {:?}; cancel to return {:?}; a {:?} deadline returned after {:?}", whole, latency, whole / 10, took);
+
+    // The session computes the same as before.
+    let again = session.run(&[("x", &x)], &out).unwrap();
+    assert_eq!(first[0].as_bytes(), again[0].as_bytes());
 }

@@ -32,6 +32,14 @@ public final class Session implements AutoCloseable {
   /** Feeds the named inputs (borrowed for the call) and returns the named outputs, in the order
    * asked; the caller closes them. */
   public List<Tensor> run(Map<String, Tensor> inputs, List<String> outputs) {
+    return run(null, inputs, outputs);
+  }
+
+  /** {@link #run} with run options (null: defaults): a deadline, and a {@link RunOptions#cancel}
+   * another thread may call; a stopped run throws a {@link TernException} with
+   * {@link Status#CANCELLED} or {@link Status#DEADLINE_EXCEEDED}, and the session stays usable.
+   * The options must stay open until the run returns. */
+  public List<Tensor> run(RunOptions options, Map<String, Tensor> inputs, List<String> outputs) {
     String[] names = new String[inputs.size()];
     Pointer[] tensors = new Pointer[inputs.size()];
     int i = 0;
@@ -42,7 +50,7 @@ public final class Session implements AutoCloseable {
     }
     String[] outNames = outputs.toArray(new String[0]);
     Pointer[] results = new Pointer[outNames.length];
-    Tern.check(Tern.lib().tern_session_run(handle(), null, names, tensors,
+    Tern.check(Tern.lib().tern_session_run(handle(), RunOptions.handleOf(options), names, tensors,
         new TernLibrary.SizeT(names.length), outNames, new TernLibrary.SizeT(outNames.length),
         results));
     List<Tensor> out = new ArrayList<>();
@@ -53,6 +61,11 @@ public final class Session implements AutoCloseable {
   /** {@link #run} for models whose inputs or outputs are sequences or optionals: values in,
    * values out (a tensor output as a tensor value); the caller closes them. */
   public List<Value> runValues(Map<String, Value> inputs, List<String> outputs) {
+    return runValues(null, inputs, outputs);
+  }
+
+  /** {@link #runValues} with run options (null: defaults), as {@link #run(RunOptions, Map, List)}. */
+  public List<Value> runValues(RunOptions options, Map<String, Value> inputs, List<String> outputs) {
     String[] names = new String[inputs.size()];
     Pointer[] values = new Pointer[inputs.size()];
     int i = 0;
@@ -63,7 +76,7 @@ public final class Session implements AutoCloseable {
     }
     String[] outNames = outputs.toArray(new String[0]);
     Pointer[] results = new Pointer[outNames.length];
-    Tern.check(Tern.lib().tern_session_run_values(handle(), null, names, values,
+    Tern.check(Tern.lib().tern_session_run_values(handle(), RunOptions.handleOf(options), names, values,
         new TernLibrary.SizeT(names.length), outNames, new TernLibrary.SizeT(outNames.length),
         results));
     List<Value> out = new ArrayList<>();

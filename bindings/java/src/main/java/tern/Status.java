@@ -9,6 +9,10 @@ public enum Status {
   OUT_OF_MEMORY(5),
   IO(6),
   INTERNAL(7),
+  /** The run's {@link RunOptions} were cancelled. */
+  CANCELLED(8),
+  /** The run passed its {@link RunOptions#deadline}. */
+  DEADLINE_EXCEEDED(9),
   /** A code this version of the binding does not know. */
   UNKNOWN(-1);
 

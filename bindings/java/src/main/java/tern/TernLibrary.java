@@ -59,6 +59,11 @@ public interface TernLibrary extends Library {
   int tern_session_options_set_num_interop_threads(Pointer o, int n);
   int tern_session_options_set_max_memory_bytes(Pointer o, long bytes);
   int tern_session_options_set_flag(Pointer o, String name, String value);
+  int tern_run_options_create(PointerByReference out);
+  void tern_run_options_destroy(Pointer r);
+  int tern_run_options_set_deadline_ms(Pointer r, long ms);
+  int tern_run_options_cancel(Pointer r);
+  int tern_run_options_clear_cancel(Pointer r);
   int tern_session_create(Pointer m, Pointer options, PointerByReference out);
   int tern_session_run(Pointer s, Pointer runOptions, String[] inputNames, Pointer[] inputs,
       SizeT nInputs, String[] outputNames, SizeT nOutputs, Pointer[] outputs);

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -284,6 +285,80 @@ public final class TernTest {
           check(err.ternMessage().contains("holds nothing"), err.toString());
         }
         for (Value v : out) v.close();
+      }
+    });
+
+    test("cancel and deadline: stopped runs throw their status, the session goes on", () -> {
+      try (RunOptions bad = new RunOptions()) {
+        try {
+          bad.deadline(Duration.ofMillis(-5));
+          check(false, "a negative deadline was accepted");
+        } catch (TernException e) {
+          check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+        }
+      }
+      String path = sharedModel("ppocr_det");
+      long[] shape = {1, 3, 640, 640};
+      List<String> out = List.of("sigmoid_0.tmp_0");
+      try (Model model = Model.load(path);
+           SessionOptions o = new SessionOptions().numThreads(1);
+           Session session = new Session(model, o);
+           Tensor x = Tensor.fromFloats(shape, pattern(3 * 640 * 640));
+           RunOptions r = new RunOptions()) {
+        Map<String, Tensor> in = Map.of("x", x);
+        long t0 = System.nanoTime();
+        List<Tensor> first = session.run(in, out);
+        long whole = System.nanoTime() - t0;
+        // Cancelled before the run: at once, sticky until clearCancel.
+        r.cancel();
+        try {
+          session.run(r, in, out);
+          check(false, "a cancelled run succeeded");
+        } catch (TernException e) {
+          check(e.status() == Status.CANCELLED, e.toString());
+        }
+        r.clearCancel();
+        for (Tensor t : session.run(r, in, out)) t.close();
+        // Cancelled from another thread during the run.
+        long[] cancelledAt = new long[1];
+        Thread canceller = new Thread(() -> {
+          try {
+            Thread.sleep(whole / 4_000_000);
+          } catch (InterruptedException e) {
+            return;
+          }
+          cancelledAt[0] = System.nanoTime();
+          r.cancel();
+        });
+        canceller.start();
+        long returned = 0;
+        try {
+          session.run(r, in, out);
+          check(false, "the run was not cancelled");
+        } catch (TernException e) {
+          returned = System.nanoTime();
+          check(e.status() == Status.CANCELLED, e.toString());
+        }
+        canceller.join();
+        double latencyMs = (returned - cancelledAt[0]) / 1e6;
+        check(latencyMs < 1000, "cancel to return " + latencyMs + " ms");
+        // A deadline far shorter than the run.
+        try (RunOptions shortRun = new RunOptions().deadline(Duration.ofNanos(whole / 10))) {
+          long t1 = System.nanoTime();
+          try {
+            session.run(shortRun, in, out);
+            check(false, "the deadline did not stop the run");
+          } catch (TernException e) {
+            check(e.status() == Status.DEADLINE_EXCEEDED, e.toString());
+          }
+          System.out.printf("  ppocr_det run %.1f ms; cancel to return %.2f ms; a %.1f ms deadline"
+              + " returned after %.1f ms%n", whole / 1e6, latencyMs, whole / 1e7,
+              (System.nanoTime() - t1) / 1e6);
+        }
+        List<Tensor> again = session.run(in, out);
+        check(Arrays.equals(first.get(0).bytes(), again.get(0).bytes()), "outputs changed");
+        for (Tensor t : first) t.close();
+        for (Tensor t : again) t.close();
       }
     });
 
