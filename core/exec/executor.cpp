@@ -5,6 +5,7 @@
 #include <deque>
 #include <set>
 
+#include "core/cpu_set.h"
 #include "core/thread_pool.h"
 #include "core/transfer.h"
 
@@ -120,7 +121,8 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   TERN_RETURN_IF_ERROR(bind_values(plan, graph_, inputs, base, device_base, layout, &tensors));
   const bool det = f.on(FlagId::kDeterministicAlgorithms);
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
-  Status st = concurrent ? execute_concurrent(plan, tensors, base, threads, interop, det)
+  Status st = concurrent ? execute_concurrent(plan, tensors, base, threads, interop, det,
+                                              f[FlagId::kCpuAffinity])
                          : execute_sequential(plan, tensors, base, device_base, threads, det,
                                               f.on(FlagId::kCudaGraphs));
   if (plan.device_backend) {
@@ -300,7 +302,8 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
 }
 
 Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                    int threads, int interop, bool deterministic) const {
+                                    int threads, int interop, bool deterministic,
+                                    int64_t cpu_affinity) const {
   // Dependency-driven: a step starts when the steps it reads from are done. Workers are this
   // thread plus (workers - 1) inter-op pool threads; each node gets an equal share of the
   // intra-op threads, so the run keeps max(intra, inter) cores busy at most.
@@ -360,8 +363,14 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
     std::lock_guard<std::mutex> lock(st.mu);
     st.helpers_left = workers - 1;
   }
+  // The calling thread was pinned by the CPU backend's begin_run; pool threads serve every
+  // session, so they are pinned for this run's work only.
+  const CpuList cpus = cpu_affinity ? interned_cpu_list(cpu_affinity) : CpuList{};
   const int launched = InterOpPool::global().launch(workers - 1, [&] {
-    work();
+    {
+      ScopedThreadAffinity pin(cpus);
+      work();
+    }
     std::lock_guard<std::mutex> lock(st.mu);
     --st.helpers_left;
     st.cv.notify_all();

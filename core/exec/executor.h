@@ -54,8 +54,8 @@ class Executor {
                     const std::vector<int>& wanted, const FlagValues& flags,
                     const Device& output_device, std::vector<Tensor>* outputs) const;
   Status run_dynamic(const Plan& plan, const std::vector<const Tensor*>& inputs,
-                     const std::vector<int>& wanted,
-                     const FlagValues& flags, std::vector<Tensor>* outputs) const;
+                     const std::vector<int>& wanted, const FlagValues& flags,
+                     std::vector<Tensor>* outputs) const;
   // Dynamic runs' kernels, prepared once per node and input signature (core/exec/dynamic.cpp).
   struct DynamicKernel {
     std::shared_ptr<const Kernel> kernel;
@@ -70,8 +70,11 @@ class Executor {
   Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                             uint8_t* device_base, int threads, bool deterministic,
                             bool capture) const;
+  // cpu_affinity: the run's "cpu.affinity" list id; pool threads are pinned to it while they
+  // work for the run.
   Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                            int threads, int interop, bool deterministic) const;
+                            int threads, int interop, bool deterministic,
+                            int64_t cpu_affinity) const;
   Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
                   uint8_t* base, uint8_t* device_base, int layout, const ExecContext& exec) const;
   void record_step(const PlanStep& step, const KernelArgs& args, Profiler::Clock::time_point t0,
