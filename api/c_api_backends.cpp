@@ -7,6 +7,7 @@
 
 #include "api/api_internal.h"
 #include "backends/registry.h"
+#include "core/threading.h"
 #include "serialization/model_io.h"
 
 #ifndef TERN_BUILD_CONFIG
@@ -45,6 +46,11 @@ Status copy_out(const std::string& text, char* buf, size_t len) {
 std::string source_text(FlagId id) {
   Flags& f = Flags::global();
   std::string s = tern::flag_source_name(f.source(id));
+  // A default thread count says what it was derived from.
+  if (f.source(id) == tern::FlagSource::kDefault &&
+      (id == FlagId::kNumThreads || id == FlagId::kNumInteropThreads)) {
+    s += tern::str_cat(": ", tern::default_thread_choice().reason);
+  }
   std::string note = f.env_note(id);
   if (f.source(id) == tern::FlagSource::kEnvironment) return s + " " + note;
   if (!note.empty()) s += " (" + note + ")";

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/cpu_set.h"
 #include "core/threading.h"
 
 namespace tern {
@@ -24,7 +25,7 @@ std::vector<FlagDef> make_defs() {
   using T = FlagType;
   using S = FlagScope;
   using P = PlanEffect;
-  const int64_t cores = physical_core_count();
+  const int64_t cores = default_thread_choice().threads;
   std::vector<FlagDef> d = {
       {FlagId::kNumThreads,
        "num_threads",
@@ -35,7 +36,8 @@ std::vector<FlagDef> make_defs() {
        cores,
        "MKL_NUM_THREADS, OMP_NUM_THREADS",
        "intra-op threads: the threads one node may use (oneDNN and OpenBLAS included); default "
-       "= physical cores",
+       "= physical cores within the process's affinity mask, at most its cgroup CPU quota "
+       "rounded up",
        {},
        1,
        kMaxThreads},
@@ -48,8 +50,8 @@ std::vector<FlagDef> make_defs() {
        cores,
        "TERN_NUM_INTEROP_THREADS",
        "inter-op threads: how many independent nodes of a graph may run at the same time "
-       "(when nodes run single-threaded and the branches carry enough work); default = "
-       "physical cores",
+       "(when nodes run single-threaded and the branches carry enough work); default as "
+       "num_threads",
        {},
        1,
        kMaxThreads},
@@ -196,11 +198,19 @@ std::vector<FlagDef> make_defs() {
        "float32 MatMul/Gemm with constant weights may compute in bfloat16 (inputs rounded to "
        "bf16, products accumulated in float32, float32 out) on CPUs with AVX-512 BF16 or AMX "
        "(oneDNN's bf16 kernels); no effect on other CPUs or under cpu.max_capability=AVX2"},
-      {FlagId::kCpuConvAllowBf16, "cpu.conv.allow_bf16", T::kBool, S::kSession, P::kKernels,
-       "cpu", 0, "TERN_CPU_CONV_ALLOW_BF16",
+      {FlagId::kCpuConvAllowBf16, "cpu.conv.allow_bf16", T::kBool, S::kSession, P::kKernels, "cpu",
+       0, "TERN_CPU_CONV_ALLOW_BF16",
        "float32 Conv (and fused convolutions) with constant weights may compute in bfloat16 "
        "(inputs rounded to bf16, float32 accumulation and output) on CPUs with AVX-512 BF16 or "
        "AMX; no effect on other CPUs or under cpu.max_capability=AVX2"},
+      {FlagId::kCpuAffinity, "cpu.affinity", T::kCpuList, S::kSession, P::kNone, "cpu", 0,
+       "TERN_CPU_AFFINITY",
+       "CPUs (a list like 0-3,8; none = no pinning) the run's intra-op threads are pinned to: "
+       "the calling thread's OpenMP team, for the run (the calling thread gets its own mask back "
+       "after it), and inter-op pool threads while they work for the run. It replaces the "
+       "binding OMP_PROC_BIND/OMP_PLACES gave those threads, each getting the whole list; leave "
+       "it none to keep OpenMP's placement. A num_threads left at its default becomes at most "
+       "the list's physical cores"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId
@@ -274,6 +284,8 @@ const char* flag_type_name(FlagType t) {
       return "int";
     case FlagType::kEnum:
       return "enum";
+    case FlagType::kCpuList:
+      return "cpulist";
   }
   return "?";
 }
@@ -319,6 +331,11 @@ Expected<int64_t> parse_flag_value(const FlagDef& def, std::string_view text) {
       return invalid_argument("flag '", def.name, "' must be one of ", allowed, "; got '",
                               shorten(text), "'");
     }
+    case FlagType::kCpuList: {
+      auto cpus = parse_cpu_list(text, configured_cpu_count());
+      if (!cpus) return cpus.status().with_prefix(str_cat("flag '", def.name, "'"));
+      return intern_cpu_list(*cpus);
+    }
   }
   return internal_error("bad flag type");
 }
@@ -333,6 +350,8 @@ std::string flag_value_text(const FlagDef& def, int64_t value) {
       return value >= 0 && static_cast<size_t>(value) < def.choices.size()
                  ? def.choices[static_cast<size_t>(value)]
                  : "?";
+    case FlagType::kCpuList:
+      return cpu_list_text(interned_cpu_list(value));
   }
   return "?";
 }
@@ -404,9 +423,10 @@ std::string Flags::env_note(FlagId id) const {
 
 Status Flags::set(FlagId id, int64_t value) {
   const FlagDef& d = def(id);
-  bool ok = d.type == FlagType::kBool ? (value == 0 || value == 1)
-            : d.type == FlagType::kInt
-                ? (value >= d.min && value <= d.max)
+  bool ok = d.type == FlagType::kBool  ? (value == 0 || value == 1)
+            : d.type == FlagType::kInt ? (value >= d.min && value <= d.max)
+            : d.type == FlagType::kCpuList
+                ? is_interned_cpu_list(value)
                 : (value >= 0 && static_cast<size_t>(value) < d.choices.size());
   if (!ok) {
     return invalid_argument("flag '", d.name, "': value ", value, " is out of range",
@@ -443,6 +463,14 @@ FlagValues Flags::resolve(const FlagOverrides* session, const FlagOverrides* run
       out.value[i] = run->get(id);
       out.source[i] = FlagSource::kRun;
     }
+  }
+  // Pinned to a CPU list with num_threads left at its default: no more threads than the list's
+  // physical cores (a team larger than its CPUs waits out OpenMP's spinning barriers: 2 threads
+  // on 1 CPU made a 0.02 ms run take 16 ms).
+  const size_t threads = static_cast<size_t>(FlagId::kNumThreads);
+  const int64_t cpus = out.value[static_cast<size_t>(FlagId::kCpuAffinity)];
+  if (cpus != 0 && out.source[threads] == FlagSource::kDefault) {
+    out.value[threads] = std::min<int64_t>(out.value[threads], physical_cores_in_list(cpus));
   }
   return out;
 }

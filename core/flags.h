@@ -4,9 +4,9 @@
 // read and write the same registry.
 //
 // Values are held as int64: bools are 0/1, ints are themselves, enums are the index of their
-// choice. Global values change at any time (atomically); a run reads one consistent FlagValues at
-// its start (global values overlaid with the session's overrides, then the run's), so a change
-// takes effect at the next run boundary.
+// choice, CPU lists the id of the interned list (core/cpu_set.h). Global values change at any time
+// (atomically); a run reads one consistent FlagValues at its start (global values overlaid with the
+// session's overrides, then the run's), so a change takes effect at the next run boundary.
 #pragma once
 
 #include <array>
@@ -49,11 +49,13 @@ enum class FlagId : int {
   kVulkanConvAlgorithm,
   kCpuMatmulAllowBf16,
   kCpuConvAllowBf16,
+  kCpuAffinity,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);
 
-enum class FlagType { kBool, kInt, kEnum };
+// kCpuList values are ids of interned CPU lists (core/cpu_set.h), 0 the empty list.
+enum class FlagType { kBool, kInt, kEnum, kCpuList };
 // Where a value came from, widest to narrowest.
 enum class FlagSource : int { kDefault, kEnvironment, kApi, kSession, kRun };
 // The narrowest level at which a flag may be overridden: kGlobal flags are process-wide only,
@@ -64,7 +66,7 @@ enum class FlagScope : int { kGlobal, kSession, kRun };
 // takes effect at the next run. kNone flags are read while running, or have no effect.
 enum class PlanEffect : int { kNone, kKernels };
 
-const char* flag_type_name(FlagType t);      // "bool" | "int" | "enum"
+const char* flag_type_name(FlagType t);      // "bool" | "int" | "enum" | "cpulist"
 const char* flag_source_name(FlagSource s);  // "default" | "environment" | "api" | ...
 const char* flag_scope_name(FlagScope s);    // "global" | "session" | "run"
 

@@ -1,7 +1,12 @@
 #include "core/threading.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -9,20 +14,80 @@
 
 namespace tern {
 
+namespace {
+
+// The (package, core) of each CPU, or false when the topology cannot be read.
+bool count_cores(const CpuList& cpus, int* count) {
+  std::set<std::pair<int, int>> cores;
+  for (int cpu : cpus) {
+    std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream core(base + "core_id"), pkg(base + "physical_package_id");
+    int c = -1, p = -1;
+    if (!(core >> c) || !(pkg >> p)) return false;
+    cores.insert({p, c});
+  }
+  *count = static_cast<int>(cores.size());
+  return true;
+}
+
+std::string plural(int n, const char* word) {
+  return str_cat(n, " ", word, n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+int physical_cores_in(const CpuList& cpus) {
+  int n = 0;
+  if (!count_cores(cpus, &n)) n = static_cast<int>(cpus.size());
+  return n > 0 ? n : 1;
+}
+
+int physical_cores_in_list(int64_t cpu_list_id) {
+  static std::mutex mu;
+  static std::map<int64_t, int>* cores = new std::map<int64_t, int>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cores->find(cpu_list_id);
+  if (it != cores->end()) return it->second;
+  const int n = physical_cores_in(interned_cpu_list(cpu_list_id));
+  cores->emplace(cpu_list_id, n);
+  return n;
+}
+
 int physical_core_count() {
   static const int count = [] {
-    std::set<std::pair<int, int>> cores;  // (package, core)
     unsigned logical = std::thread::hardware_concurrency();
-    for (unsigned cpu = 0; cpu < logical; ++cpu) {
-      std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-      std::ifstream core(base + "core_id"), pkg(base + "physical_package_id");
-      int c = -1, p = -1;
-      if (!(core >> c) || !(pkg >> p)) return logical ? static_cast<int>(logical) : 1;
-      cores.insert({p, c});
-    }
-    return cores.empty() ? 1 : static_cast<int>(cores.size());
+    CpuList all;
+    for (unsigned cpu = 0; cpu < logical; ++cpu) all.push_back(static_cast<int>(cpu));
+    return physical_cores_in(all);
   }();
   return count;
+}
+
+ThreadDefault choose_default_threads(const CpuList& affinity, int physical_cores,
+                                     const CgroupCpuQuota& quota) {
+  ThreadDefault d;
+  d.threads = physical_cores > 0 ? physical_cores : 1;
+  d.reason = str_cat("affinity mask ", plural(static_cast<int>(affinity.size()), "CPU"), " (",
+                     cpu_list_text(affinity), "), ", plural(d.threads, "physical core"));
+  if (quota.cpus > 0) {
+    const int rounded = std::max(1, static_cast<int>(std::ceil(quota.cpus - 1e-9)));
+    char cpus[32];
+    std::snprintf(cpus, sizeof cpus, "%g", quota.cpus);
+    d.reason +=
+        str_cat("; cgroup quota ", cpus, " CPUs (", quota.file, "), rounded up to ", rounded);
+    d.threads = std::min(d.threads, rounded);
+  } else {
+    d.reason += "; no cgroup CPU quota";
+  }
+  return d;
+}
+
+const ThreadDefault& default_thread_choice() {
+  static const ThreadDefault d = [] {
+    const CpuList mask = process_cpu_affinity();
+    return choose_default_threads(mask, physical_cores_in(mask), process_cgroup_cpu_quota());
+  }();
+  return d;
 }
 
 static int env_threads(const char* name) {
@@ -36,7 +101,7 @@ static int env_threads(const char* name) {
 int default_num_threads() {
   if (int n = env_threads("MKL_NUM_THREADS")) return n;
   if (int n = env_threads("OMP_NUM_THREADS")) return n;
-  return physical_core_count();
+  return default_thread_choice().threads;
 }
 
 }  // namespace tern

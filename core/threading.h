@@ -1,11 +1,39 @@
-// Process-wide thread defaults.
+// Process-wide thread defaults: how many intra-op (and inter-op) threads Tern uses when nothing
+// sets them, from the CPUs this process may use.
 #pragma once
+
+#include <string>
+
+#include "core/cgroup_cpu.h"
+#include "core/cpu_set.h"
 
 namespace tern {
 
 // Physical cores of this machine (logical CPUs when the topology cannot be read).
 int physical_core_count();
-// Intra-op default: MKL_NUM_THREADS, else OMP_NUM_THREADS, else the physical core count.
+// Physical cores among `cpus` (hyper-threads of one core count once): sysfs topology, else the
+// number of CPUs.
+int physical_cores_in(const CpuList& cpus);
+
+// physical_cores_in for an interned CPU list (a "cpu.affinity" value), kept per list: runs ask at
+// each start.
+int physical_cores_in_list(int64_t cpu_list_id);
+
+// The default thread count and why.
+struct ThreadDefault {
+  int threads = 1;
+  // "affinity mask 1 CPU (0), 1 physical core; no cgroup CPU quota"
+  std::string reason;
+};
+// min(physical cores within the affinity mask, ceil(cgroup CPU quota)), at least 1. The quota is
+// rounded up: 1.5 CPUs' worth of time spread over 2 threads keeps the whole quota usable, where 1
+// thread would leave half a CPU idle (Go's and the JVM's container defaults round up too).
+ThreadDefault choose_default_threads(const CpuList& affinity, int physical_cores,
+                                     const CgroupCpuQuota& quota);
+// choose_default_threads for this process (sched_getaffinity, sysfs, /proc/self/cgroup), computed
+// once, at first use, like PyTorch's defaults.
+const ThreadDefault& default_thread_choice();
+// Intra-op default: MKL_NUM_THREADS, else OMP_NUM_THREADS, else default_thread_choice().
 int default_num_threads();
 
 }  // namespace tern

@@ -509,19 +509,38 @@ typedef enum {
  * independent nodes of a graph at the same time, one thread each, and only when num_threads is 1
  * and the independent branches carry enough work to repay handing nodes between threads (the
  * plan's cost estimate); otherwise nodes run one after another, each with all intra-op threads.
- * So a run keeps at most max(intra, inter) cores busy.
- * Defaults: the number of physical cores. Precedence for num_threads: tern_set_num_threads >
+ * So a run keeps at most max(intra, inter) cores busy. Each application thread that calls
+ * tern_session_run gets its own OpenMP team of num_threads: N calling threads keep up to
+ * N x num_threads threads busy.
+ * Defaults (both): the physical cores among the CPUs this process may use (its sched_getaffinity
+ * mask, or under OMP_PROC_BIND the CPUs of all OpenMP places), at most the process's cgroup CPU
+ * quota rounded up (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us, over its cgroup
+ * and the ancestors: 1.5 CPUs give 2), at least 1; computed once, at first use. tern_parallel_info
+ * says what the default came from. Precedence for num_threads: tern_set_num_threads >
  * MKL_NUM_THREADS > OMP_NUM_THREADS > default; for inter-op: tern_set_num_interop_threads >
  * TERN_NUM_INTEROP_THREADS > default. Both may change at any time (unlike PyTorch's once-only
  * inter-op setting) and take effect at the next run of every session that does not override
  * them. n must be 1..4096 (else TERN_ERR_INVALID_ARGUMENT). Idle threads sleep: OpenMP's spin
- * for a bounded time, the inter-op pool's block on a condition variable at once. */
+ * for a bounded time, the inter-op pool's block on a condition variable at once.
+ * Placement: the "cpu.affinity" flag (a CPU list like "0-3,8"; "none", the default, pins nothing;
+ * env TERN_CPU_AFFINITY; per session through tern_session_options_set_flag) pins a run's threads:
+ * the calling thread and its OpenMP team for the run (the calling thread gets its own mask back
+ * when the run returns; the team's workers keep the list until a run on that thread without
+ * one gives them back their own), and inter-op pool threads while they work for the run. Every
+ * thread gets the whole list. It replaces, for those threads, the binding OMP_PROC_BIND /
+ * OMP_PLACES gave them; leave it "none" to keep OpenMP's placement. A num_threads left at its
+ * default becomes at most the list's physical cores (one set by the API, the environment or the
+ * session is kept). A malformed list ("0-", "3-1", "a") or one naming CPUs the machine does not have
+ * is TERN_ERR_INVALID_ARGUMENT; CPUs the kernel refuses at run time (outside the process's
+ * cpuset) leave the masks unchanged, and tern_parallel_info reports it. */
 TERN_API tern_status tern_set_num_threads(int n);
 TERN_API int tern_get_num_threads(void);
 TERN_API tern_status tern_set_num_interop_threads(int n);
 TERN_API int tern_get_num_interop_threads(void);
-/* Like PyTorch's torch.__config__.parallel_info(): thread counts and where each came from, what
- * oneDNN and OpenBLAS were given, the OpenMP runtime and the environment variables. */
+/* Like PyTorch's torch.__config__.parallel_info(): thread counts and where each came from (for a
+ * default, the affinity mask, physical cores and cgroup quota it was derived from), cpu.affinity
+ * and the latest pinning, what oneDNN and OpenBLAS were given, the OpenMP runtime and the
+ * environment variables. */
 TERN_API const char* tern_parallel_info(void);
 
 /* ---- Build and machine queries --------------------------------------------------------------- */
@@ -669,8 +688,9 @@ TERN_API int tern_are_deterministic_algorithms_enabled(void);
 /* The generic view of the one flags registry behind every function above. Names are PyTorch's
  * dotted paths without "torch.backends." ("cudnn.benchmark", "num_threads", ...); `tern info
  * --flags` lists them. Values are text: bools "true"/"false" (1/0, on/off accepted), ints in
- * decimal, enums by name (case-insensitive).
- * tern_flag_info: i < tern_flag_count(); type is "bool" | "int" | "enum"; strings are static.
+ * decimal, enums by name (case-insensitive), CPU lists as "0-3,8".
+ * tern_flag_info: i < tern_flag_count(); type is "bool" | "int" | "enum" | "cpulist" (a CPU list
+ *   like "0-3,8", "none" when empty); strings are static.
  * tern_flag_get: the current global value; TERN_ERR_INVALID_ARGUMENT for an unknown name or
  *   when len is too small (the message gives the size needed).
  * tern_flag_set: checks and sets the global value (takes effect at the next run); an invalid

@@ -29,7 +29,7 @@ struct FlagRestore {
     for (size_t i = 0; i < tern_flag_count(); ++i) {
       const char *name, *type, *doc;
       REQUIRE(tern_flag_info(i, &name, &type, &doc) == TERN_OK);
-      char buf[64];
+      char buf[512];
       REQUIRE(tern_flag_get(name, buf, sizeof buf) == TERN_OK);
       saved.emplace_back(name, buf);
     }
@@ -40,7 +40,7 @@ struct FlagRestore {
 };
 
 inline std::string flag(const char* name) {
-  char buf[64] = {};
+  char buf[512] = {};
   REQUIRE(tern_flag_get(name, buf, sizeof buf) == TERN_OK);
   return buf;
 }

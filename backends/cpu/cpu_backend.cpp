@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "backends/cpu/cpu_affinity.h"
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/widened_kernel.h"
@@ -239,12 +240,14 @@ void CpuBackend::set_num_threads(int n) {
 
 void CpuBackend::begin_run(const FlagValues& flags) {
   g_last_run_threads.store(static_cast<int>(flags[FlagId::kNumThreads]));
+  begin_run_affinity(flags);
 #if defined(TERN_HAVE_ONEDNN)
   apply_verbose(flags[FlagId::kOnednnVerbose]);
 #endif
 }
 
 void CpuBackend::end_run(const FlagValues& flags) {
+  end_run_affinity();
 #if defined(TERN_HAVE_ONEDNN)
   // A run-scoped verbose level lasts for that run only.
   if (flags.source[static_cast<size_t>(FlagId::kOnednnVerbose)] == FlagSource::kRun) {

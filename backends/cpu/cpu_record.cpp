@@ -3,6 +3,7 @@
 // tern_parallel_info's text.
 #include <thread>
 
+#include "backends/cpu/cpu_affinity.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
@@ -70,7 +71,15 @@ std::string CpuRecord::threads_report(int intra, const std::string& intra_source
                   "]\n");
   text += str_cat("  inter-op threads (tern_get_num_interop_threads): ", interop,
                   "  [source: ", interop_source, "]\n");
-  text += "  precedence: API > MKL_NUM_THREADS > OMP_NUM_THREADS > default (physical cores)\n";
+  text +=
+      "  precedence: API > MKL_NUM_THREADS > OMP_NUM_THREADS > default (physical cores within the "
+      "affinity mask, at most the cgroup CPU quota rounded up)\n";
+  const ThreadDefault& d = default_thread_choice();
+  text += str_cat("  default threads: ", d.threads, " (", d.reason, ")\n");
+  const Flags& flags = Flags::global();
+  text += str_cat("  cpu.affinity: ", flags.text(FlagId::kCpuAffinity), " [",
+                  flag_source_name(flags.source(FlagId::kCpuAffinity)),
+                  "; sessions may set their own]; ", cpu_affinity_report(), "\n");
   text += str_cat("  latest run's intra-op threads: ",
                   r.last_run_threads ? std::to_string(r.last_run_threads) : "no run yet", "\n");
 #if defined(TERN_HAVE_OPENMP)
@@ -100,10 +109,12 @@ std::string CpuRecord::threads_report(int intra, const std::string& intra_source
   text += str_cat("  inter-op pool threads started: ", InterOpPool::global().size(),
                   " (idle ones block on a condition variable)\n");
   text += str_cat("  std::thread::hardware_concurrency(): ", std::thread::hardware_concurrency(),
-                  "; physical cores: ", physical_core_count(), "\n");
+                  "; physical cores: ", physical_core_count(),
+                  "; this process's affinity mask: ", cpu_list_text(process_cpu_affinity()), "\n");
   text += "  Environment variables:\n";
-  for (const char* v : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "TERN_NUM_INTEROP_THREADS",
-                        "OPENBLAS_NUM_THREADS", "TERN_CPU_CAPABILITY"}) {
+  for (const char* v :
+       {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "TERN_NUM_INTEROP_THREADS", "OPENBLAS_NUM_THREADS",
+        "TERN_CPU_CAPABILITY", "TERN_CPU_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES"}) {
     text += str_cat("    ", v, ": ", env_text(v), "\n");
   }
   return text;

@@ -35,7 +35,7 @@ func readText(f func(*C.char, C.size_t) C.tern_status) (string, error) {
 
 // FlagInfo describes one flag of the registry.
 type FlagInfo struct {
-	Name, Kind, Doc string // Kind: "bool" | "int" | "enum"
+	Name, Kind, Doc string // Kind: "bool" | "int" | "enum" | "cpulist"
 }
 
 // Flags lists every flag.

@@ -5,6 +5,7 @@
 #include <deque>
 #include <set>
 
+#include "core/cpu_set.h"
 #include "core/thread_pool.h"
 #include "core/transfer.h"
 
@@ -125,11 +126,12 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   // A cancelled or late run leaves here like a failed one: the device work already queued is
   // waited for below, the arenas go back to the pools, no output is returned.
-  Status st =
-      concurrent
-          ? execute_concurrent(plan, tensors, base, interop, ExecContext{threads, det, control})
-          : execute_sequential(plan, tensors, base, device_base, ExecContext{threads, det, control},
-                               f.on(FlagId::kCudaGraphs));
+  Status st = concurrent ? execute_concurrent(plan, tensors, base, interop,
+                                              ExecContext{threads, det, control},
+                                              f[FlagId::kCpuAffinity])
+                         : execute_sequential(plan, tensors, base, device_base,
+                                              ExecContext{threads, det, control},
+                                              f.on(FlagId::kCudaGraphs));
   if (plan.device_backend) {
     // The device arena goes back to the pool (and host buffers read by queued copies may go
     // away) only once the device is done with them.
@@ -314,7 +316,8 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
 }
 
 Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                                    int interop, const ExecContext& run_exec) const {
+                                    int interop, const ExecContext& run_exec,
+                                    int64_t cpu_affinity) const {
   const int threads = run_exec.num_threads;
   // Dependency-driven: a step starts when the steps it reads from are done. Workers are this
   // thread plus (workers - 1) inter-op pool threads; each node gets an equal share of the
@@ -377,8 +380,14 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
     std::lock_guard<std::mutex> lock(st.mu);
     st.helpers_left = workers - 1;
   }
+  // The calling thread was pinned by the CPU backend's begin_run; pool threads serve every
+  // session, so they are pinned for this run's work only.
+  const CpuList cpus = cpu_affinity ? interned_cpu_list(cpu_affinity) : CpuList{};
   const int launched = InterOpPool::global().launch(workers - 1, [&] {
-    work();
+    {
+      ScopedThreadAffinity pin(cpus);
+      work();
+    }
     std::lock_guard<std::mutex> lock(st.mu);
     --st.helpers_left;
     st.cv.notify_all();

@@ -72,8 +72,10 @@ class Executor {
   static constexpr size_t kMaxDynamicKernels = 4096;
   Status execute_sequential(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
                             uint8_t* device_base, const ExecContext& exec, bool capture) const;
+  // cpu_affinity: the run's "cpu.affinity" list id; pool threads are pinned to it while they
+  // work for the run.
   Status execute_concurrent(const Plan& plan, std::vector<Tensor>& tensors, uint8_t* base,
-                            int interop, const ExecContext& exec) const;
+                            int interop, const ExecContext& exec, int64_t cpu_affinity) const;
   Status run_step(const Plan& plan, const PlanStep& step, std::vector<Tensor>& tensors,
                   uint8_t* base, uint8_t* device_base, int layout, const ExecContext& exec) const;
   void record_step(const PlanStep& step, const KernelArgs& args, Profiler::Clock::time_point t0,

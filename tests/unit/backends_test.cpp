@@ -26,7 +26,7 @@ TEST_SUITE("backends") {
       REQUIRE(tern_flag_info(i, &name, &type, &doc) == TERN_OK);
       CHECK(std::strlen(doc) > 10);
       CHECK((std::string(type) == "bool" || std::string(type) == "int" ||
-             std::string(type) == "enum"));
+             std::string(type) == "enum" || std::string(type) == "cpulist"));
       const char *source, *scope, *def, *env;
       REQUIRE(tern_flag_describe(name, &source, &scope, &def, &env) == TERN_OK);
       CHECK(std::string(source) != "");
@@ -178,7 +178,7 @@ TEST_SUITE("backends") {
     CHECK(row("OMP_NUM_THREADS=5", "num_threads")[1] == "5");
     CHECK(row("MKL_NUM_THREADS=bad OMP_NUM_THREADS=4", "num_threads")[1] == "4");
     v = row("env -u MKL_NUM_THREADS -u OMP_NUM_THREADS", "num_threads");
-    CHECK(v[1] == std::to_string(tern::physical_core_count()));
+    CHECK(v[1] == std::to_string(tern::default_thread_choice().threads));
     CHECK(v[2] == "default");
     CHECK(row("TERN_NUM_INTEROP_THREADS=3", "num_interop_threads")[1] == "3");
     CHECK(row("TERN_BLAS_PREFER_CUBLASLT=1", "cuda.preferred_blas_library")[1] == "CUBLASLT");

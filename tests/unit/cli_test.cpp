@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "graph_builder.h"
 #include "serialization/model_io.h"
@@ -156,6 +158,91 @@ TEST_SUITE("cli") {
     CHECK(run_cli("bench " + model + " --runs 1 --no-kernel-report").output.find("kernels:") ==
           std::string::npos);
     std::filesystem::remove(model);
+  }
+
+  TEST_CASE("tern bench sweeps threads x inter-op x concurrency: one row per combination") {
+    const std::string model =
+        std::string(TERN_SOURCE_DIR) + "/tests/fuzz/corpus/tern_loader/conv.tern";
+    const std::string sweep = "bench " + model +
+                              " --threads 1,2 --interop 1 --concurrency 1,3 --runs 2 --warmup 1"
+                              " --no-progress --format ";
+    auto lines = [](const std::string& text) {
+      std::vector<std::string> out;
+      std::istringstream in(text);
+      for (std::string l; std::getline(in, l);) out.push_back(l);
+      return out;
+    };
+    auto split = [](const std::string& line) {
+      std::vector<std::string> cols;
+      std::istringstream in(line);
+      for (std::string c; std::getline(in, c, ',');) cols.push_back(c);
+      return cols;
+    };
+    Result csv = run_cli(sweep + "csv");
+    INFO(csv.output);
+    REQUIRE(csv.code == 0);
+    const std::vector<std::string> rows = lines(csv.output);
+    REQUIRE(rows.size() == 5);  // header + 2 thread counts x 1 x 2 concurrencies
+    CHECK(rows[0] ==
+          "threads,interop,concurrency,runs,p50_ms,p90_ms,throughput_per_s,busy_cores,"
+          "peak_rss_bytes");
+    const int want[4][4] = {{1, 1, 1, 2}, {1, 1, 3, 6}, {2, 1, 1, 2}, {2, 1, 3, 6}};
+    for (size_t r = 1; r < rows.size(); ++r) {
+      const std::vector<std::string> c = split(rows[r]);
+      REQUIRE(c.size() == 9);
+      for (size_t k = 0; k < 4; ++k) CHECK(std::stoi(c[k]) == want[r - 1][k]);
+      CHECK(std::stod(c[4]) > 0);                 // p50
+      CHECK(std::stod(c[5]) >= std::stod(c[4]));  // p90 >= p50
+      CHECK(std::stod(c[6]) > 0);                 // throughput
+      CHECK(std::stod(c[7]) > 0);                 // busy cores
+      CHECK(std::stoull(c[8]) > 1024 * 1024);     // peak RSS
+    }
+    Result json = run_cli(sweep + "json");
+    INFO(json.output);
+    REQUIRE(json.code == 0);
+    size_t objects = 0;
+    for (const std::string& l : lines(json.output)) {
+      if (l.rfind("{\"threads\":", 0) != 0) continue;
+      ++objects;
+      for (const char* key :
+           {"\"interop\":", "\"concurrency\":", "\"runs\":", "\"p50_ms\":", "\"p90_ms\":",
+            "\"throughput_per_s\":", "\"busy_cores\":", "\"peak_rss_bytes\":"}) {
+        CHECK(l.find(key) != std::string::npos);
+      }
+    }
+    CHECK(objects == 4);
+    CHECK(json.output.find("\"rows\":[") != std::string::npos);
+    // --json on a sweep is --format json; markdown is the default table.
+    CHECK(run_cli("bench " + model + " --threads 1,2 --runs 1 --warmup 0 --json --no-progress")
+              .output.find("\"rows\":[") != std::string::npos);
+    Result md = run_cli("bench " + model + " --concurrency 2 --runs 1 --warmup 0 --no-progress");
+    INFO(md.output);
+    CHECK(md.output.find("| threads | interop | concurrency |") != std::string::npos);
+    size_t table_rows = 0;
+    for (const std::string& l : lines(md.output)) table_rows += l.rfind("| ", 0) == 0;
+    CHECK(table_rows == 2);  // header + one combination
+    // Single values keep the one-combination report.
+    Result one = run_cli("bench " + model + " --threads 1 --runs 2 --warmup 0 --no-progress");
+    CHECK(one.output.find("latency: min ") != std::string::npos);
+    // Bad lists are refused.
+    CHECK(run_cli("bench " + model + " --threads 1,,2").code == 2);
+    CHECK(run_cli("bench " + model + " --concurrency 0").code == 2);
+    CHECK(run_cli("bench " + model + " --format xml").code == 2);
+  }
+
+  TEST_CASE("--cpus pins runs to a CPU list; bad lists are refused by name") {
+    const std::string model =
+        std::string(TERN_SOURCE_DIR) + "/tests/fuzz/corpus/tern_loader/conv.tern";
+    Result ok = run_cli("run " + model + " --runs 1 --cpus 0");
+    INFO(ok.output);
+    CHECK(ok.code == 0);
+    for (const char* bad : {"0-", "a", "3-1", "100000"}) {
+      Result r = run_cli("bench " + model + " --runs 1 --cpus " + bad);
+      INFO(r.output);
+      CHECK(r.code == 1);
+      CHECK(r.output.find("--cpus failed: TERN_ERR_INVALID_ARGUMENT: flag 'cpu.affinity': CPU "
+                          "list") != std::string::npos);
+    }
   }
 
   TEST_CASE("bad command lines exit non-zero with a message") {

@@ -1,7 +1,8 @@
 // `tern bench MODEL`: session creation time, then warm-up runs and timed runs; prints latency
 // percentiles, throughput, planned memory and peak RSS, and the share of node time in reference
 // kernels per op type (from a profile: --profile's, else a second, profiled session's three
-// runs), or one JSON object with --json.
+// runs), or one JSON object with --json. Lists of thread counts, inter-op counts or application
+// threads make a sweep (bench_sweep.h).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "c_api.h"
+#include "tools/tern/bench_sweep.h"
 #include "tools/tern/cli_util.h"
 #include "tools/tern/commands.h"
 
@@ -133,8 +135,32 @@ int cmd_bench(const std::vector<std::string>& args) {
   RunSetup setup;
   int runs = 50, warmup = 5;
   bool json = false, bar = isatty(2) != 0, kernel_report = true;
+  SweepOptions sweep;
+  std::string format;  // --format: a table even for one combination
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--threads" || a == "--interop" || a == "--concurrency") {
+      std::vector<int>* list = a == "--threads"   ? &sweep.threads
+                               : a == "--interop" ? &sweep.interop
+                                                  : &sweep.concurrency;
+      const int lo = a == "--concurrency" ? 1 : 0;
+      if (i + 1 >= args.size() ||
+          !parse_int_list(args[++i], lo, a == "--concurrency" ? 4096 : 1 << 30, list)) {
+        std::fprintf(stderr, "tern bench: %s needs a%s integer or a list like 1,2,4\n", a.c_str(),
+                     lo ? " positive" : " non-negative");
+        return 2;
+      }
+      continue;
+    }
+    if (a == "--format") {
+      if (i + 1 >= args.size() ||
+          (args[i + 1] != "md" && args[i + 1] != "csv" && args[i + 1] != "json")) {
+        std::fprintf(stderr, "tern bench: --format needs md, csv or json\n");
+        return 2;
+      }
+      format = args[++i];
+      continue;
+    }
     int handled = parse_setup_option("bench", args, i, &setup);
     if (handled < 0) return 2;
     if (handled) continue;
@@ -163,11 +189,28 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   if (setup.model_path.empty()) {
     std::fprintf(stderr,
-                 "usage: tern bench MODEL [--threads N] [--runs R] [--warmup W] "
-                 "[--input NAME=FILE.npy ...] [--json] [--profile FILE.json] "
+                 "usage: tern bench MODEL [--threads N[,N...]] [--interop N[,N...]] "
+                 "[--concurrency N[,N...]] [--format md|csv|json] [--cpus LIST] [--runs R] "
+                 "[--warmup W] [--input NAME=FILE.npy ...] [--json] [--profile FILE.json] "
                  "[--no-kernel-report]\n");
     return 2;
   }
+  // Several values, application threads or a --format: the sweep's table.
+  const bool single = sweep.threads.size() == 1 && sweep.interop.size() == 1 &&
+                      sweep.concurrency == std::vector<int>{1};
+  if (!single || !format.empty()) {
+    if (!setup.profile_path.empty()) {
+      std::fprintf(stderr, "tern bench: --profile takes one combination, not a sweep\n");
+      return 2;
+    }
+    sweep.runs = runs;
+    sweep.warmup = warmup;
+    sweep.format = !format.empty() ? format : json ? "json" : "md";
+    sweep.progress = bar;
+    return run_sweep(setup, sweep);
+  }
+  setup.threads = sweep.threads[0];
+  setup.interop = sweep.interop[0];
   // Held in an optional so the kernel report can end it first (its lists free their tensors and
   // values only when destroyed, not when assigned over).
   std::optional<Prepared> held(std::in_place);
@@ -200,6 +243,11 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::sort(times.begin(), times.end());
   const double load_ms = p.load_ms + p.create_ms, model_ms = p.load_ms, create_ms = p.create_ms;
   const size_t rss = peak_rss_bytes();  // before the kernel report's session
+  // The count the session's runs used (a default one may be capped by --cpus).
+  char threads_text[32] = "0";
+  (void)tern_session_flag_get(p.session.get(), "num_threads", threads_text, sizeof threads_text,
+                              nullptr);
+  const int threads = std::atoi(threads_text);
   KernelReport kr;
   if (kernel_report) {
     held.reset();  // one session at a time
@@ -207,7 +255,6 @@ int cmd_bench(const std::vector<std::string>& args) {
                                     : read_profile(setup.profile_path);
   }
   const double ref_pct = kr.total_us > 0 ? 100.0 * kr.reference_us / kr.total_us : 0;
-  const int threads = setup.threads ? setup.threads : tern_get_num_threads();
   if (json) {
     std::printf(
         "{\"model\":\"%s\",\"threads\":%d,\"runs\":%d,\"warmup\":%d,\"min_ms\":%.4f,"

@@ -1,9 +1,11 @@
 #include "tools/tern/cli_util.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 #include <sys/resource.h>
+#include <time.h>
 
 namespace tern_cli {
 
@@ -40,6 +42,18 @@ bool parse_int(const std::string& s, int lo, int hi, int* out) {
   if (s.empty() || *end || v < lo || v > hi) return false;
   *out = static_cast<int>(v);
   return true;
+}
+
+bool parse_int_list(const std::string& s, int lo, int hi, std::vector<int>* out) {
+  out->clear();
+  for (size_t at = 0; at <= s.size();) {
+    const size_t comma = std::min(s.find(',', at), s.size());
+    int v = 0;
+    if (!parse_int(s.substr(at, comma - at), lo, hi, &v)) return false;
+    out->push_back(v);
+    at = comma + 1;
+  }
+  return !out->empty();
 }
 
 // Random or zero data for an input, dynamic dims set to 1.
@@ -132,6 +146,10 @@ int parse_setup_option(const char* cmd, const std::vector<std::string>& args, si
       std::fprintf(stderr, "tern %s: %s needs a non-negative integer\n", cmd, a.c_str());
       return -1;
     }
+  } else if (a == "--cpus") {
+    const std::string* v = next();
+    if (!v) return -1;
+    setup->cpus = *v;
   } else if (a == "--zeros") {
     setup->zeros = true;
   } else {
@@ -157,6 +175,10 @@ int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
     return fail("--threads", s);
   if ((s = tern_session_options_set_num_interop_threads(opts, setup.interop)) != TERN_OK)
     return fail("--interop", s);
+  if (!setup.cpus.empty() &&
+      (s = tern_session_options_set_flag(opts, "cpu.affinity", setup.cpus.c_str())) != TERN_OK) {
+    return fail("--cpus", s);
+  }
   for (const auto& f : setup.session_flags) {
     if ((s = tern_session_options_set_flag(opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
       return fail("--flag", s);
@@ -166,14 +188,7 @@ int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
       (s = tern_session_options_enable_profiling(opts, setup.profile_path.c_str())) != TERN_OK) {
     return fail("--profile", s);
   }
-  tern_run_options* run_opts = nullptr;
-  if ((s = tern_run_options_create(&run_opts)) != TERN_OK) return fail("run options", s);
-  p->run_options.reset(run_opts);
-  for (const auto& f : setup.run_flags) {
-    if ((s = tern_run_options_set_flag(run_opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
-      return fail("--run-flag", s);
-    }
-  }
+  if (int rc = make_run_options(setup, &p->run_options)) return rc;
   t0 = Clock::now();
   tern_session* session = nullptr;
   if ((s = tern_session_create(p->model.p, opts, &session)) != TERN_OK) {
@@ -303,6 +318,32 @@ int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
     p->out_names.push_back(tern_model_output_name(p->model.p, j));
   }
   return 0;
+}
+
+int make_run_options(const RunSetup& setup, RunOptionsPtr* out) {
+  tern_run_options* run_opts = nullptr;
+  tern_status s = tern_run_options_create(&run_opts);
+  if (s != TERN_OK) return fail("run options", s);
+  out->reset(run_opts);
+  for (const auto& f : setup.run_flags) {
+    if ((s = tern_run_options_set_flag(run_opts, f.first.c_str(), f.second.c_str())) != TERN_OK) {
+      return fail("--run-flag", s);
+    }
+  }
+  return 0;
+}
+
+bool reset_peak_rss() {
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
 size_t peak_rss_bytes() {

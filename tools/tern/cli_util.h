@@ -47,6 +47,8 @@ std::string io_type_text(tern_value_kind kind, int holds_sequence, tern_dtype dt
 
 std::string shape_text(const int64_t* shape, size_t rank);
 bool parse_int(const std::string& s, int lo, int hi, int* out);
+// "1,2,4": integers in lo..hi separated by commas, at least one.
+bool parse_int_list(const std::string& s, int lo, int hi, std::vector<int>* out);
 
 // Random (or zero) data for input i (for a sequence or optional input, one of its tensors): the
 // given shape, else the declared one with dynamic dims 1.
@@ -62,6 +64,7 @@ struct RunSetup {
   std::map<std::string, std::vector<int64_t>> input_shapes;        // --shape NAME=1x3x8x8
   std::vector<std::pair<std::string, std::string>> session_flags;  // --flag
   std::vector<std::pair<std::string, std::string>> run_flags;      // --run-flag
+  std::string cpus;  // --cpus LIST: the session's "cpu.affinity" ("" when not given)
   int threads = 0, interop = 0, seed = 0;
   bool zeros = false;
 };
@@ -70,11 +73,15 @@ struct RunSetup {
 int parse_setup_option(const char* cmd, const std::vector<std::string>& args, size_t& i,
                        RunSetup* setup);
 
+struct RunOptionsDeleter {
+  void operator()(tern_run_options* r) const { tern_run_options_destroy(r); }
+};
+using RunOptionsPtr = std::unique_ptr<tern_run_options, RunOptionsDeleter>;
+
 struct Prepared {
   ModelPtr model;
   std::unique_ptr<tern_session, void (*)(tern_session*)> session{nullptr, tern_session_destroy};
-  std::unique_ptr<tern_run_options, void (*)(tern_run_options*)> run_options{
-      nullptr, tern_run_options_destroy};
+  RunOptionsPtr run_options;
   std::vector<NpyArray> arrays;  // data the borrowed input tensors point into
   TensorList inputs;             // the tensors the input values hold
   ValueList values;              // by in_names: what runs take (tern_session_run_values)
@@ -84,8 +91,16 @@ struct Prepared {
 // Loads the model, creates the session and run options, and makes the inputs. Returns 0, or the
 // exit code after printing why.
 int prepare(const char* cmd, const RunSetup& setup, Prepared* out);
+// Run options carrying setup's --run-flag values (one per calling thread: they are not
+// synchronised). Returns 0, or the exit code after printing why.
+int make_run_options(const RunSetup& setup, RunOptionsPtr* out);
 
 // Peak resident set size of this process so far, in bytes.
 size_t peak_rss_bytes();
+// Starts a new peak: VmHWM drops to the current RSS (Linux 4.0's /proc/self/clear_refs "5").
+// False where that is not possible (the peak then keeps counting from the process's start).
+bool reset_peak_rss();
+// CPU time of the whole process (all threads) in milliseconds.
+double process_cpu_ms();
 
 }  // namespace tern_cli

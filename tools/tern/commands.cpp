@@ -12,9 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
-#include <time.h>
-
 #include "c_api.h"
 #include "tools/tern/cli_util.h"
 #include "tools/tern/npy.h"
@@ -167,7 +164,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (setup.model_path.empty()) {
     std::fprintf(stderr,
                  "usage: tern run MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x8x8] "
-                 "[--backends LIST] [--threads N] [--runs N] [--timeout MS] [--output-dir DIR]\n");
+                 "[--backends LIST] [--threads N] [--cpus LIST] [--runs N] [--timeout MS]\n"
+                 "                 [--output-dir DIR]\n");
     return 2;
   }
   Prepared prep;
@@ -185,15 +183,10 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<double> times;
   ValueList outputs;
   double cpu_ms = 0, wall_ms = 0;
-  auto cpu_now = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-  };
   for (int r = 0; r < runs + 1; ++r) {
     outputs.reset(out_names.size());
     t0 = Clock::now();
-    double c0 = cpu_now();
+    double c0 = process_cpu_ms();
     s = tern_session_run_values(session, run_opts, in_names.data(), inputs.v.data(),
                                 inputs.v.size(), out_names.data(), out_names.size(),
                                 outputs.v.data());
@@ -205,7 +198,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (s != TERN_OK) return fail("running the model", s);
     times.push_back(ms_since(t0));
     if (r > 0) {
-      cpu_ms += cpu_now() - c0;
+      cpu_ms += process_cpu_ms() - c0;
       wall_ms += times.back();
     }
   }
@@ -269,7 +262,7 @@ int print_flags() {
     const char *name, *type, *doc, *source, *scope, *def, *env;
     if (tern_flag_info(i, &name, &type, &doc) != TERN_OK)
       return fail("flag info", TERN_ERR_INTERNAL);
-    char value[64];
+    char value[512];  // a CPU list may be long
     if (tern_flag_get(name, value, sizeof value) != TERN_OK ||
         tern_flag_describe(name, &source, &scope, &def, &env) != TERN_OK) {
       return fail("reading a flag", TERN_ERR_INTERNAL);

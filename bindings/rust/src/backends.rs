@@ -29,7 +29,7 @@ pub(crate) fn read_flag_buffer(mut call: impl FnMut(*mut c_char, usize) -> sys::
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlagInfo {
     pub name: String,
-    /// "bool" | "int" | "enum"
+    /// "bool" | "int" | "enum" | "cpulist"
     pub kind: String,
     pub doc: String,
 }

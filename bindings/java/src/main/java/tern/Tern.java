@@ -225,7 +225,7 @@ public final class Tern {
     check(lib().tern_flag_set(name, value));
   }
 
-  /** One flag of the registry: name, kind ("bool" | "int" | "enum") and doc line. */
+  /** One flag of the registry: name, kind ("bool" | "int" | "enum" | "cpulist") and doc line. */
   public static final class FlagInfo {
     public final String name, kind, doc;
 
