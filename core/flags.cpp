@@ -211,6 +211,11 @@ std::vector<FlagDef> make_defs() {
        "binding OMP_PROC_BIND/OMP_PLACES gave those threads, each getting the whole list; leave "
        "it none to keep OpenMP's placement. A num_threads left at its default becomes at most "
        "the list's physical cores"},
+      {FlagId::kGraphOptimize, "graph.optimize", T::kBool, S::kSession, P::kKernels, "", 1,
+       "TERN_GRAPH_OPTIMIZE",
+       "the session rewrites the graph (constant folding, fusions such as Conv+BatchNorm+Relu, "
+       "attention, QDQ into int8 ops) before planning; off: it runs the nodes as imported (slower; "
+       "for inspecting intermediate values and for debugging a fusion)"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

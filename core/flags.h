@@ -50,6 +50,7 @@ enum class FlagId : int {
   kCpuMatmulAllowBf16,
   kCpuConvAllowBf16,
   kCpuAffinity,
+  kGraphOptimize,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

@@ -103,8 +103,10 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   s->graph_ = s->model_->graph();  // the session's own copy, which the optimizer rewrites
   const Graph& g = s->graph_;
   TERN_RETURN_IF_ERROR(s->check_ops());
-  TERN_RETURN_IF_ERROR(
-      optimize_graph(s->graph_, s->planning_backends_, s->flags(), &s->optimizer_report_));
+  if (s->flags().on(FlagId::kGraphOptimize)) {
+    TERN_RETURN_IF_ERROR(
+        optimize_graph(s->graph_, s->planning_backends_, s->flags(), &s->optimizer_report_));
+  }
   TERN_RETURN_IF_ERROR(s->check_ops());  // fused nodes have schemas and kernels too
   std::vector<bool> constant(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) constant[v] = g.values[v].constant.has_value();

@@ -38,6 +38,7 @@ Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const Fla
 
 void optimize_plan_graph(PlanGraph& pg, const std::vector<AttentionMatch>& attention,
                          const std::function<bool(const OpContext&)>& runnable) {
+  if (!pg.flags->on(FlagId::kGraphOptimize)) return;  // the graph as imported
   if (pg.flags->on(FlagId::kMhaFastpath)) fuse_attention(pg, attention, runnable);
   fuse_residual_adds(pg);
 }

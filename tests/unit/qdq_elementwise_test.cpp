@@ -472,3 +472,35 @@ TEST_SUITE("cpu_kernels") {
 #endif
   }
 }
+
+TEST_SUITE("optimizer") {
+  TEST_CASE("graph.optimize off: the session runs the nodes as imported, with the same results") {
+    // Q -> DQ -> Add(bias) -> Relu -> Q -> DQ: fused into QLinearAdd when on, six nodes when off.
+    GraphMaker g;
+    g.g.opset = 13;
+    const int x = tern_test::optimizer::image_input(g.g, {3, 8});
+    Tensor s = scalar_f32(0.05f), z = scalar_q(DType::kUInt8, 100);
+    Tensor bias = random_f32({8}, 3, -1, 1);
+    int d = g.node("DequantizeLinear",
+                   {g.node("QuantizeLinear", {x, g.constant("s", s), g.constant("z", z)}),
+                    g.constant("s2", s), g.constant("z2", z)});
+    int r = g.node("Relu", {g.node("Add", {d, g.constant("b", bias)})});
+    const int q = g.node("QuantizeLinear", {r, g.constant("s3", s), g.constant("z3", z)});
+    const int y = g.node("DequantizeLinear", {q, g.constant("s4", s), g.constant("z4", z)});
+    g.g.outputs.push_back(y);
+    Tensor xin = random_f32({3, 8}, 4, -3.0f, 3.0f);
+    std::vector<Tensor> outs[2];
+    for (int on = 0; on < 2; ++on) {
+      SessionConfig cfg;
+      cfg.backends.push_back(backends::get("cpu").value());
+      cfg.overrides.set(FlagId::kGraphOptimize, on);
+      auto session = Session::create(Model::create(g.g, nullptr, "opt").value(), cfg).value();
+      CHECK(session->optimizer_report().qdq_adds_fused == static_cast<size_t>(on));
+      CHECK(count_ops(session->graph(), "QLinearAdd") == static_cast<size_t>(on));
+      REQUIRE(session->run({"x"}, {&xin}, {session->graph().value_name(y)}, &outs[on]).is_ok());
+    }
+    for (int64_t i = 0; i < outs[0][0].numel(); ++i) {
+      CHECK(outs[0][0].data<float>()[i] == outs[1][0].data<float>()[i]);
+    }
+  }
+}

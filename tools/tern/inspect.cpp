@@ -2,8 +2,8 @@
 // inputs and outputs, op histogram, parameters by dtype, approximate FLOPs, opset, producer; one
 // JSON object with --json; a Graphviz graph of the nodes with --dot. Read through the C API's
 // graph introspection (tern_model_node_*, tern_model_value_info); the shapes of intermediate
-// values come from a session's plan (tern_session_value_shape) after one run on zeros, dynamic
-// input dims 1 unless --shape gives them.
+// values come from the plan of a session with graph.optimize off (tern_session_value_shape) after
+// one run on zeros, dynamic input dims 1 unless --shape gives them.
 #include <cstdio>
 #include <map>
 #include <random>
@@ -200,6 +200,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
   std::string shape_note = "shapes from one run on zero inputs";
   {
     setup.zeros = true;
+    // The graph as imported: fusions would take away the values whose shapes are wanted.
+    setup.session_flags.emplace_back("graph.optimize", "false");
     Prepared prep;
     bool ok = false;
     if (prepare("inspect", setup, &prep) == 0) {
