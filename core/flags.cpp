@@ -213,9 +213,10 @@ std::vector<FlagDef> make_defs() {
        "the list's physical cores"},
       {FlagId::kGraphOptimize, "graph.optimize", T::kBool, S::kSession, P::kKernels, "", 1,
        "TERN_GRAPH_OPTIMIZE",
-       "the session rewrites the graph (constant folding, fusions such as Conv+BatchNorm+Relu, "
-       "attention, QDQ into int8 ops) before planning; off: it runs the nodes as imported (slower; "
-       "for inspecting intermediate values and for debugging a fusion)"},
+       "the session rewrites the graph (fusions such as Conv+BatchNorm+Relu, attention, QDQ into "
+       "int8 ops) before planning; off: it runs the nodes as imported, only constants computed "
+       "once (slower; for inspecting intermediate values and for debugging a fusion). Read when "
+       "the session is created"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

@@ -103,9 +103,19 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   s->graph_ = s->model_->graph();  // the session's own copy, which the optimizer rewrites
   const Graph& g = s->graph_;
   TERN_RETURN_IF_ERROR(s->check_ops());
-  if (s->flags().on(FlagId::kGraphOptimize)) {
+  // graph.optimize is decided once, here: the session keeps the value it was made with, so its
+  // plans (whose key holds it) and its graph agree whatever the global value does later.
+  const bool optimize = s->flags().on(FlagId::kGraphOptimize);
+  s->config_.overrides.set(FlagId::kGraphOptimize, optimize ? 1 : 0);
+  if (optimize) {
     TERN_RETURN_IF_ERROR(
         optimize_graph(s->graph_, s->planning_backends_, s->flags(), &s->optimizer_report_));
+  } else {
+    // The nodes as imported; constants are still computed once (no activation goes away), so
+    // a session whose backends lack a constant-only op still plans.
+    TERN_RETURN_IF_ERROR(
+        fold_constants(s->graph_, s->planning_backends_, s->flags(), &s->optimizer_report_));
+    TERN_RETURN_IF_ERROR(remove_dead_nodes(s->graph_, &s->optimizer_report_));
   }
   TERN_RETURN_IF_ERROR(s->check_ops());  // fused nodes have schemas and kernels too
   std::vector<bool> constant(g.values.size());

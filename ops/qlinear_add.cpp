@@ -37,6 +37,7 @@ Status infer_qadd(OpContext& ctx) {
   if (b_float && (ctx.has_input(4) || ctx.has_input(5))) {
     return invalid_model(ctx.where, ": a float32 B takes no scale or zero point");
   }
+  if (!ctx.has_input(1)) return invalid_model(ctx.where, ": A_scale is missing");
   if (!b_float && !ctx.has_input(4)) return invalid_model(ctx.where, ": B_scale is missing");
   if (!ctx.has_input(6) || !ctx.has_input(7)) {
     return invalid_model(ctx.where, ": C_scale and C_zero_point are required");

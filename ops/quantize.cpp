@@ -309,9 +309,10 @@ Status infer_qmm(OpContext& ctx) {
   // FusedQLinearMatMul's bias: int32, one value per column, in units of a_scale * b_scale.
   if (ctx.has_input(8)) {
     if (ctx.inputs[8].dtype != DType::kInt32) return ops::dtype_error(ctx, 8, "int32");
-    if (ctx.inputs[8].shape != Shape{mm.n}) {
-      return invalid_argument("bias '", ctx.input_names[8], "' must be [", mm.n, "], got ",
-                              shape_str(ctx.inputs[8].shape));
+    const Shape& b = ctx.inputs[8].shape;
+    if (b != Shape{mm.n} && b != Shape{1, mm.n}) {
+      return invalid_argument("bias '", ctx.input_names[8], "' must be [", mm.n, "] or [1, ", mm.n,
+                              "], got ", shape_str(b));
     }
   }
   ctx.set_output(0, integer ? DType::kInt32 : ctx.inputs[7].dtype, mm.out);

@@ -32,6 +32,13 @@ bool int8_type(DType t) {
   return t == DType::kInt8 || t == DType::kUInt8;
 }
 
+// Whether a DequantizeLinear writes float32 (its output_dtype absent or float32; a float16 or
+// bfloat16 output would make the float ops after it compute in that type).
+bool float32_output(const Node& dq) {
+  auto out = dq.attrs.get_int("output_dtype", 0);
+  return out && (*out == 0 || *out == static_cast<int64_t>(DType::kFloat32));
+}
+
 // A DequantizeLinear node's inputs when they are a per-tensor (or, with `channels` > 0, one per
 // channel along axis `axis`) constant scale and zero point; x itself may be anything.
 struct Dq {
@@ -47,7 +54,7 @@ std::optional<Dq> dq_of(PatternView& pv, int v, int64_t channels, int64_t axis, 
   const Tensor* zt = z >= 0 ? constant_of(g, z) : nullptr;
   if (!s || s->dtype() != DType::kFloat32 || (z >= 0 && !zt)) return std::nullopt;
   auto block = n->attrs.get_int("block_size", 0);
-  if (!block || *block != 0) return std::nullopt;
+  if (!block || *block != 0 || !float32_output(*n)) return std::nullopt;
   if (s->numel() != 1) {
     auto a = n->attrs.get_int("axis", 1);
     if (!a || channels <= 0 || s->rank() != 1 || s->numel() != channels) return std::nullopt;
@@ -107,8 +114,11 @@ bool same_qparams(const Graph& g, int s1, int z1, int s2, int z2) {
       zb->numel() != 1 || a->dtype() != DType::kFloat32 || b->dtype() != DType::kFloat32) {
     return false;
   }
-  return a->float_at(0) == b->float_at(0) && a->float_at(0) > 0 && za->dtype() == zb->dtype() &&
-         za->int_at(0) == zb->int_at(0);
+  // Quantising the dequantised value gives it back only for a finite scale whose products
+  // with the 8-bit range stay finite.
+  const double scale = a->float_at(0);
+  return scale == b->float_at(0) && scale > 0 && std::isfinite(static_cast<float>(scale * 256)) &&
+         za->dtype() == zb->dtype() && za->int_at(0) == zb->int_at(0);
 }
 
 // The bias `bv` of a Conv or Gemm with m output channels as int32 in units of
@@ -295,7 +305,7 @@ Status fold_qdq_moves(Graph& g, OptimizerReport* report) {
     }
     if (!dq || chain.empty() || dq->inputs.size() < 3) continue;
     auto block = dq->attrs.get_int("block_size", 0);
-    if (!block || *block != 0 ||
+    if (!block || *block != 0 || !float32_output(*dq) ||
         !same_qparams(g, dq->inputs[1], dq->inputs[2], q.inputs[1], q.inputs[2])) {
       continue;
     }

@@ -364,7 +364,8 @@ TEST_SUITE("optimizer") {
   TEST_CASE(
       "QDQ: Gemm by int8 weights (transB, int32 or float bias) becomes (Fused)QLinearMatMul") {
     const int64_t m = 5, k = 24, n = 10;
-    for (int form = 0; form < 3; ++form) {  // int32 bias; float bias; none (transB 0)
+    // int32 bias; float bias; none (transB 0); int32 bias [1, N] of one scale (per-tensor weights)
+    for (int form = 0; form < 4; ++form) {
       CAPTURE(form);
       const bool tb = form != 2;
       GraphMaker g;
@@ -373,12 +374,14 @@ TEST_SUITE("optimizer") {
       Tensor xs = scalar_f32(0.03f), xz = scalar_q(DType::kUInt8, 110), ys = scalar_f32(0.25f),
              yz = scalar_q(DType::kUInt8, 128);
       Tensor w = random_q(DType::kInt8, tb ? Shape{n, k} : Shape{k, n}, 77);
-      Tensor ws = random_f32({n}, 78, 0.002f, 0.01f);
-      Tensor bias32 = Tensor::allocate(DType::kInt32, {n}).value();
-      Tensor bscale = Tensor::allocate(DType::kFloat32, {n}).value();
+      const bool per_tensor = form == 3;
+      Tensor ws = per_tensor ? scalar_f32(0.006f) : random_f32({n}, 78, 0.002f, 0.01f);
+      Tensor bias32 = Tensor::allocate(DType::kInt32, per_tensor ? Shape{1, n} : Shape{n}).value();
+      Tensor bscale =
+          per_tensor ? scalar_f32(0.03f * 0.006f) : Tensor::allocate(DType::kFloat32, {n}).value();
       for (int64_t j = 0; j < n; ++j) {
         bias32.data<int32_t>()[j] = static_cast<int32_t>(j * 37 - 150);
-        bscale.data<float>()[j] = 0.03f * ws.data<float>()[j];
+        if (!per_tensor) bscale.data<float>()[j] = 0.03f * ws.data<float>()[j];
       }
       Tensor biasf = random_f32({n}, 79, -0.5f, 0.5f);
       Attributes wax, gattr;
@@ -391,9 +394,10 @@ TEST_SUITE("optimizer") {
       std::vector<int> ins = {a, wd};
       Attributes bax;
       bax.set("axis", attr_int(0));
-      if (form == 0) {
-        ins.push_back(
-            g.node("DequantizeLinear", {g.constant("b", bias32), g.constant("bs", bscale)}, bax));
+      if (form == 0 || form == 3) {
+        ins.push_back(g.node("DequantizeLinear",
+                             {g.constant("b", bias32), g.constant("bs", bscale)},
+                             per_tensor ? Attributes{} : bax));
       } else if (form == 1) {
         ins.push_back(g.constant("bf", biasf));
       }
@@ -407,12 +411,15 @@ TEST_SUITE("optimizer") {
       CHECK(r.qdq_matmuls_fused == 1);
       CHECK(count_ops(opt, "Gemm") == 0);
       CHECK(count_ops(opt, form == 2 ? "QLinearMatMul" : "FusedQLinearMatMul") == 1);
+      CAPTURE(per_tensor);
 
       Tensor xin = random_f32({m, k}, 80, -3.0f, 3.0f);
       Tensor ta = one("DequantizeLinear", {one("QuantizeLinear", {xin}, {xs, xz})}, {xs, xz});
       Tensor tw = one("DequantizeLinear", {w}, {ws}, wax);
       std::vector<std::optional<Tensor>> gin = {tw};
-      if (form == 0) gin.push_back(one("DequantizeLinear", {bias32}, {bscale}, bax));
+      if (form == 0 || form == 3) {
+        gin.push_back(one("DequantizeLinear", {bias32}, {bscale}, per_tensor ? Attributes{} : bax));
+      }
       if (form == 1) gin.push_back(biasf);
       Tensor t = one("Gemm", {ta}, gin, gattr);
       Tensor want = one("DequantizeLinear", {one("QuantizeLinear", {t}, {ys, yz})}, {ys, yz});

@@ -127,6 +127,9 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
     }
     zero_points = zero_points || bz(j) != 0;
     const int64_t given = fused ? ctx.inputs[8].value->int_at(j) : 0;
+    if (std::abs(given) + k->k_ * 128 * 255 >= (int64_t{1} << 31)) {
+      return unsupported("qgemm matmul: the bias and the sums might not fit int32");
+    }
     k->bias_[static_cast<size_t>(j)] =
         static_cast<int32_t>(static_cast<uint32_t>(a_offset * sum + given));
     if (!linear) continue;  // int32 output: no scale

@@ -31,7 +31,8 @@ class QMatMulViaFloat final : public Kernel {
   size_t workspace_bytes() const override {
     return a_bytes_ + b_bytes_ + y_bytes_ + inner_->workspace_bytes();
   }
-  size_t packed_bytes() const override { return inner_->packed_bytes(); }
+  // The float B (dequantised once) and whatever the inner kernel packs from it.
+  size_t packed_bytes() const override { return inner_->packed_bytes() + b_float_.byte_size(); }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
