@@ -417,8 +417,8 @@ TEST_SUITE("cli") {
     CHECK(missing.output.find("/nonexistent/m.onnx") != std::string::npos);
 
     const std::string cls = model_dir("ppocr_cls") + "/model.onnx";
-    if (!std::filesystem::exists(cls)) {
-      MESSAGE("skipped the ppocr_cls part: " << cls << " is absent");
+    if (!models_unavailable().empty()) {
+      MESSAGE("skipped the ppocr_cls part: " << models_unavailable());
       return;
     }
     // The JSON parses, and its histogram and parameter count are those onnx's own reader finds;
@@ -456,8 +456,8 @@ TEST_SUITE("cli") {
 
   TEST_CASE("tern check: a test data set passes, a corrupted reference fails, errors give 2") {
     const std::string dir = model_dir("ppocr_cls");
-    if (!std::filesystem::exists(dir + "/model.onnx")) {
-      MESSAGE("skipped: " << dir << " is absent");
+    if (!models_unavailable().empty()) {
+      MESSAGE("skipped: " << models_unavailable());
       return;
     }
     Result ok = run_cli("check " + dir + "/model.onnx " + dir + "/test_data_set_0");
