@@ -135,11 +135,14 @@ CpuList thread_cpu_affinity() {
 
 CpuList process_cpu_affinity() {
 #if defined(TERN_HAVE_OPENMP)
-  // With OMP_PROC_BIND set, OpenMP binds the initial thread to its first place before main(): the
-  // process's CPUs are those of all its places.
-  if (omp_get_proc_bind() != omp_proc_bind_false && omp_get_num_places() > 0) {
+  // With OMP_PROC_BIND set, OpenMP binds the initial thread to its first place (before main() in
+  // libgomp, when the runtime starts in LLVM's libomp): the process's CPUs are those of all its
+  // places. The places are asked for first: that starts LLVM's runtime, whose binding policy
+  // reads as false before.
+  const int places = omp_get_num_places();
+  if (places > 0 && omp_get_proc_bind() != omp_proc_bind_false) {
     CpuList all;
-    for (int p = 0; p < omp_get_num_places(); ++p) {
+    for (int p = 0; p < places; ++p) {
       std::vector<int> ids(static_cast<size_t>(std::max(0, omp_get_place_num_procs(p))));
       omp_get_place_proc_ids(p, ids.data());
       all.insert(all.end(), ids.begin(), ids.end());
