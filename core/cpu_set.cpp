@@ -137,8 +137,9 @@ CpuList process_cpu_affinity() {
 #if defined(TERN_HAVE_OPENMP)
   // With OMP_PROC_BIND set, OpenMP binds the initial thread to its first place (before main() in
   // libgomp, when the runtime starts in LLVM's libomp): the process's CPUs are those of all its
-  // places. The places are asked for first: that starts LLVM's runtime, whose binding policy
-  // reads as false before.
+  // places. The places are asked for first: in libomp that starts the runtime, which computes
+  // them. (A process that loads both runtimes, as the clang builds do beside Debian's oneDNN,
+  // gets libomp's places from the mask libgomp already narrowed.)
   const int places = omp_get_num_places();
   if (places > 0 && omp_get_proc_bind() != omp_proc_bind_false) {
     CpuList all;

@@ -243,10 +243,17 @@ TEST_SUITE("backends") {
   TEST_CASE("default threads in child processes: OMP_PROC_BIND, taskset -c 0; TERN_CPU_AFFINITY") {
     // OMP_PROC_BIND binds the initial thread to one place before main(): the default still counts
     // every place's CPUs.
+#if defined(__clang__)
+    // The clang (sanitizer) builds load LLVM's libomp beside the libgomp Debian's oneDNN links:
+    // libgomp's constructor binds the initial thread to one CPU before libomp computes its places
+    // from that narrowed mask, so the places no longer tell the process's CPUs.
+    MESSAGE("skipped the OMP_PROC_BIND part: two OpenMP runtimes in this build");
+#else
     Cli bound =
         run_cli("env -u MKL_NUM_THREADS -u OMP_NUM_THREADS OMP_PROC_BIND=true", "info --flags");
     CHECK(flag_row(bound.out, "num_threads").at(1) ==
           std::to_string(default_thread_choice().threads));
+#endif
     // The environment variable of the affinity flag, and its refusal.
     Cli e = run_cli("TERN_CPU_AFFINITY=0", "info --flags");
     CHECK(flag_row(e.out, "cpu.affinity").at(1) == "0");
