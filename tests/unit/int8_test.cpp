@@ -20,6 +20,7 @@
 #include "graph_builder.h"
 #include "test_util.h"
 #include "unit/optimizer_harness.h"
+#include "unit/quant_graph.h"
 
 using namespace tern;
 using namespace tern_test;
@@ -48,15 +49,6 @@ Tensor reference_output(const std::string& op, const Attributes& at,
 bool onednn_int8_exact() {
   return tern_onednn_is_available() && cpu_features().avx512_vnni &&
          std::string(tern_cpu_get_capability()) == "AVX512";
-}
-
-// Ends g with QuantizeLinear -> DequantizeLinear of value v (scale ys, zero point yz), the
-// graph's output; returns its id.
-int end_with_qdq(GraphMaker& g, int v, const Tensor& ys, const Tensor& yz) {
-  const int q = g.node("QuantizeLinear", {v, g.constant("ys", ys), g.constant("yz", yz)});
-  const int y = g.node("DequantizeLinear", {q, g.constant("ys2", ys), g.constant("yz2", yz)});
-  g.g.outputs.push_back(y);
-  return y;
 }
 
 struct QConvCase {

@@ -16,6 +16,7 @@
 #include "graph_builder.h"
 #include "test_util.h"
 #include "unit/optimizer_harness.h"
+#include "unit/quant_graph.h"
 
 using namespace tern;
 using namespace tern_test;
@@ -40,20 +41,10 @@ Tensor random_q(DType dt, const Shape& shape, uint32_t seed) {
   return t;
 }
 
-Tensor scalar_f32(float v) {
-  Tensor t = Tensor::allocate(DType::kFloat32, {}).value();
-  t.data<float>()[0] = v;
-  return t;
-}
-
-Tensor scalar_q(DType dt, int v) {
-  Tensor t = Tensor::allocate(dt, {}).value();
-  if (dt == DType::kUInt8) {
-    t.data<uint8_t>()[0] = static_cast<uint8_t>(v);
-  } else {
-    t.data<int8_t>()[0] = static_cast<int8_t>(v);
-  }
-  return t;
+// x quantised and dequantised, op by op (what fake_quant computes in a graph).
+Tensor rounded(const Tensor& x, const Tensor& s, const Tensor& z) {
+  const std::vector<std::optional<Tensor>> params = {s, z};
+  return one("DequantizeLinear", {one("QuantizeLinear", {x}, params)}, params);
 }
 
 // Element i of a broadcast operand of shape `s` within an output of shape `out`.
@@ -187,20 +178,14 @@ TEST_SUITE("optimizer") {
              z2 = scalar_q(DType::kUInt8, 100), ys = scalar_f32(0.03f),
              yz = scalar_q(DType::kUInt8, 40);
       Tensor bias = random_f32({6}, 9, -1, 1);
-      int a = g.node("DequantizeLinear",
-                     {g.node("QuantizeLinear", {x, g.constant("s1", s1), g.constant("z1", z1)}),
-                      g.constant("s1b", s1), g.constant("z1b", z1)});
+      int a = fake_quant(g, x, s1, z1);
       int b = form == 2 ? g.constant("bias", bias) : g.node("Relu", {x});
       if (form != 2) {
-        b = g.node("DequantizeLinear",
-                   {g.node("QuantizeLinear", {b, g.constant("s2", s2), g.constant("z2", z2)}),
-                    g.constant("s2b", s2), g.constant("z2b", z2)});
+        b = fake_quant(g, b, s2, z2);
       }
       int sum = g.node("Add", {a, b});
       if (form == 1) sum = g.node("Relu", {sum});
-      const int q = g.node("QuantizeLinear", {sum, g.constant("ys", ys), g.constant("yz", yz)});
-      const int y = g.node("DequantizeLinear", {q, g.constant("ys2", ys), g.constant("yz2", yz)});
-      g.g.outputs.push_back(y);
+      const int y = end_with_qdq(g, sum, ys, yz);
       Graph opt = g.g;
       OptimizerReport r;
       REQUIRE(optimize_graph(opt, &r).is_ok());
@@ -210,15 +195,14 @@ TEST_SUITE("optimizer") {
       CHECK(count_ops(opt, "Relu") == (form == 2 ? 0u : 1u));
 
       Tensor xin = random_f32({2, 8, 5, 6}, 17, -3.0f, 3.0f);
-      Tensor ta = one("DequantizeLinear", {one("QuantizeLinear", {xin}, {s1, z1})}, {s1, z1});
+      Tensor ta = rounded(xin, s1, z1);
       Tensor tb = bias;
       if (form != 2) {
-        tb = one("DequantizeLinear", {one("QuantizeLinear", {one("Relu", {xin}, {})}, {s2, z2})},
-                 {s2, z2});
+        tb = rounded(one("Relu", {xin}, {}), s2, z2);
       }
       Tensor t = one("Add", {ta, tb}, {});
       if (form == 1) t = one("Relu", {t}, {});
-      Tensor want = one("DequantizeLinear", {one("QuantizeLinear", {t}, {ys, yz})}, {ys, yz});
+      Tensor want = rounded(t, ys, yz);
       auto session = tern_test::optimizer::cpu_session(g.g, "qdq_add");
       CHECK(session->optimizer_report().qdq_adds_fused == 1);
       tern_test::optimizer::check_run(*session, xin, y, want, 0.0, 0.0);
@@ -238,14 +222,9 @@ TEST_SUITE("optimizer") {
       for (int i = 0; i < 4; ++i) shape.data<int64_t>()[i] = dims[i];
       Attributes perm;
       perm.set("perm", attr_ints({0, 2, 1, 3}));
-      int d = g.node("DequantizeLinear",
-                     {g.node("QuantizeLinear", {x, g.constant("s", s), g.constant("z", z)}),
-                      g.constant("s2", s), g.constant("z2", z)});
+      int d = fake_quant(g, x, s, z);
       int moved = g.node("Transpose", {g.node("Reshape", {d, g.constant("shape", shape)})}, perm);
-      const int q =
-          g.node("QuantizeLinear", {moved, g.constant("s3", s_other), g.constant("z3", z)});
-      const int y = g.node("DequantizeLinear", {q, g.constant("s4", s_other), g.constant("z4", z)});
-      g.g.outputs.push_back(y);
+      const int y = end_with_qdq(g, moved, s_other, z);
       Graph opt = g.g;
       OptimizerReport r;
       REQUIRE(optimize_graph(opt, &r).is_ok());
@@ -254,10 +233,9 @@ TEST_SUITE("optimizer") {
       CHECK(count_ops(opt, "Transpose") == 1);
 
       Tensor xin = random_f32({2, 6, 8}, 5, -4.0f, 4.0f);
-      Tensor t = one("DequantizeLinear", {one("QuantizeLinear", {xin}, {s, z})}, {s, z});
+      Tensor t = rounded(xin, s, z);
       t = one("Transpose", {one("Reshape", {t}, {shape})}, {}, perm);
-      Tensor want =
-          one("DequantizeLinear", {one("QuantizeLinear", {t}, {s_other, z})}, {s_other, z});
+      Tensor want = rounded(t, s_other, z);
       auto session = tern_test::optimizer::cpu_session(g.g, "qdq_moves");
       tern_test::optimizer::check_run(*session, xin, y, want, 0.0, 0.0);
     }
@@ -272,17 +250,10 @@ TEST_SUITE("optimizer") {
            yz = scalar_q(DType::kUInt8, 128);
     Attributes perm;
     perm.set("perm", attr_ints({0, 2, 1}));
-    int a = g.node("DequantizeLinear",
-                   {g.node("QuantizeLinear", {x, g.constant("s1", s1), g.constant("z1", z1)}),
-                    g.constant("s1b", s1), g.constant("z1b", z1)});
+    int a = fake_quant(g, x, s1, z1);
     int xt = g.node("Transpose", {g.node("Tanh", {x})}, perm);
-    int b = g.node("DequantizeLinear",
-                   {g.node("QuantizeLinear", {xt, g.constant("s2", s2), g.constant("z2", z2)}),
-                    g.constant("s2b", s2), g.constant("z2b", z2)});
-    const int q = g.node("QuantizeLinear",
-                         {g.node("MatMul", {a, b}), g.constant("ys", ys), g.constant("yz", yz)});
-    const int y = g.node("DequantizeLinear", {q, g.constant("ys2", ys), g.constant("yz2", yz)});
-    g.g.outputs.push_back(y);
+    int b = fake_quant(g, xt, s2, z2);
+    const int y = end_with_qdq(g, g.node("MatMul", {a, b}), ys, yz);
     Graph opt = g.g;
     OptimizerReport r;
     REQUIRE(optimize_graph(opt, &r).is_ok());
@@ -291,11 +262,10 @@ TEST_SUITE("optimizer") {
     CHECK(count_ops(opt, "MatMul") == 0);
 
     Tensor xin = random_f32({2, 9, 16}, 23, -2.0f, 2.0f);
-    Tensor ta = one("DequantizeLinear", {one("QuantizeLinear", {xin}, {s1, z1})}, {s1, z1});
+    Tensor ta = rounded(xin, s1, z1);
     Tensor tt = one("Transpose", {one("Tanh", {xin}, {})}, {}, perm);
-    Tensor tb = one("DequantizeLinear", {one("QuantizeLinear", {tt}, {s2, z2})}, {s2, z2});
-    Tensor want = one("DequantizeLinear",
-                      {one("QuantizeLinear", {one("MatMul", {ta, tb}, {})}, {ys, yz})}, {ys, yz});
+    Tensor tb = rounded(tt, s2, z2);
+    Tensor want = rounded(one("MatMul", {ta, tb}, {}), ys, yz);
     auto session = tern_test::optimizer::cpu_session(g.g, "qdq_mm_act");
     // Integer sums against float32 ones: a tie may round the other way, one step of ys.
     tern_test::optimizer::check_run(*session, xin, y, want, 0.2 + 1e-6, 0.0);
@@ -387,9 +357,7 @@ TEST_SUITE("optimizer") {
       Attributes wax, gattr;
       wax.set("axis", attr_int(tb ? 0 : 1));
       if (tb) gattr.set("transB", attr_int(1));
-      int a = g.node("DequantizeLinear",
-                     {g.node("QuantizeLinear", {x, g.constant("xs", xs), g.constant("xz", xz)}),
-                      g.constant("xs2", xs), g.constant("xz2", xz)});
+      int a = fake_quant(g, x, xs, xz);
       int wd = g.node("DequantizeLinear", {g.constant("w", w), g.constant("ws", ws)}, wax);
       std::vector<int> ins = {a, wd};
       Attributes bax;
@@ -401,10 +369,7 @@ TEST_SUITE("optimizer") {
       } else if (form == 1) {
         ins.push_back(g.constant("bf", biasf));
       }
-      const int q = g.node("QuantizeLinear", {g.node("Gemm", ins, gattr), g.constant("ys", ys),
-                                              g.constant("yz", yz)});
-      const int y = g.node("DequantizeLinear", {q, g.constant("ys2", ys), g.constant("yz2", yz)});
-      g.g.outputs.push_back(y);
+      const int y = end_with_qdq(g, g.node("Gemm", ins, gattr), ys, yz);
       Graph opt = g.g;
       OptimizerReport r;
       REQUIRE(optimize_graph(opt, &r).is_ok());
@@ -414,7 +379,7 @@ TEST_SUITE("optimizer") {
       CAPTURE(per_tensor);
 
       Tensor xin = random_f32({m, k}, 80, -3.0f, 3.0f);
-      Tensor ta = one("DequantizeLinear", {one("QuantizeLinear", {xin}, {xs, xz})}, {xs, xz});
+      Tensor ta = rounded(xin, xs, xz);
       Tensor tw = one("DequantizeLinear", {w}, {ws}, wax);
       std::vector<std::optional<Tensor>> gin = {tw};
       if (form == 0 || form == 3) {
@@ -422,7 +387,7 @@ TEST_SUITE("optimizer") {
       }
       if (form == 1) gin.push_back(biasf);
       Tensor t = one("Gemm", {ta}, gin, gattr);
-      Tensor want = one("DequantizeLinear", {one("QuantizeLinear", {t}, {ys, yz})}, {ys, yz});
+      Tensor want = rounded(t, ys, yz);
       auto session = tern_test::optimizer::cpu_session(g.g, "qdq_gemm");
       // Integer sums against float32 ones (and a float bias rounded to the sums' unit): a tie
       // may round the other way, one step of ys.
@@ -488,13 +453,9 @@ TEST_SUITE("optimizer") {
     const int x = tern_test::optimizer::image_input(g.g, {3, 8});
     Tensor s = scalar_f32(0.05f), z = scalar_q(DType::kUInt8, 100);
     Tensor bias = random_f32({8}, 3, -1, 1);
-    int d = g.node("DequantizeLinear",
-                   {g.node("QuantizeLinear", {x, g.constant("s", s), g.constant("z", z)}),
-                    g.constant("s2", s), g.constant("z2", z)});
+    int d = fake_quant(g, x, s, z);
     int r = g.node("Relu", {g.node("Add", {d, g.constant("b", bias)})});
-    const int q = g.node("QuantizeLinear", {r, g.constant("s3", s), g.constant("z3", z)});
-    const int y = g.node("DequantizeLinear", {q, g.constant("s4", s), g.constant("z4", z)});
-    g.g.outputs.push_back(y);
+    const int y = end_with_qdq(g, r, s, z);
     Tensor xin = random_f32({3, 8}, 4, -3.0f, 3.0f);
     std::vector<Tensor> outs[2];
     for (int on = 0; on < 2; ++on) {

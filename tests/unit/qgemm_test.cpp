@@ -20,6 +20,7 @@
 #include "backends/cpu/qgemm.h"
 #include "core/kernel_registry.h"
 #include "cpu_kernel_harness.h"
+#include "unit/quant_graph.h"
 
 using namespace tern;
 using namespace tern_test;
@@ -66,15 +67,6 @@ Tensor random_int(DType dt, const Shape& shape, std::mt19937& rng, int lo, int h
 Tensor random_q(DType dt, const Shape& shape, std::mt19937& rng) {
   return dt == DType::kUInt8 ? random_int<uint8_t>(dt, shape, rng, 0, 255)
                              : random_int<int8_t>(dt, shape, rng, -128, 127);
-}
-Tensor scalar_q(DType dt, int64_t v) {
-  Tensor t = Tensor::allocate(dt, {}).value();
-  if (dt == DType::kUInt8) {
-    t.data<uint8_t>()[0] = static_cast<uint8_t>(v);
-  } else {
-    t.data<int8_t>()[0] = static_cast<int8_t>(v);
-  }
-  return t;
 }
 
 // Weights of `shape` with `count` scales in [0.002, 0.02) and zero points: int8 with 0, or
