@@ -13,6 +13,10 @@ namespace tern {
 namespace {
 
 constexpr int64_t kMaxThreads = 4096;
+// Spinning a little after a region keeps back-to-back regions from paying a wake-up each (tens of
+// microseconds); long enough for the next node to start, short enough that an idle process goes
+// quiet at once.
+constexpr int64_t kDefaultSpinUs = 200;
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -217,6 +221,51 @@ std::vector<FlagDef> make_defs() {
        "int8 ops) before planning; off: it runs the nodes as imported, only constants computed "
        "once (slower; for inspecting intermediate values and for debugging a fusion). Read when "
        "the session is created"},
+      {FlagId::kCpuThreadBudget,
+       "cpu.thread_budget",
+       T::kInt,
+       S::kGlobal,
+       P::kNone,
+       "cpu",
+       0,
+       "TERN_THREAD_BUDGET",
+       "the process-wide budget of busy intra-op threads, shared by all runs of all sessions: a "
+       "run gets min(num_threads, what is free), at least its calling thread, so N application "
+       "threads running sessions at once never multiply the cores Tern keeps busy; 0 = the "
+       "logical CPUs of the process's affinity mask, at most its cgroup CPU quota rounded up",
+       {},
+       0,
+       kMaxThreads},
+      {FlagId::kCpuThreadBudgetWait, "cpu.thread_budget_wait", T::kBool, S::kRun, P::kNone, "cpu",
+       0, "TERN_THREAD_BUDGET_WAIT",
+       "a run that finds the whole cpu.thread_budget taken waits until a thread is free (its "
+       "deadline and cancellation still apply) instead of running on its calling thread beside "
+       "the others; off: it never waits"},
+      {FlagId::kCpuAdaptiveThreads, "cpu.adaptive_threads", T::kBool, S::kSession, P::kNone, "cpu",
+       1, "TERN_ADAPTIVE_THREADS",
+       "a session's runs measure their latency per input shapes and thread count and use fewer "
+       "intra-op threads (halving down to 1) while that is faster, as when other processes "
+       "keep the cores busy and a run's threads cannot all get one; they try the larger counts "
+       "again now and then (1 run in 16, backing off to 1 in 256 while the choice holds). Off: "
+       "every run uses num_threads (as granted by cpu.thread_budget)"},
+      {FlagId::kCpuSpinUs,
+       "cpu.spin_us",
+       T::kInt,
+       S::kGlobal,
+       P::kNone,
+       "cpu",
+       kDefaultSpinUs,
+       "TERN_SPIN_US",
+       "how long Tern's own idle pool threads spin waiting for work before they sleep, in "
+       "microseconds: the inter-op pool's, and the intra-op pool's in builds without OpenMP. "
+       "OpenMP's threads, which run Tern's kernels and oneDNN's in the standard build, spin as "
+       "OMP_WAIT_POLICY / GOMP_SPINCOUNT said when the process started (unset: libgomp spins "
+       "about 300,000 pauses, milliseconds); 0 also releases a run's OpenMP team when the run "
+       "returns, so that nothing spins after it (the next run starts its workers again, tens of "
+       "microseconds: ONNX Runtime's allow_spinning=0)",
+       {},
+       0,
+       1000000},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

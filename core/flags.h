@@ -51,6 +51,10 @@ enum class FlagId : int {
   kCpuConvAllowBf16,
   kCpuAffinity,
   kGraphOptimize,
+  kCpuThreadBudget,
+  kCpuThreadBudgetWait,
+  kCpuAdaptiveThreads,
+  kCpuSpinUs,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

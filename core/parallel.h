@@ -1,5 +1,6 @@
 // parallel_for on the intra-op pool. The pool is OpenMP's, the same one oneDNN runs on, so our own
-// kernels and oneDNN never compete for cores.
+// kernels and oneDNN never compete for cores; builds without OpenMP (minimal, mobile) run on
+// Tern's own pool (core/intra_op_pool.h).
 #pragma once
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 
 #if defined(TERN_HAVE_OPENMP)
 #include <omp.h>
+#else
+#include "core/intra_op_pool.h"
 #endif
 
 namespace tern {
@@ -47,7 +50,17 @@ void parallel_for_chunks(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
   }
   if (error) std::rethrow_exception(error);
 #else
-  for (int64_t c = 0; c < chunks; ++c) fn(c, n * c / chunks, n * (c + 1) / chunks);
+  struct Region {
+    Fn* fn;
+    int64_t n, chunks;
+  } region{&fn, n, chunks};
+  IntraOpPool::global().run(
+      chunks, static_cast<int>(chunks),
+      [](void* p, int64_t c, int) {
+        const Region& r = *static_cast<const Region*>(p);
+        (*r.fn)(c, r.n * c / r.chunks, r.n * (c + 1) / r.chunks);
+      },
+      &region);
 #endif
 }
 
@@ -83,7 +96,17 @@ void parallel_for_slots(int64_t n, int64_t grain, int num_threads, Fn&& fn) {
   }
   if (error) std::rethrow_exception(error);
 #else
-  for (int64_t c = 0; c < chunks; ++c) fn(0, n * c / chunks, n * (c + 1) / chunks);
+  struct Region {
+    Fn* fn;
+    int64_t n, chunks;
+  } region{&fn, n, chunks};
+  IntraOpPool::global().run(
+      chunks, static_cast<int>(std::min<int64_t>(num_threads, chunks)),
+      [](void* p, int64_t c, int slot) {
+        const Region& r = *static_cast<const Region*>(p);
+        (*r.fn)(slot, r.n * c / r.chunks, r.n * (c + 1) / r.chunks);
+      },
+      &region);
 #endif
 }
 

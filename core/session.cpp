@@ -1,10 +1,12 @@
 #include "core/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/op_registry.h"
 #include "core/plan/static_prefix.h"
+#include "core/thread_budget.h"
 #include "core/transfer.h"
 
 namespace tern {
@@ -95,6 +97,8 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   s->model_ = std::move(model);
   s->config_ = std::move(config);
   s->planning_backends_ = s->config_.backends;
+  s->cpu_only_ = std::all_of(s->config_.backends.begin(), s->config_.backends.end(),
+                             [](const Backend* b) { return std::string(b->name()) == "cpu"; });
   const auto& run_on = s->config_.backends;
   if (s->config_.planning_host &&
       std::none_of(run_on.begin(), run_on.end(), [](Backend* b) { return b->is_host(); })) {
@@ -421,13 +425,38 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
     if (it == g.outputs.end()) return invalid_argument("unknown output name '", shorten(name), "'");
     wanted.push_back(*it);
   }
-  const FlagValues f = flags(run_flags);
+  FlagValues f = flags(run_flags);
   std::vector<Shape> shapes;
   for (const Tensor* t : ordered) shapes.push_back(t->shape());
+  // The run's intra-op threads: num_threads, fewer where the tuner measured fewer to be faster,
+  // then what the process-wide budget grants. The plan is made for that count.
+  const int asked = static_cast<int>(f[FlagId::kNumThreads]);
+  const bool adaptive = cpu_only_ && f.on(FlagId::kCpuAdaptiveThreads);
+  const int want = adaptive ? tuner_.choose(shapes, asked) : asked;
+  Status waited;
+  ThreadBudget::Grant grant =
+      ThreadBudget::global().acquire(want, f.on(FlagId::kCpuThreadBudgetWait), control, &waited);
+  TERN_RETURN_IF_ERROR(waited);
+  f.value[static_cast<size_t>(FlagId::kNumThreads)] = grant.threads();
   TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
+  // Inter-op workers beyond the intra-op threads come from the budget too.
+  const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
+  if (interop > 1 && runs_concurrently(*plan, grant.threads(), interop)) {
+    const int workers = std::min(interop, plan->width);
+    const int extra = workers > grant.threads() ? grant.try_grow(workers - grant.threads()) : 0;
+    f.value[static_cast<size_t>(FlagId::kNumInteropThreads)] =
+        std::min(workers, std::max(grant.threads(), 1 + extra));
+  }
   // Planning new shapes may have taken a while.
   TERN_RETURN_IF_ERROR(check_run(control, "the first step"));
-  return executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs, control);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs, control);
+  if (adaptive && st.is_ok()) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    tuner_.record(shapes, asked, grant.threads(), ms);
+  }
+  return st;
 }
 
 Status Session::run_resolved(std::vector<const Tensor*> ordered, const FlagValues& flags,

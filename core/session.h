@@ -26,6 +26,7 @@
 #include "core/profiler.h"
 #include "core/run_control.h"
 #include "core/subgraph_sessions.h"
+#include "core/thread_tuner.h"
 #include "core/weight_store.h"
 
 namespace tern {
@@ -107,6 +108,7 @@ class Session {
   // Model constants uploaded to a device so far (each once per session, shared by every plan).
   size_t device_constant_count() const { return weights_->device_constant_count(); }
   SessionMemory memory() const;
+  const ThreadTuner& thread_tuner() const { return tuner_; }
 
   // Runs with `ordered` in Model::inputs() order, every graph output wanted (host tensors), under
   // `flags` as given: the run of a subgraph's nested session (core/subgraph_sessions.h).
@@ -146,6 +148,10 @@ class Session {
   std::unique_ptr<SubgraphSessions> subgraphs_ = std::make_unique<SubgraphSessions>(this);
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<Executor> executor_;
+
+  // Thread counts per input shapes ("cpu.adaptive_threads"), for sessions that run on the CPU only.
+  ThreadTuner tuner_;
+  bool cpu_only_ = true;
 
   std::shared_ptr<Profiler> profiler_;
   std::shared_ptr<MemoryBudget> budget_;  // charged while create and run are on the stack

@@ -1,10 +1,14 @@
 #include "core/thread_pool.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/flags.h"
+#include "core/spin_wait.h"
 
 namespace tern {
 
@@ -14,13 +18,23 @@ struct InterOpPool::Impl {
   std::deque<std::function<void()>> queue;
   int threads = 0;
   int idle = 0;
-  int starting = 0;  // created, not yet waiting
+  int starting = 0;                 // created, not yet waiting
+  std::atomic<uint64_t> posted{0};  // tasks queued so far (idle spinning threads watch it)
 
   void worker() {
     std::unique_lock<std::mutex> lock(mu);
     --starting;
     for (;;) {
       ++idle;
+      if (queue.empty()) {  // spin "cpu.spin_us" for the next task, then sleep
+        const int64_t spin_us = Flags::global().get(FlagId::kCpuSpinUs);
+        if (spin_us > 0) {
+          const uint64_t seen = posted.load(std::memory_order_acquire);
+          lock.unlock();
+          spin_for(spin_us, [&] { return posted.load(std::memory_order_acquire) != seen; });
+          lock.lock();
+        }
+      }
       cv.wait(lock, [&] { return !queue.empty(); });
       --idle;
       auto task = std::move(queue.front());
@@ -64,6 +78,7 @@ int InterOpPool::launch(int n, const std::function<void()>& task) noexcept {
         ++im->starting;
       }
       im->queue.push_back(task);
+      im->posted.fetch_add(1, std::memory_order_release);
     } catch (...) {  // or std::bad_alloc
       break;
     }

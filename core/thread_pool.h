@@ -1,6 +1,7 @@
-// The inter-op pool: one per process, shared by all sessions. Workers sleep on a condition
-// variable when idle (they never spin), and the pool grows when a run asks for more threads than
-// it has, so tern_set_num_interop_threads may be called at any time.
+// The inter-op pool: one per process, shared by all sessions. Idle workers spin "cpu.spin_us"
+// microseconds watching for a task, then sleep on a condition variable, and the pool grows when a
+// run asks for more threads than it has, so tern_set_num_interop_threads may be called at any
+// time.
 #pragma once
 
 #include <functional>

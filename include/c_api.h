@@ -506,12 +506,27 @@ typedef enum {
 /* Threads, with PyTorch's rules. Intra-op threads ("num_threads") are the threads one node may
  * use: Tern's kernels, oneDNN and OpenBLAS all run on one OpenMP pool of that size, so a run
  * never keeps more cores busy than asked. Inter-op threads ("num_interop_threads") run
- * independent nodes of a graph at the same time, one thread each, and only when num_threads is 1
- * and the independent branches carry enough work to repay handing nodes between threads (the
- * plan's cost estimate); otherwise nodes run one after another, each with all intra-op threads.
- * So a run keeps at most max(intra, inter) cores busy. Each application thread that calls
- * tern_session_run gets its own OpenMP team of num_threads: N calling threads keep up to
- * N x num_threads threads busy.
+ * independent nodes of a graph at the same time when the plan's cost estimate says that beats
+ * running them one after another: W = min(inter, the graph's widest level) workers (the calling
+ * thread and W - 1 inter-op pool threads) each run a node on num_threads / W intra-op threads
+ * (at least 1). With num_threads 1 that pays when the branches carry more work than handing
+ * nodes between threads costs (a few microseconds each); with more, when the nodes are too
+ * small to split well. Otherwise nodes run one after another, each on all intra-op threads. So
+ * a run keeps at most max(intra, inter) cores busy.
+ * One budget: all runs of all sessions in the process share the "cpu.thread_budget" flag's
+ * threads (default: the logical CPUs of the affinity mask, at most the cgroup CPU quota rounded
+ * up; env TERN_THREAD_BUDGET). A run takes min(its num_threads, what is free) of it as its
+ * intra-op threads, and at least its calling thread, which runs anyway; its inter-op workers
+ * beyond those come from the budget too. So N application threads calling tern_session_run at
+ * once keep about max(budget, N) threads busy, not N x num_threads; with the run-scoped
+ * "cpu.thread_budget_wait" flag a run that finds nothing free waits (its deadline and
+ * cancellation still apply) and the process keeps at most the budget busy. The run's plan is
+ * made for the thread count it got (a first run at a new count plans, as a new shape does).
+ * Contention: with "cpu.adaptive_threads" (default on) a session measures its runs' latency per
+ * input shapes and thread count and runs with fewer threads (halving down to 1) while that is
+ * measured faster, as when other processes keep the cores busy and a run's threads cannot all
+ * get one (each parallel region then waits for a preempted thread); it tries the other counts
+ * now and then (1 run in 16, backing off to 1 in 256). tern_parallel_info reports the budget.
  * Defaults (both): the physical cores among the CPUs this process may use (its sched_getaffinity
  * mask, or under OMP_PROC_BIND the CPUs of all OpenMP places), at most the process's cgroup CPU
  * quota rounded up (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us, over its cgroup
@@ -520,8 +535,12 @@ typedef enum {
  * MKL_NUM_THREADS > OMP_NUM_THREADS > default; for inter-op: tern_set_num_interop_threads >
  * TERN_NUM_INTEROP_THREADS > default. Both may change at any time (unlike PyTorch's once-only
  * inter-op setting) and take effect at the next run of every session that does not override
- * them. n must be 1..4096 (else TERN_ERR_INVALID_ARGUMENT). Idle threads sleep: OpenMP's spin
- * for a bounded time, the inter-op pool's block on a condition variable at once.
+ * them. n must be 1..4096 (else TERN_ERR_INVALID_ARGUMENT). Idle threads spin a bounded time,
+ * then sleep: OpenMP's as OMP_WAIT_POLICY / GOMP_SPINCOUNT said when the process started
+ * (unset: libgomp's default, about 300,000 pauses, some milliseconds), Tern's own pools (the
+ * inter-op pool; the intra-op pool of builds without OpenMP) for the "cpu.spin_us" flag's
+ * microseconds (default 200); cpu.spin_us 0 also releases a run's OpenMP team as the run
+ * returns, so nothing spins after it.
  * Placement: the "cpu.affinity" flag (a CPU list like "0-3,8"; "none", the default, pins nothing;
  * env TERN_CPU_AFFINITY; per session through tern_session_options_set_flag) pins a run's threads:
  * the calling thread and its OpenMP team for the run (the calling thread gets its own mask back

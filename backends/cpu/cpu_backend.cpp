@@ -248,6 +248,15 @@ void CpuBackend::begin_run(const FlagValues& flags) {
 
 void CpuBackend::end_run(const FlagValues& flags) {
   end_run_affinity();
+#if defined(TERN_HAVE_OPENMP)
+  // cpu.spin_us 0: nothing may spin after the run. OpenMP's idle workers spin as OMP_WAIT_POLICY /
+  // GOMP_SPINCOUNT said at process start (libgomp's default, about 300,000 pauses, is
+  // milliseconds), so the calling thread's team is released instead; the next run starts its
+  // workers again.
+  if (flags[FlagId::kCpuSpinUs] == 0 && flags[FlagId::kNumThreads] > 1) {
+    omp_pause_resource_all(omp_pause_soft);
+  }
+#endif
 #if defined(TERN_HAVE_ONEDNN)
   // A run-scoped verbose level lasts for that run only.
   if (flags.source[static_cast<size_t>(FlagId::kOnednnVerbose)] == FlagSource::kRun) {

@@ -9,6 +9,8 @@
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/registry.h"
+#include "core/intra_op_pool.h"
+#include "core/thread_budget.h"
 #include "core/thread_pool.h"
 #include "core/threading.h"
 
@@ -82,14 +84,29 @@ std::string CpuRecord::threads_report(int intra, const std::string& intra_source
                   "; sessions may set their own]; ", cpu_affinity_report(), "\n");
   text += str_cat("  latest run's intra-op threads: ",
                   r.last_run_threads ? std::to_string(r.last_run_threads) : "no run yet", "\n");
+  text += str_cat("  thread budget (cpu.thread_budget, all runs of all sessions): ",
+                  ThreadBudget::global().report(), "; when none is free a run ",
+                  flags.get(FlagId::kCpuThreadBudgetWait) ? "waits (cpu.thread_budget_wait)"
+                                                          : "runs on its calling thread alone",
+                  "\n");
+  text += str_cat("  cpu.adaptive_threads: ",
+                  flags.get(FlagId::kCpuAdaptiveThreads)
+                      ? "on (sessions use fewer intra-op threads while that is measured faster)"
+                      : "off",
+                  "\n");
 #if defined(TERN_HAVE_OPENMP)
   text += str_cat("  OpenMP ", _OPENMP, " (the intra-op pool)\n");
   text += str_cat("    omp_get_max_threads() on this thread: ", omp_get_max_threads(), "\n");
-  text += str_cat("    idle policy: OMP_WAIT_POLICY=", env_text("OMP_WAIT_POLICY"),
-                  ", GOMP_SPINCOUNT=", env_text("GOMP_SPINCOUNT"),
-                  " (unset: spin a bounded time, then sleep)\n");
+  text += str_cat(
+      "    idle policy: OMP_WAIT_POLICY=", env_text("OMP_WAIT_POLICY"),
+      ", GOMP_SPINCOUNT=", env_text("GOMP_SPINCOUNT"),
+      " (unset: spin a bounded time, then sleep); cpu.spin_us=", flags.get(FlagId::kCpuSpinUs),
+      flags.get(FlagId::kCpuSpinUs) == 0 ? " (teams released after each run)" : "", "\n");
 #else
-  text += "  OpenMP: not built (kernels run on the calling thread)\n";
+  text += str_cat(
+      "  OpenMP: not built; the intra-op pool is Tern's own: ", IntraOpPool::global().size(),
+      " threads started, idle ones spin cpu.spin_us=", flags.get(FlagId::kCpuSpinUs),
+      " us, then sleep\n");
 #endif
   if (onednn_version() >= 0) {
     text += str_cat(

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "core/cpu_set.h"
+#include "core/plan/schedule.h"
+#include "core/thread_budget.h"
 #include "core/thread_pool.h"
 #include "core/transfer.h"
 
@@ -126,12 +128,12 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   const auto t0 = profiler_ ? Profiler::Clock::now() : Profiler::Clock::time_point();
   // A cancelled or late run leaves here like a failed one: the device work already queued is
   // waited for below, the arenas go back to the pools, no output is returned.
-  Status st = concurrent ? execute_concurrent(plan, tensors, base, interop,
-                                              ExecContext{threads, det, control},
-                                              f[FlagId::kCpuAffinity])
-                         : execute_sequential(plan, tensors, base, device_base,
-                                              ExecContext{threads, det, control},
-                                              f.on(FlagId::kCudaGraphs));
+  Status st =
+      concurrent
+          ? execute_concurrent(plan, tensors, base, interop, ExecContext{threads, det, control},
+                               f[FlagId::kCpuAffinity])
+          : execute_sequential(plan, tensors, base, device_base, ExecContext{threads, det, control},
+                               f.on(FlagId::kCudaGraphs));
   if (plan.device_backend) {
     // The device arena goes back to the pool (and host buffers read by queued copies may go
     // away) only once the device is done with them.
@@ -386,6 +388,7 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
   const int launched = InterOpPool::global().launch(workers - 1, [&] {
     {
       ScopedThreadAffinity pin(cpus);
+      GrantedThreadScope granted(per_node);  // the run's budget covers this thread's work
       work();
     }
     std::lock_guard<std::mutex> lock(st.mu);
@@ -420,15 +423,19 @@ size_t Executor::arena_bytes() const {
 }
 
 bool runs_concurrently(const Plan& plan, int threads, int interop) {
-  // Independent branches run at the same time only where that beats running node after node:
-  // with several intra-op threads each node already gets all of them (oneDNN and OpenBLAS split
-  // one node better than branches split a graph), and handing steps between inter-op threads
-  // costs a few microseconds each, so the branches must save more than that.
-  if (interop <= 1 || plan.width <= 1 || threads > 1 || plan.device_backend) return false;
-  const double workers = std::min(interop, plan.width);
-  const double saved_ns = plan.total_cost - std::max(plan.critical_cost, plan.total_cost / workers);
-  constexpr double kHandoffNs = 5000;
-  return saved_ns > kHandoffNs * static_cast<double>(plan.steps.size());
+  // Independent branches run at the same time only where the estimate says that beats running
+  // node after node with every intra-op thread on each (core/plan/schedule.h): with one intra-op
+  // thread when the branches carry more work than handing steps between threads costs; with
+  // several when the nodes are too small to split well, so that giving each branch its share of
+  // the threads beats splitting every node (oneDNN and OpenBLAS split big nodes well).
+  if (interop <= 1 || plan.width <= 1 || plan.device_backend) return false;
+  const int64_t key = (static_cast<int64_t>(threads) << 32 | interop) << 1;
+  const int64_t memo = plan.concurrent_memo.load(std::memory_order_relaxed);
+  if (memo >= 0 && (memo & ~int64_t{1}) == key) return memo & 1;
+  const ScheduleEstimate e = estimate_schedule_time(plan, threads, interop);
+  const bool concurrent = e.concurrent_ns < e.sequential_ns;
+  plan.concurrent_memo.store(key | (concurrent ? 1 : 0), std::memory_order_relaxed);
+  return concurrent;
 }
 
 }  // namespace tern

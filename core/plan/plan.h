@@ -54,8 +54,12 @@ class Plan {
   int width = 1;             // most steps that can run at once (widest level of the step DAG)
   double total_cost = 0;     // estimated single-core work of all steps, ns
   double critical_cost = 0;  // the same along the longest dependency chain
-  ArenaLayout layouts[2];    // [0] sequential, [1] concurrent (only when width > 1)
-  size_t arena_bytes = 0;    // sequential layout
+  std::vector<double> step_cost;  // by step, the estimate behind total_cost
+  // The executor's choice (runs_concurrently) for the latest (threads, interop) asked:
+  // (threads << 32 | interop) << 1 | concurrent, -1 before any.
+  mutable std::atomic<int64_t> concurrent_memo{-1};
+  ArenaLayout layouts[2];          // [0] sequential, [1] concurrent (only when width > 1)
+  size_t arena_bytes = 0;          // sequential layout
   size_t packed_weight_bytes = 0;  // weight copies the kernels made (Kernel::packed_bytes)
   size_t naive_bytes = 0;
   // Device steps: the one device backend this plan runs kernels on (null: host only), its arena

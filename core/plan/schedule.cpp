@@ -54,6 +54,7 @@ void estimate_schedule(Plan* plan) {
   std::vector<double> chain(n, 0.0);
   plan->width = 1;
   plan->total_cost = plan->critical_cost = 0;
+  plan->step_cost.assign(n, 0.0);
   for (size_t s = 0; s < n; ++s) {
     double before = 0.0;
     for (int p : plan->steps[s].preds) {
@@ -61,12 +62,53 @@ void estimate_schedule(Plan* plan) {
       before = std::max(before, chain[static_cast<size_t>(p)]);
     }
     const double c = estimate_step_cost(*plan, plan->steps[s]);
+    plan->step_cost[s] = c;
     chain[s] = before + c;
     plan->total_cost += c;
     plan->critical_cost = std::max(plan->critical_cost, chain[s]);
   }
   std::map<int, int> per_level;
   for (int l : level) plan->width = std::max(plan->width, ++per_level[l]);
+}
+
+namespace {
+
+// A step of single-core cost c on p intra-op threads: split p ways at ~85% efficiency plus a
+// parallel region's start and join, unless one thread is quicker (kernels keep small work on one).
+double on_threads(double c, int p) {
+  constexpr double kEfficiency = 0.85, kRegionNs = 3000;
+  return p <= 1 ? c : std::min(c, c / (p * kEfficiency) + kRegionNs);
+}
+
+}  // namespace
+
+ScheduleEstimate estimate_schedule_time(const Plan& plan, int threads, int interop) {
+  ScheduleEstimate e;
+  const size_t n = plan.steps.size();
+  for (size_t s = 0; s < n && s < plan.step_cost.size(); ++s) {
+    e.sequential_ns += on_threads(plan.step_cost[s], threads);
+  }
+  const int workers = std::max(1, std::min(interop, plan.width));
+  if (workers <= 1) {
+    e.concurrent_ns = e.sequential_ns;
+    return e;
+  }
+  // Each node gets threads / workers intra-op threads; the run takes at least the longest chain
+  // and at least the work spread over the workers, plus a hand-off per step.
+  const int per_node = std::max(1, threads / workers);
+  std::vector<double> chain(n, 0.0);
+  double total = 0, critical = 0;
+  for (size_t s = 0; s < n && s < plan.step_cost.size(); ++s) {
+    double before = 0.0;
+    for (int p : plan.steps[s].preds) before = std::max(before, chain[static_cast<size_t>(p)]);
+    const double c = on_threads(plan.step_cost[s], per_node);
+    chain[s] = before + c;
+    total += c;
+    critical = std::max(critical, chain[s]);
+  }
+  constexpr double kHandoffNs = 5000;
+  e.concurrent_ns = std::max(critical, total / workers) + kHandoffNs * static_cast<double>(n);
+  return e;
 }
 
 }  // namespace tern

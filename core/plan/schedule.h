@@ -27,7 +27,15 @@ class StepSets {
 
 // Every step's ancestors (steps are in dependency order).
 StepSets step_ancestors(const Plan& plan);
-// Sets plan->width, total_cost and critical_cost.
+// Sets plan->width, total_cost, critical_cost and step_cost.
 void estimate_schedule(Plan* plan);
+
+// Estimated run time of a plan with `threads` intra-op threads: node after node, each on all of
+// them, or on min(interop, width) workers running independent steps at once, each node on
+// threads / workers of them (inter-op handing steps between threads costs a few microseconds each).
+struct ScheduleEstimate {
+  double sequential_ns = 0, concurrent_ns = 0;
+};
+ScheduleEstimate estimate_schedule_time(const Plan& plan, int threads, int interop);
 
 }  // namespace tern

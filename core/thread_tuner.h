@@ -1,0 +1,59 @@
+// Adaptive intra-op threads ("cpu.adaptive_threads"): a session keeps, per input shapes, the
+// latency of its runs at each thread count it has used (num_threads, halved down to 1) and runs
+// with the fastest. Where other processes keep the cores busy, a run whose threads cannot all get
+// a core waits at every parallel region for the one that was preempted; its latency then jumps
+// from milliseconds to hundreds, and the tuner moves it to fewer threads, which degrade towards
+// the 1-thread time instead. It tries the other counts now and then (1 run in 16, backing off to
+// 1 in 256 while the choice holds), so it moves back when the cores come free.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tern {
+
+class ThreadTuner {
+ public:
+  // The thread count for the next run of these shapes: <= want, >= 1.
+  int choose(const std::vector<Shape>& shapes, int want);
+  // The latency of a run that used `threads` (a run that failed is not recorded).
+  void record(const std::vector<Shape>& shapes, int want, int threads, double ms);
+
+  struct LevelStats {
+    int threads;
+    double ms;     // the level's latency estimate (0: none yet)
+    int64_t runs;  // runs recorded at it
+  };
+  // The levels of these shapes' entry, fastest first by estimate (empty when none).
+  std::vector<LevelStats> levels(const std::vector<Shape>& shapes) const;
+  // Runs that used fewer threads than asked because they were faster.
+  int64_t reduced_runs() const;
+
+ private:
+  static constexpr int kFirstInterval = 16, kMaxInterval = 256;
+  struct Level {
+    int threads = 1;
+    double ms = 0;
+    int64_t runs = 0;  // recorded, the first (which plans) not counted in ms
+  };
+  struct Entry {
+    int want = 0;
+    std::vector<Level> levels;  // want, want/2, ..., 1
+    size_t current = 0;
+    int64_t runs = 0, next_probe = kFirstInterval;
+    int interval = kFirstInterval;
+    bool probe_up = false;  // the next probe goes to more threads (else fewer)
+    int probing = -1;       // the level a probe run is using
+  };
+  Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_
+
+  mutable std::mutex mu_;
+  std::map<std::vector<Shape>, Entry> entries_;
+  int64_t reduced_ = 0;
+};
+
+}  // namespace tern

@@ -1,0 +1,216 @@
+// The process-wide thread budget (core/thread_budget.h) and the adaptive thread count
+// (core/thread_tuner.h): grants share the budget across calling threads, nested runs take
+// nothing more, the wait policy honours deadlines, many calling threads keep no more cores busy
+// than the budget, and the tuner moves to fewer threads while they are faster and back after.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "backends_util.h"
+#include "core/run_control.h"
+#include "core/thread_budget.h"
+#include "core/thread_tuner.h"
+
+using namespace tern_test;
+
+namespace {
+
+// Acquires on a thread of its own (grants are per calling thread) and holds until released.
+struct HeldGrant {
+  std::promise<void> release;
+  std::thread thread;
+  int threads = 0;
+  explicit HeldGrant(int want) {
+    std::promise<int> got;
+    auto granted = got.get_future();
+    auto until = release.get_future();
+    thread = std::thread([want, &got, until = std::move(until)]() mutable {
+      Status waited;
+      ThreadBudget::Grant g = ThreadBudget::global().acquire(want, false, nullptr, &waited);
+      got.set_value(g.threads());
+      until.wait();
+    });
+    threads = granted.get();
+  }
+  ~HeldGrant() {
+    release.set_value();
+    thread.join();
+  }
+};
+
+// MatMuls then a Conv: OpenBLAS under Tern's split and oneDNN in one run.
+std::unique_ptr<Session> matmul_conv_session(int* out_id) {
+  Builder b;
+  int x = b.input("x", {128, 256});
+  int w = b.constant("w", random_f32({256, 256}, 1, -0.1f, 0.1f));
+  int h = b.node("MatMul", {b.node("MatMul", {x, w}), w});
+  int img = b.node("Reshape", {h, b.constant("r", make_i64({4}, {1, 8, 64, 64}))});
+  Attribute p;
+  p.kind = Attribute::Kind::kInts;
+  p.ints = {1, 1, 1, 1};
+  *out_id = b.node("Conv", {img, b.constant("k", random_f32({8, 8, 3, 3}, 2))}, attrs1("pads", p));
+  return b.session({*out_id});
+}
+
+}  // namespace
+
+TEST_SUITE("concurrency") {
+  TEST_CASE("thread budget: grants share it across calling threads; nested runs take nothing") {
+    FlagRestore restore;
+    REQUIRE(tern_flag_set("cpu.thread_budget", "3") == TERN_OK);
+    CHECK(ThreadBudget::global().capacity() == 3);
+    const int before = ThreadBudget::global().stats().in_use;
+    REQUIRE(before == 0);
+    {
+      HeldGrant a(2);
+      CHECK(a.threads == 2);
+      HeldGrant b(2);
+      CHECK(b.threads == 1);  // one left
+      HeldGrant c(2);
+      CHECK(c.threads == 1);  // none left: its calling thread alone
+      CHECK(ThreadBudget::global().stats().in_use == 4);
+      // On this thread: an outer grant, then a nested one that takes nothing more.
+    }
+    CHECK(ThreadBudget::global().stats().in_use == 0);
+    {
+      Status waited;
+      ThreadBudget::Grant outer = ThreadBudget::global().acquire(2, false, nullptr, &waited);
+      CHECK(outer.threads() == 2);
+      ThreadBudget::Grant nested = ThreadBudget::global().acquire(3, false, nullptr, &waited);
+      CHECK(nested.threads() == 2);  // the outer grant's threads, not more
+      CHECK(ThreadBudget::global().stats().in_use == 2);
+      outer.shrink_to(1);
+      CHECK(ThreadBudget::global().stats().in_use == 1);
+      CHECK(outer.try_grow(5) == 2);  // inter-op workers: what is free
+      CHECK(outer.threads() == 1);
+      CHECK(ThreadBudget::global().stats().in_use == 3);
+    }
+    CHECK(ThreadBudget::global().stats().in_use == 0);
+  }
+
+  TEST_CASE("thread budget: the wait policy waits for a free thread, within the deadline") {
+    FlagRestore restore;
+    REQUIRE(tern_flag_set("cpu.thread_budget", "1") == TERN_OK);
+    int y = 0;
+    auto s = matmul_conv_session(&y);
+    Tensor xin = random_f32({128, 256}, 3);
+    const std::string out = s->model().graph().value_name(y);
+    FlagOverrides wait;
+    REQUIRE(wait.set("cpu.thread_budget_wait", "1", FlagScope::kRun).is_ok());
+    {
+      HeldGrant hold(1);  // the whole budget
+      const auto t0 = RunControl::Clock::now();
+      RunControl control(nullptr, 30, t0);
+      std::vector<Tensor> res;
+      Status st = s->run({"x"}, {&xin}, {out}, &res, &wait, nullptr, &control);
+      CHECK(st.code() == Code::kDeadlineExceeded);
+      MESSAGE(st.message());
+      CHECK(st.message().find("cpu.thread_budget") != std::string::npos);
+      // Without the wait policy the run goes ahead on its own thread.
+      run(*s, {"x"}, {&xin}, out);
+    }
+    run(*s, {"x"}, {&xin}, out, &wait);  // free again: no wait
+    CHECK(ThreadBudget::global().stats().in_use == 0);
+  }
+
+  TEST_CASE("thread budget: 8 calling threads keep at most the budget's cores busy") {
+    if (std::thread::hardware_concurrency() < 2) return;
+    FlagRestore restore;
+    REQUIRE(tern_set_num_threads(2) == TERN_OK);
+    REQUIRE(tern_flag_set("cpu.adaptive_threads", "0") == TERN_OK);
+    int y = 0;
+    auto s = matmul_conv_session(&y);
+    Tensor xin = random_f32({128, 256}, 3);
+    const std::string out = s->model().graph().value_name(y);
+    REQUIRE(tern_flag_set("cpu.thread_budget", "1") == TERN_OK);
+    const Tensor want = run(*s, {"x"}, {&xin}, out)[0];  // 1 thread: the budget
+    FlagOverrides wait;
+    REQUIRE(wait.set("cpu.thread_budget_wait", "1", FlagScope::kRun).is_ok());
+    std::atomic<bool> stop{false};
+    std::atomic<int> runs{0}, wrong{0}, failed{0};
+    std::vector<std::thread> callers;
+    const double c0 = process_cpu_ms();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 8; ++i) {
+      callers.emplace_back([&] {
+        while (!stop.load()) {
+          std::vector<Tensor> res;
+          Status st = s->run({"x"}, {&xin}, {out}, &res, &wait);
+          if (!st.is_ok()) {
+            ++failed;
+          } else if (!bitwise_equal(res[0], want)) {
+            ++wrong;
+          }
+          ++runs;
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    stop = true;
+    for (auto& t : callers) t.join();
+    const double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double busy = (process_cpu_ms() - c0) / wall;
+    MESSAGE("budget 1, 8 calling threads: ", runs.load(), " runs, busy cores ", busy);
+    CHECK(failed.load() == 0);
+    CHECK(wrong.load() == 0);  // every run used the 1-thread plan's kernels
+    CHECK(runs.load() > 8);
+    CHECK(busy < 1.3);  // without the budget: 8 threads on every core there is
+    CHECK(ThreadBudget::global().stats().in_use == 0);
+    CHECK(ThreadBudget::global().stats().waited > 0);
+  }
+
+  TEST_CASE("cpu.spin_us 0: nothing spins after a run returns") {
+    if (std::thread::hardware_concurrency() < 2) return;
+    FlagRestore restore;
+    REQUIRE(tern_set_num_threads(2) == TERN_OK);
+    REQUIRE(tern_flag_set("cpu.adaptive_threads", "0") == TERN_OK);
+    REQUIRE(tern_flag_set("cpu.spin_us", "0") == TERN_OK);
+    int y = 0;
+    auto s = matmul_conv_session(&y);
+    Tensor xin = random_f32({128, 256}, 3);
+    const std::string out = s->model().graph().value_name(y);
+    double idle = 1e9;
+    for (int round = 0; round < 3; ++round) {  // the least of three: other tests' threads may spin
+      run(*s, {"x"}, {&xin}, out);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const double c0 = process_cpu_ms();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      idle = std::min(idle, process_cpu_ms() - c0);
+    }
+    MESSAGE("CPU time of the process 1-21 ms after a 2-thread run: ", idle, " ms");
+    CHECK(idle < 3);  // libgomp's default spin would keep a core busy for milliseconds
+    run(*s, {"x"}, {&xin}, out);  // the next run starts its workers again
+  }
+
+  TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
+    ThreadTuner t;
+    const std::vector<Shape> shapes = {{1, 3}};
+    // Contended: 4 threads take 10 ms, 2 take 6, 1 takes 8.
+    auto contended = [](int threads) { return threads == 4 ? 10.0 : threads == 2 ? 6.0 : 8.0; };
+    int at2 = 0;
+    for (int i = 0; i < 400; ++i) {
+      const int c = t.choose(shapes, 4);
+      REQUIRE((c == 4 || c == 2 || c == 1));
+      if (i >= 300 && c == 2) ++at2;
+      t.record(shapes, 4, c, contended(c));
+    }
+    CHECK(at2 >= 90);  // settled on 2, probing now and then
+    CHECK(t.levels(shapes).front().threads == 2);
+    // The cores come free: 4 threads take 3 ms.
+    int at4 = 0;
+    for (int i = 0; i < 1500; ++i) {
+      const int c = t.choose(shapes, 4);
+      if (i >= 1400 && c == 4) ++at4;
+      t.record(shapes, 4, c, c == 4 ? 3.0 : contended(c));
+    }
+    CHECK(at4 >= 90);
+    CHECK(t.levels(shapes).front().threads == 4);
+    CHECK(t.choose(shapes, 1) == 1);  // one thread asked: nothing to choose
+    // A different num_threads starts over.
+    CHECK(t.choose(shapes, 2) == 2);
+  }
+}
