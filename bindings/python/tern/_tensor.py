@@ -104,7 +104,7 @@ class Tensor:
         """A NumPy array over this tensor's memory (no copy); its .base is this tensor."""
         return np.asarray(self)
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         if copy:
             raise BufferError("tern.Tensor exports its memory without copies (copy=True asked)")
         if dl_device is not None and tuple(dl_device)[0] != self.__dlpack_device__()[0]:

@@ -159,7 +159,7 @@ def test_gil_released_during_runs(cls_path):
     """While another Python thread is inside Session.run, this one keeps running Python code:
     with the GIL held for the call it would stand still for the call's length."""
     session = tern.Session(tern.Model(cls_path), threads=1)
-    x = cls_input(batch=32)
+    x = cls_input(batch=64)
     session.run({"x": x})
     t0 = time.perf_counter()
     session.run({"x": x})
