@@ -17,6 +17,7 @@
 struct tern_tensor {
   tern::Tensor t;
   mutable std::string device_name = {};  // tern_tensor_device's answer
+  bool read_only = false;  // from a DLPack tensor flagged read-only: never a copy's destination
 };
 struct tern_value {
   tern::Tensor t;  // a tensor, or a sequence or optional (tern::Tensor::sequence / ::optional)

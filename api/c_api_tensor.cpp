@@ -140,6 +140,7 @@ const char* tern_tensor_device(const tern_tensor* t) {
 tern_status tern_tensor_copy(const tern_tensor* src, tern_tensor* dst) {
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(src && dst, "src or dst is NULL");
+    TERN_API_REQUIRE(!dst->read_only, "dst is read-only (a DLPack tensor flagged so)");
     const tern::Tensor& a = src->t;
     tern::Tensor& b = dst->t;
     TERN_API_REQUIRE(a.dtype() == b.dtype() && a.shape() == b.shape(), "src is ",

@@ -730,6 +730,162 @@ TERN_API tern_status tern_flag_describe(const char* name, const char** source, c
 TERN_API tern_status tern_session_flag_get(const tern_session* s, const char* name, char* buf,
                                            size_t len, const char** source);
 
+/* ---- DLPack: tensors shared with other frameworks without a copy ------------------------------
+ * DLPack (https://dmlc.github.io/dlpack) is the exchange format of NumPy, PyTorch, JAX, CuPy and
+ * others. Its versioned (1.x) structs are declared below exactly as dlpack.h 1.1 spells them, so no
+ * external header is needed; they keep DLPack's names, not the tern_ prefix. The block carries
+ * dlpack.h's own include guard: a program that includes dlpack.h (1.0 or later) before this header
+ * uses its declarations instead, and one that includes it after gets these (dlpack.h is then
+ * skipped: include it first to use parts of a newer DLPack). A pre-1.0 dlpack.h, which lacks the
+ * versioned struct, included first is an error here. */
+#if defined(DLPACK_DLPACK_H_) && !defined(DLPACK_MAJOR_VERSION)
+#error "c_api.h needs DLPack 1.0 or later: include a newer dlpack.h, or none"
+#endif
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+
+#ifdef __cplusplus
+#define DLPACK_EXTERN_C extern "C"
+#else
+#define DLPACK_EXTERN_C
+#endif
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 1
+#define DLPACK_DLL
+
+/* A major version changes the struct layouts; a minor one adds enum values. */
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+
+#ifdef __cplusplus
+typedef enum : int32_t {
+#else
+typedef enum {
+#endif
+  kDLCPU = 1,
+  kDLCUDA = 2,
+  kDLCUDAHost = 3, /* pinned host memory */
+  kDLOpenCL = 4,
+  kDLVulkan = 7,
+  kDLMetal = 8,
+  kDLVPI = 9,
+  kDLROCM = 10,
+  kDLROCMHost = 11,
+  kDLExtDev = 12,
+  kDLCUDAManaged = 13,
+  kDLOneAPI = 14,
+  kDLWebGPU = 15,
+  kDLHexagon = 16,
+  kDLMAIA = 17,
+  kDLTrn = 18,
+} DLDeviceType;
+
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id; /* 0 for kDLCPU */
+} DLDevice;
+
+typedef enum {
+  kDLInt = 0U,
+  kDLUInt = 1U,
+  kDLFloat = 2U,
+  kDLOpaqueHandle = 3U,
+  kDLBfloat = 4U,
+  kDLComplex = 5U,
+  kDLBool = 6U,
+  kDLFloat8_e3m4 = 7U,
+  kDLFloat8_e4m3 = 8U,
+  kDLFloat8_e4m3b11fnuz = 9U,
+  kDLFloat8_e4m3fn = 10U,
+  kDLFloat8_e4m3fnuz = 11U,
+  kDLFloat8_e5m2 = 12U,
+  kDLFloat8_e5m2fnuz = 13U,
+  kDLFloat8_e8m0fnu = 14U,
+  kDLFloat6_e2m3fn = 15U,
+  kDLFloat6_e3m2fn = 16U,
+  kDLFloat4_e2m1fn = 17U,
+} DLDataTypeCode;
+
+/* code: a DLDataTypeCode; bits per lane; lanes: 1 for a scalar type. */
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+
+/* data + byte_offset is the first element. strides count elements, not bytes; NULL strides mean
+ * a dense row-major (C-contiguous) tensor. */
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+
+/* The unversioned (pre-1.0) managed tensor; Tern's functions take the versioned one below. */
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
+
+/* The tensor must not be written through. */
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+/* The producer made a copy that the consumer owns alone. */
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+/* A sub-byte type (fp4, fp6) is padded to a byte per element rather than packed. */
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+
+/* The versioned managed tensor: the one DLPack 1.x exchanges. Whoever receives it calls
+ * deleter(self) once when done (deleter may be NULL); the deleter frees self as well. */
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+
+#endif /* DLPACK_DLPACK_H_ */
+
+/* Makes a tensor over a DLPack tensor's memory without copying it, and takes ownership of src:
+ * src->deleter(src) (when not NULL) is called exactly once, when the tensor and every run still
+ * using it are done; the caller must not use or delete src after a success. On failure nothing
+ * changes: src stays the caller's and its deleter is not called.
+ * Accepted: version.major 1 (any minor); memory the CPU reads in place (kDLCPU, kDLCUDAHost);
+ * Tern's dtypes with one lane: int and uint of 8/16/32/64 bits, float of 16/32/64 bits, bfloat16,
+ * and bool of 8 bits; strides that describe a dense row-major layout (NULL, or the C-contiguous
+ * strides; dims of size 1 may have any stride, and an empty tensor any strides); data + byte_offset
+ * aligned to the element size.
+ * The DLPACK_FLAG_BITMASK_READ_ONLY flag is kept: tern_tensor_is_read_only answers 1,
+ * tern_tensor_copy refuses the tensor as a destination, and tern_tensor_to_dlpack passes the flag
+ * on. (Sessions only read their inputs, so a read-only tensor may be a run's input.)
+ * Returns TERN_ERR_INVALID_ARGUMENT for a NULL src or out, ndim < 0 or > 64, a NULL shape with
+ * ndim > 0, a negative dim, a size that overflows, or NULL data for a non-empty tensor;
+ * TERN_ERR_UNSUPPORTED, saying why, for another major version, another device, a dtype Tern lacks
+ * (lanes other than 1 included), strides Tern cannot represent (a transposed or sliced view: copy
+ * it into a contiguous tensor first) or misaligned data. */
+TERN_API tern_status tern_tensor_from_dlpack(struct DLManagedTensorVersioned* src,
+                                             tern_tensor** out);
+/* Exports t as a DLPack 1.1 managed tensor without copying: *out shares t's memory and keeps it
+ * alive until (*out)->deleter(*out) is called, which the receiver must do exactly once; t may be
+ * destroyed before or after. The struct is allocated by Tern and freed by that deleter. shape and
+ * strides (C-contiguous, in elements) are always set; byte_offset is 0; flags has
+ * DLPACK_FLAG_BITMASK_READ_ONLY when t is read-only. Host tensors give kDLCPU, CUDA device
+ * tensors kDLCUDA with their device index.
+ * Returns TERN_ERR_INVALID_ARGUMENT for a NULL t or out; TERN_ERR_UNSUPPORTED for string tensors
+ * and tensors on a device DLPack cannot name for Tern (Vulkan buffers are not addresses). */
+TERN_API tern_status tern_tensor_to_dlpack(const tern_tensor* t,
+                                           struct DLManagedTensorVersioned** out);
+/* 1 when t came from a DLPack tensor flagged DLPACK_FLAG_BITMASK_READ_ONLY, else 0 (also for
+ * NULL). */
+TERN_API int tern_tensor_is_read_only(const tern_tensor* t);
+
 #ifdef __cplusplus
 }
 #endif

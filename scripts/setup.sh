@@ -15,6 +15,7 @@ packages=(
   g++-aarch64-linux-gnu qemu-user-static python3-onnx  # the aarch64 minimal build under qemu
   libvulkan-dev glslc mesa-vulkan-drivers  # the Vulkan backend; lavapipe runs its tests on the CPU
   python3-torch python3-torchvision python3-numpy  # tests/models: the model corpus and its check
+  python3-setuptools python3-pip python3-pytest python3-dask python3-distributed  # bindings/python
 )
 # The model corpus' references come from ONNX Runtime, which npm installs: a machine whose Node.js
 # already ships npm keeps it (Debian's npm conflicts with such builds).

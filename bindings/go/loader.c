@@ -141,6 +141,26 @@ static __typeof__(&tern_session_memory_info) p_tern_session_memory_info;
 tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes, size_t* packed_weight_bytes) { return p_tern_session_memory_info(s, activation_bytes, packed_weight_bytes); }
 static __typeof__(&tern_session_memory_stat) p_tern_session_memory_stat;
 tern_status tern_session_memory_stat(const tern_session* s, const char* name, uint64_t* value) { return p_tern_session_memory_stat(s, name, value); }
+static __typeof__(&tern_model_node_count) p_tern_model_node_count;
+size_t tern_model_node_count(const tern_model* m) { return p_tern_model_node_count(m); }
+static __typeof__(&tern_model_node_info) p_tern_model_node_info;
+tern_status tern_model_node_info(const tern_model* m, size_t i, const char** name, const char** op_type, const char** domain, size_t* n_inputs, size_t* n_outputs) { return p_tern_model_node_info(m, i, name, op_type, domain, n_inputs, n_outputs); }
+static __typeof__(&tern_model_node_input) p_tern_model_node_input;
+const char* tern_model_node_input(const tern_model* m, size_t i, size_t j) { return p_tern_model_node_input(m, i, j); }
+static __typeof__(&tern_model_node_output) p_tern_model_node_output;
+const char* tern_model_node_output(const tern_model* m, size_t i, size_t j) { return p_tern_model_node_output(m, i, j); }
+static __typeof__(&tern_model_value_count) p_tern_model_value_count;
+size_t tern_model_value_count(const tern_model* m) { return p_tern_model_value_count(m); }
+static __typeof__(&tern_model_value_info) p_tern_model_value_info;
+tern_status tern_model_value_info(const tern_model* m, size_t i, const char** name, tern_dtype* dtype, int* has_shape, size_t* rank, const int64_t** shape, int* is_constant) { return p_tern_model_value_info(m, i, name, dtype, has_shape, rank, shape, is_constant); }
+static __typeof__(&tern_model_producer) p_tern_model_producer;
+const char* tern_model_producer(const tern_model* m) { return p_tern_model_producer(m); }
+static __typeof__(&tern_model_opset) p_tern_model_opset;
+int64_t tern_model_opset(const tern_model* m) { return p_tern_model_opset(m); }
+static __typeof__(&tern_session_value_shape) p_tern_session_value_shape;
+tern_status tern_session_value_shape(const tern_session* s, const char* name, tern_dtype* dtype, size_t* rank, const int64_t** shape) { return p_tern_session_value_shape(s, name, dtype, rank, shape); }
+static __typeof__(&tern_tensor_read_onnx_file) p_tern_tensor_read_onnx_file;
+tern_status tern_tensor_read_onnx_file(const char* path, tern_tensor** out) { return p_tern_tensor_read_onnx_file(path, out); }
 static __typeof__(&tern_set_num_threads) p_tern_set_num_threads;
 tern_status tern_set_num_threads(int n) { return p_tern_set_num_threads(n); }
 static __typeof__(&tern_get_num_threads) p_tern_get_num_threads;
@@ -255,6 +275,12 @@ static __typeof__(&tern_flag_describe) p_tern_flag_describe;
 tern_status tern_flag_describe(const char* name, const char** source, const char** scope, const char** default_value, const char** env_var) { return p_tern_flag_describe(name, source, scope, default_value, env_var); }
 static __typeof__(&tern_session_flag_get) p_tern_session_flag_get;
 tern_status tern_session_flag_get(const tern_session* s, const char* name, char* buf, size_t len, const char** source) { return p_tern_session_flag_get(s, name, buf, len, source); }
+static __typeof__(&tern_tensor_from_dlpack) p_tern_tensor_from_dlpack;
+tern_status tern_tensor_from_dlpack(struct DLManagedTensorVersioned* src, tern_tensor** out) { return p_tern_tensor_from_dlpack(src, out); }
+static __typeof__(&tern_tensor_to_dlpack) p_tern_tensor_to_dlpack;
+tern_status tern_tensor_to_dlpack(const tern_tensor* t, struct DLManagedTensorVersioned** out) { return p_tern_tensor_to_dlpack(t, out); }
+static __typeof__(&tern_tensor_is_read_only) p_tern_tensor_is_read_only;
+int tern_tensor_is_read_only(const tern_tensor* t) { return p_tern_tensor_is_read_only(t); }
 
 static char tern_go_load_error[512];
 /* Opens the library and resolves every function; NULL on success, else why not. */
@@ -400,6 +426,26 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_memory_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_memory_info", path); return tern_go_load_error; }
   p_tern_session_memory_stat = (__typeof__(&tern_session_memory_stat))dlsym(h, "tern_session_memory_stat");
   if (!p_tern_session_memory_stat) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_memory_stat", path); return tern_go_load_error; }
+  p_tern_model_node_count = (__typeof__(&tern_model_node_count))dlsym(h, "tern_model_node_count");
+  if (!p_tern_model_node_count) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_count", path); return tern_go_load_error; }
+  p_tern_model_node_info = (__typeof__(&tern_model_node_info))dlsym(h, "tern_model_node_info");
+  if (!p_tern_model_node_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_info", path); return tern_go_load_error; }
+  p_tern_model_node_input = (__typeof__(&tern_model_node_input))dlsym(h, "tern_model_node_input");
+  if (!p_tern_model_node_input) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_input", path); return tern_go_load_error; }
+  p_tern_model_node_output = (__typeof__(&tern_model_node_output))dlsym(h, "tern_model_node_output");
+  if (!p_tern_model_node_output) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_output", path); return tern_go_load_error; }
+  p_tern_model_value_count = (__typeof__(&tern_model_value_count))dlsym(h, "tern_model_value_count");
+  if (!p_tern_model_value_count) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_value_count", path); return tern_go_load_error; }
+  p_tern_model_value_info = (__typeof__(&tern_model_value_info))dlsym(h, "tern_model_value_info");
+  if (!p_tern_model_value_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_value_info", path); return tern_go_load_error; }
+  p_tern_model_producer = (__typeof__(&tern_model_producer))dlsym(h, "tern_model_producer");
+  if (!p_tern_model_producer) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_producer", path); return tern_go_load_error; }
+  p_tern_model_opset = (__typeof__(&tern_model_opset))dlsym(h, "tern_model_opset");
+  if (!p_tern_model_opset) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_opset", path); return tern_go_load_error; }
+  p_tern_session_value_shape = (__typeof__(&tern_session_value_shape))dlsym(h, "tern_session_value_shape");
+  if (!p_tern_session_value_shape) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_value_shape", path); return tern_go_load_error; }
+  p_tern_tensor_read_onnx_file = (__typeof__(&tern_tensor_read_onnx_file))dlsym(h, "tern_tensor_read_onnx_file");
+  if (!p_tern_tensor_read_onnx_file) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_read_onnx_file", path); return tern_go_load_error; }
   p_tern_set_num_threads = (__typeof__(&tern_set_num_threads))dlsym(h, "tern_set_num_threads");
   if (!p_tern_set_num_threads) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_set_num_threads", path); return tern_go_load_error; }
   p_tern_get_num_threads = (__typeof__(&tern_get_num_threads))dlsym(h, "tern_get_num_threads");
@@ -514,6 +560,12 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_flag_describe) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_flag_describe", path); return tern_go_load_error; }
   p_tern_session_flag_get = (__typeof__(&tern_session_flag_get))dlsym(h, "tern_session_flag_get");
   if (!p_tern_session_flag_get) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_flag_get", path); return tern_go_load_error; }
+  p_tern_tensor_from_dlpack = (__typeof__(&tern_tensor_from_dlpack))dlsym(h, "tern_tensor_from_dlpack");
+  if (!p_tern_tensor_from_dlpack) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_from_dlpack", path); return tern_go_load_error; }
+  p_tern_tensor_to_dlpack = (__typeof__(&tern_tensor_to_dlpack))dlsym(h, "tern_tensor_to_dlpack");
+  if (!p_tern_tensor_to_dlpack) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_to_dlpack", path); return tern_go_load_error; }
+  p_tern_tensor_is_read_only = (__typeof__(&tern_tensor_is_read_only))dlsym(h, "tern_tensor_is_read_only");
+  if (!p_tern_tensor_is_read_only) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_is_read_only", path); return tern_go_load_error; }
   return NULL;
 }
 #pragma GCC visibility pop

@@ -4,6 +4,10 @@ package tern
 #include <stdlib.h>
 #include <string.h>
 #include "c_api.h"
+// cgo cannot call a C function pointer: DLPack deleters are called through this.
+static void tern_go_dlpack_delete(struct DLManagedTensorVersioned* m) {
+  if (m && m->deleter) m->deleter(m);
+}
 */
 import "C"
 
@@ -140,3 +144,39 @@ func (t *Tensor) Float32s() ([]float32, error) {
 	}
 	return out, nil
 }
+
+// ToDLPack exports the tensor as a DLPack 1.x managed tensor (a struct DLManagedTensorVersioned*
+// for C code: NumPy, PyTorch and others read it) sharing its memory, without a copy
+// (tern_tensor_to_dlpack). The memory stays alive, even after Close, until the receiver calls
+// the struct's deleter once (DeleteDLPack does so).
+func (t *Tensor) ToDLPack() (unsafe.Pointer, error) {
+	var out *C.struct_DLManagedTensorVersioned
+	if err := call(func() C.tern_status { return C.tern_tensor_to_dlpack(t.p, &out) }); err != nil {
+		return nil, err
+	}
+	return unsafe.Pointer(out), nil
+}
+
+// NewTensorFromDLPack takes a DLPack 1.x managed tensor (struct DLManagedTensorVersioned*)
+// without copying its memory (tern_tensor_from_dlpack): on success the tensor owns it and calls
+// its deleter once when the tensor is closed and no run uses it; on failure it stays the
+// caller's. CPU memory in a dense row-major layout only (else StatusUnsupported saying why).
+func NewTensorFromDLPack(managed unsafe.Pointer) (*Tensor, error) {
+	var out *C.tern_tensor
+	err := call(func() C.tern_status {
+		return C.tern_tensor_from_dlpack((*C.struct_DLManagedTensorVersioned)(managed), &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wrapTensor(out), nil
+}
+
+// DeleteDLPack calls a DLPack managed tensor's deleter: for one ToDLPack gave that no consumer
+// took.
+func DeleteDLPack(managed unsafe.Pointer) {
+	C.tern_go_dlpack_delete((*C.struct_DLManagedTensorVersioned)(managed))
+}
+
+// IsReadOnly says whether the tensor came from a DLPack tensor flagged read-only.
+func (t *Tensor) IsReadOnly() bool { return C.tern_tensor_is_read_only(t.p) != 0 }

@@ -480,3 +480,73 @@ func TestCancelAndDeadline(t *testing.T) {
 		t.Fatal("outputs changed after stopped runs")
 	}
 }
+
+// The layout of DLPack 1.x's DLManagedTensorVersioned on 64-bit platforms (test files cannot use
+// cgo): read to check what ToDLPack exports.
+type dlManaged struct {
+	Major, Minor   uint32
+	ManagerCtx     unsafe.Pointer
+	Deleter        unsafe.Pointer
+	Flags          uint64
+	Data           unsafe.Pointer
+	DeviceType     int32
+	DeviceID       int32
+	Ndim           int32
+	Code, Bits     uint8
+	Lanes          uint16
+	Shape, Strides *int64
+	ByteOffset     uint64
+}
+
+func TestDLPackRoundTripSharesMemory(t *testing.T) {
+	data := []float32{-1, 0.5, 2, 3.25, 4, 5}
+	x, err := NewTensorFloat32([]int64{2, 3}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := x.ToDLPack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := (*dlManaged)(p)
+	if m.Major != 1 || m.DeviceType != 1 || m.Ndim != 2 || m.Code != 2 || m.Bits != 32 || m.Lanes != 1 || m.Flags != 0 {
+		t.Fatalf("exported %+v", *m)
+	}
+	shape := unsafe.Slice(m.Shape, 2)
+	strides := unsafe.Slice(m.Strides, 2)
+	if shape[0] != 2 || shape[1] != 3 || strides[0] != 3 || strides[1] != 1 {
+		t.Fatalf("shape %v strides %v", shape, strides)
+	}
+	x.Close() // the export keeps the memory alive
+	if got := unsafe.Slice((*float32)(m.Data), 6); got[3] != 3.25 {
+		t.Fatalf("exported data %v", got)
+	}
+	back, err := NewTensorFromDLPack(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	got, _ := back.Float32s()
+	if fmt.Sprint(got) != fmt.Sprint(data) || back.IsReadOnly() {
+		t.Fatalf("round trip gave %v (read-only %v)", got, back.IsReadOnly())
+	}
+
+	// A transposed view is refused and stays the caller's; a NULL struct is an invalid argument.
+	y, _ := NewTensorFloat32([]int64{2, 3}, data)
+	defer y.Close()
+	q, err := y.ToDLPack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := unsafe.Slice((*dlManaged)(q).Strides, 2)
+	st[0], st[1] = 1, 2
+	var terr *Error
+	if _, err := NewTensorFromDLPack(q); !errors.As(err, &terr) || terr.Status != StatusUnsupported ||
+		!strings.Contains(terr.Message, "contiguous") {
+		t.Fatalf("transposed: %v", err)
+	}
+	DeleteDLPack(q)
+	if _, err := NewTensorFromDLPack(nil); !errors.As(err, &terr) || terr.Status != StatusInvalidArgument {
+		t.Fatalf("NULL: %v", err)
+	}
+}

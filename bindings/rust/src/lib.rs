@@ -26,7 +26,7 @@ mod value;
 pub use error::{Error, Result, Status};
 pub use model::{Model, ValueInfo};
 pub use session::{CancelHandle, RunOptions, Session, SessionOptions};
-pub use tensor::{DType, Element, Tensor, TensorView};
+pub use tensor::{DLPackTensor, DType, Element, Tensor, TensorView};
 pub use value::{Value, ValueKind};
 
 use std::ffi::{CStr, CString};

@@ -1,7 +1,7 @@
 //! Raw declarations of the C API in `include/c_api.h` (ABI version [`ABI_VERSION`]). Every
 //! function here is `unsafe`; the safe API of this crate wraps them. Enums are plain `c_int`
 //! values: the library may return values this crate does not know.
-#![allow(non_camel_case_types)]
+#![allow(non_camel_case_types, non_upper_case_globals)]
 
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -187,4 +187,63 @@ extern "C" {
     pub fn tern_value_optional_get(v: *const tern_value, out: *mut *mut tern_value) -> tern_status;
     pub fn tern_session_run_values(s: *mut tern_session, r: *const tern_run_options, input_names: *const *const c_char, inputs: *const *const tern_value, n_inputs: usize, output_names: *const *const c_char, n_outputs: usize, outputs: *mut *mut tern_value) -> tern_status;
     pub fn tern_session_flag_get(s: *const tern_session, name: *const c_char, buf: *mut c_char, len: usize, source: *mut *const c_char) -> tern_status;
+}
+
+// DLPack 1.x, as include/c_api.h declares it (dlpack.h's names).
+pub type DLDeviceType = i32;
+pub const kDLCPU: DLDeviceType = 1;
+pub const kDLCUDA: DLDeviceType = 2;
+pub const kDLCUDAHost: DLDeviceType = 3;
+pub const kDLInt: u8 = 0;
+pub const kDLUInt: u8 = 1;
+pub const kDLFloat: u8 = 2;
+pub const kDLBfloat: u8 = 4;
+pub const kDLBool: u8 = 6;
+pub const DLPACK_FLAG_BITMASK_READ_ONLY: u64 = 1;
+pub const DLPACK_FLAG_BITMASK_IS_COPIED: u64 = 2;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DLPackVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DLDevice {
+    pub device_type: DLDeviceType,
+    pub device_id: i32,
+}
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DLDataType {
+    pub code: u8,
+    pub bits: u8,
+    pub lanes: u16,
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLTensor {
+    pub data: *mut c_void,
+    pub device: DLDevice,
+    pub ndim: i32,
+    pub dtype: DLDataType,
+    pub shape: *mut i64,
+    pub strides: *mut i64,
+    pub byte_offset: u64,
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensorVersioned {
+    pub version: DLPackVersion,
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    pub flags: u64,
+    pub dl_tensor: DLTensor,
+}
+
+extern "C" {
+    pub fn tern_tensor_from_dlpack(src: *mut DLManagedTensorVersioned, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_tensor_to_dlpack(t: *const tern_tensor, out: *mut *mut DLManagedTensorVersioned) -> tern_status;
+    pub fn tern_tensor_is_read_only(t: *const tern_tensor) -> c_int;
 }

@@ -205,6 +205,35 @@ impl Tensor {
         Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut T, n) })
     }
 
+    /// Takes a DLPack 1.x tensor without copying (`tern_tensor_from_dlpack`): on success the
+    /// tensor owns `managed` and calls its deleter once, when the tensor and any run using it
+    /// are done; on failure `managed` stays the caller's. CPU memory in a dense row-major layout
+    /// only (else `Status::Unsupported` saying why).
+    ///
+    /// # Safety
+    /// `managed` must point to a valid `DLManagedTensorVersioned` whose data stays valid until
+    /// its deleter runs.
+    pub unsafe fn from_dlpack(managed: *mut sys::DLManagedTensorVersioned) -> Result<Tensor> {
+        crate::check_abi()?;
+        let mut out = std::ptr::null_mut();
+        check(sys::tern_tensor_from_dlpack(managed, &mut out))?;
+        Ok(Tensor::from_raw(out))
+    }
+
+    /// Exports the tensor as a DLPack 1.x managed tensor sharing its memory
+    /// (`tern_tensor_to_dlpack`); the memory stays alive until the [`DLPackTensor`] is dropped
+    /// or its pointer, taken with [`DLPackTensor::into_raw`], is deleted by its receiver.
+    pub fn to_dlpack(&self) -> Result<DLPackTensor> {
+        let mut out = std::ptr::null_mut();
+        check(unsafe { sys::tern_tensor_to_dlpack(self.ptr.as_ptr(), &mut out) })?;
+        Ok(DLPackTensor { ptr: NonNull::new(out).expect("tern returned a NULL DLPack tensor") })
+    }
+
+    /// Whether the tensor came from a DLPack tensor flagged read-only (`tern_tensor_is_read_only`).
+    pub fn is_read_only(&self) -> bool {
+        unsafe { sys::tern_tensor_is_read_only(self.ptr.as_ptr()) != 0 }
+    }
+
     fn check_dtype<T: Element>(&self) -> Result<()> {
         if self.dtype() != T::DTYPE {
             return Err(Error::new(
@@ -256,5 +285,38 @@ impl std::ops::Deref for TensorView<'_> {
     type Target = Tensor;
     fn deref(&self) -> &Tensor {
         &self.tensor
+    }
+}
+
+/// A DLPack 1.x managed tensor made by [`Tensor::to_dlpack`]; dropping it runs its deleter.
+#[derive(Debug)]
+pub struct DLPackTensor {
+    ptr: NonNull<sys::DLManagedTensorVersioned>,
+}
+
+unsafe impl Send for DLPackTensor {}
+
+impl DLPackTensor {
+    /// The struct, for reading its `dl_tensor`.
+    pub fn as_ref(&self) -> &sys::DLManagedTensorVersioned {
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// Hands the struct to a DLPack consumer, which must call its deleter once.
+    pub fn into_raw(self) -> *mut sys::DLManagedTensorVersioned {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for DLPackTensor {
+    fn drop(&mut self) {
+        unsafe {
+            let p = self.ptr.as_ptr();
+            if let Some(d) = (*p).deleter {
+                d(p)
+            }
+        }
     }
 }

@@ -253,3 +253,42 @@ fn cancel_and_deadline() {
     let again = session.run(&[("x", &x)], &out).unwrap();
     assert_eq!(first[0].as_bytes(), again[0].as_bytes());
 }
+
+#[test]
+fn dlpack_round_trip_shares_memory() {
+    let data: Vec<f32> = (0..6).map(|i| i as f32 * 0.25 - 1.0).collect();
+    let t = Tensor::from_slice(&[2, 3], &data).unwrap();
+    let exported = t.to_dlpack().unwrap();
+    let m = exported.as_ref();
+    assert_eq!(m.version.major, 1);
+    assert_eq!(m.flags, 0);
+    assert_eq!(m.dl_tensor.device.device_type, tern::sys::kDLCPU);
+    assert_eq!((m.dl_tensor.dtype.code, m.dl_tensor.dtype.bits, m.dl_tensor.dtype.lanes), (tern::sys::kDLFloat, 32, 1));
+    assert_eq!(m.dl_tensor.ndim, 2);
+    let (shape, strides) = unsafe { (std::slice::from_raw_parts(m.dl_tensor.shape, 2), std::slice::from_raw_parts(m.dl_tensor.strides, 2)) };
+    assert_eq!(shape, &[2, 3]);
+    assert_eq!(strides, &[3, 1]);
+    let data_ptr = m.dl_tensor.data;
+    drop(t); // the export keeps the storage alive
+    let back = unsafe { Tensor::from_dlpack(exported.into_raw()) }.unwrap();
+    assert_eq!(back.as_bytes().as_ptr() as *mut std::os::raw::c_void, data_ptr);
+    assert_eq!(back.as_slice::<f32>().unwrap(), &data[..]);
+    assert_eq!(back.shape(), &[2, 3]);
+    assert!(!back.is_read_only());
+
+    // A transposed view is refused, and stays the caller's.
+    let t = Tensor::from_slice(&[2, 3], &data).unwrap();
+    let exported = t.to_dlpack().unwrap();
+    let raw = exported.into_raw();
+    unsafe {
+        let s = (*raw).dl_tensor.strides;
+        *s = 1;
+        *s.add(1) = 2;
+    }
+    let err = unsafe { Tensor::from_dlpack(raw) }.unwrap_err();
+    assert_eq!(err.status, Status::Unsupported);
+    assert!(err.message.contains("contiguous"), "{}", err);
+    unsafe { ((*raw).deleter.unwrap())(raw) };
+    let err = unsafe { Tensor::from_dlpack(std::ptr::null_mut()) }.unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+}

@@ -1,5 +1,7 @@
 package tern;
 
+import com.sun.jna.Function;
+import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
 
@@ -81,6 +83,38 @@ public final class Tensor implements AutoCloseable {
     }
     int n = (int) (byteSize() / 4);
     return n == 0 ? new float[0] : data().getFloatArray(0, n);
+  }
+
+  /** Exports the tensor as a DLPack 1.x managed tensor (a struct DLManagedTensorVersioned* for
+   * C code and frameworks that read DLPack) sharing its memory, without a copy
+   * (tern_tensor_to_dlpack). The memory stays alive, even after close(), until the receiver
+   * calls the struct's deleter once (deleteDLPack does so). */
+  public Pointer toDLPack() {
+    PointerByReference out = new PointerByReference();
+    Tern.check(Tern.lib().tern_tensor_to_dlpack(handle(), out));
+    return out.getValue();
+  }
+
+  /** Takes a DLPack 1.x managed tensor without copying its memory (tern_tensor_from_dlpack): on
+   * success the tensor owns it and calls its deleter once, when the tensor is closed and no run
+   * uses it; on failure (a TernException) it stays the caller's. CPU memory in a dense
+   * row-major layout only (else UNSUPPORTED saying why). */
+  public static Tensor fromDLPack(Pointer managed) {
+    PointerByReference out = new PointerByReference();
+    Tern.check(Tern.lib().tern_tensor_from_dlpack(managed, out));
+    return new Tensor(out.getValue());
+  }
+
+  /** Calls a DLPack managed tensor's deleter (at offset 16: after the version and manager_ctx):
+   * for one that toDLPack gave and no consumer took. */
+  public static void deleteDLPack(Pointer managed) {
+    Pointer deleter = managed.getPointer(8 + Native.POINTER_SIZE);
+    if (deleter != null) Function.getFunction(deleter).invokeVoid(new Object[] {managed});
+  }
+
+  /** Whether the tensor came from a DLPack tensor flagged read-only. */
+  public boolean isReadOnly() {
+    return Tern.lib().tern_tensor_is_read_only(handle()) != 0;
   }
 
   @Override

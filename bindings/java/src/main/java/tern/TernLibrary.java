@@ -38,6 +38,10 @@ public interface TernLibrary extends Library {
   Pointer tern_tensor_shape(Pointer t);
   Pointer tern_tensor_data(Pointer t);
   SizeT tern_tensor_byte_size(Pointer t);
+  // DLPack (struct DLManagedTensorVersioned*, see Tensor.toDLPack).
+  int tern_tensor_from_dlpack(Pointer src, PointerByReference out);
+  int tern_tensor_to_dlpack(Pointer t, PointerByReference out);
+  int tern_tensor_is_read_only(Pointer t);
 
   int tern_model_load_file(String path, PointerByReference out);
   int tern_model_load_memory(byte[] data, SizeT size, PointerByReference out);

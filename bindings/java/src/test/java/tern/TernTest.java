@@ -1,5 +1,6 @@
 package tern;
 
+import com.sun.jna.Pointer;
 import java.io.File;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -165,6 +166,36 @@ public final class TernTest {
           }
         }
       }
+    });
+
+    test("DLPack: round trip shares memory; a transposed view is refused", () -> {
+      float[] data = {-1f, 0.5f, 2f, 3.25f, 4f, 5f};
+      // DLManagedTensorVersioned on 64-bit: version 0, manager_ctx 8, deleter 16, flags 24,
+      // dl_tensor 32: data 32, device 40, ndim 48, dtype 52, shape 56, strides 64.
+      Pointer p;
+      try (Tensor x = Tensor.fromFloats(new long[] {2, 3}, data)) {
+        p = x.toDLPack();
+        check(p.getInt(0) == 1 && p.getLong(24) == 0 && p.getInt(40) == 1 && p.getInt(48) == 2,
+            "version, flags, device, ndim");
+        check(p.getByte(52) == 2 && p.getByte(53) == 32, "dtype");
+        check(Arrays.equals(p.getPointer(56).getLongArray(0, 2), new long[] {2, 3}), "shape");
+        check(Arrays.equals(p.getPointer(64).getLongArray(0, 2), new long[] {3, 1}), "strides");
+      }  // closed: the export keeps the memory
+      check(Arrays.equals(p.getPointer(32).getFloatArray(0, 6), data), "exported data");
+      try (Tensor back = Tensor.fromDLPack(p)) {
+        check(Arrays.equals(back.floats(), data), "round trip");
+        check(!back.isReadOnly(), "read-only");
+      }
+      try (Tensor y = Tensor.fromFloats(new long[] {2, 3}, data)) {
+        Pointer q = y.toDLPack();
+        q.getPointer(64).write(0, new long[] {1, 2}, 0, 2);
+        TernException e = expect(TernException.class, () -> Tensor.fromDLPack(q));
+        check(e.status() == Status.UNSUPPORTED && e.getMessage().contains("contiguous"),
+            e.getMessage());
+        Tensor.deleteDLPack(q);
+      }
+      TernException e = expect(TernException.class, () -> Tensor.fromDLPack(null));
+      check(e.status() == Status.INVALID_ARGUMENT, e.getMessage());
     });
 
     test("one session from many threads", () -> {
