@@ -51,6 +51,8 @@ enum class FlagId : int {
   kCpuConvAllowBf16,
   kCpuAffinity,
   kGraphOptimize,
+  kBlasVerbose,
+  kSdpFp16Bf16ReductionMath,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);
