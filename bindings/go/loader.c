@@ -141,6 +141,26 @@ static __typeof__(&tern_session_memory_info) p_tern_session_memory_info;
 tern_status tern_session_memory_info(const tern_session* s, size_t* activation_bytes, size_t* packed_weight_bytes) { return p_tern_session_memory_info(s, activation_bytes, packed_weight_bytes); }
 static __typeof__(&tern_session_memory_stat) p_tern_session_memory_stat;
 tern_status tern_session_memory_stat(const tern_session* s, const char* name, uint64_t* value) { return p_tern_session_memory_stat(s, name, value); }
+static __typeof__(&tern_model_node_count) p_tern_model_node_count;
+size_t tern_model_node_count(const tern_model* m) { return p_tern_model_node_count(m); }
+static __typeof__(&tern_model_node_info) p_tern_model_node_info;
+tern_status tern_model_node_info(const tern_model* m, size_t i, const char** name, const char** op_type, const char** domain, size_t* n_inputs, size_t* n_outputs) { return p_tern_model_node_info(m, i, name, op_type, domain, n_inputs, n_outputs); }
+static __typeof__(&tern_model_node_input) p_tern_model_node_input;
+const char* tern_model_node_input(const tern_model* m, size_t i, size_t j) { return p_tern_model_node_input(m, i, j); }
+static __typeof__(&tern_model_node_output) p_tern_model_node_output;
+const char* tern_model_node_output(const tern_model* m, size_t i, size_t j) { return p_tern_model_node_output(m, i, j); }
+static __typeof__(&tern_model_value_count) p_tern_model_value_count;
+size_t tern_model_value_count(const tern_model* m) { return p_tern_model_value_count(m); }
+static __typeof__(&tern_model_value_info) p_tern_model_value_info;
+tern_status tern_model_value_info(const tern_model* m, size_t i, const char** name, tern_dtype* dtype, int* has_shape, size_t* rank, const int64_t** shape, int* is_constant) { return p_tern_model_value_info(m, i, name, dtype, has_shape, rank, shape, is_constant); }
+static __typeof__(&tern_model_producer) p_tern_model_producer;
+const char* tern_model_producer(const tern_model* m) { return p_tern_model_producer(m); }
+static __typeof__(&tern_model_opset) p_tern_model_opset;
+int64_t tern_model_opset(const tern_model* m) { return p_tern_model_opset(m); }
+static __typeof__(&tern_session_value_shape) p_tern_session_value_shape;
+tern_status tern_session_value_shape(const tern_session* s, const char* name, tern_dtype* dtype, size_t* rank, const int64_t** shape) { return p_tern_session_value_shape(s, name, dtype, rank, shape); }
+static __typeof__(&tern_tensor_read_onnx_file) p_tern_tensor_read_onnx_file;
+tern_status tern_tensor_read_onnx_file(const char* path, tern_tensor** out) { return p_tern_tensor_read_onnx_file(path, out); }
 static __typeof__(&tern_set_num_threads) p_tern_set_num_threads;
 tern_status tern_set_num_threads(int n) { return p_tern_set_num_threads(n); }
 static __typeof__(&tern_get_num_threads) p_tern_get_num_threads;
@@ -239,6 +259,24 @@ static __typeof__(&tern_opt_einsum_get_strategy) p_tern_opt_einsum_get_strategy;
 const char* tern_opt_einsum_get_strategy(void) { return p_tern_opt_einsum_get_strategy(); }
 static __typeof__(&tern_opt_einsum_set_strategy) p_tern_opt_einsum_set_strategy;
 tern_status tern_opt_einsum_set_strategy(const char* s) { return p_tern_opt_einsum_set_strategy(s); }
+static __typeof__(&tern_opt_einsum_is_available) p_tern_opt_einsum_is_available;
+int tern_opt_einsum_is_available(void) { return p_tern_opt_einsum_is_available(); }
+static __typeof__(&tern_mkl_is_available) p_tern_mkl_is_available;
+int tern_mkl_is_available(void) { return p_tern_mkl_is_available(); }
+static __typeof__(&tern_nnpack_is_available) p_tern_nnpack_is_available;
+int tern_nnpack_is_available(void) { return p_tern_nnpack_is_available(); }
+static __typeof__(&tern_cusparselt_is_available) p_tern_cusparselt_is_available;
+int tern_cusparselt_is_available(void) { return p_tern_cusparselt_is_available(); }
+static __typeof__(&tern_is_flash_attention_available) p_tern_is_flash_attention_available;
+int tern_is_flash_attention_available(void) { return p_tern_is_flash_attention_available(); }
+static __typeof__(&tern_backend_unavailable_reason) p_tern_backend_unavailable_reason;
+const char* tern_backend_unavailable_reason(const char* name) { return p_tern_backend_unavailable_reason(name); }
+static __typeof__(&tern_blas_set_verbose) p_tern_blas_set_verbose;
+tern_status tern_blas_set_verbose(tern_verbose_level level) { return p_tern_blas_set_verbose(level); }
+static __typeof__(&tern_sdp_allow_fp16_bf16_reduction_math) p_tern_sdp_allow_fp16_bf16_reduction_math;
+void tern_sdp_allow_fp16_bf16_reduction_math(int on) { p_tern_sdp_allow_fp16_bf16_reduction_math(on); }
+static __typeof__(&tern_sdp_fp16_bf16_reduction_math_allowed) p_tern_sdp_fp16_bf16_reduction_math_allowed;
+int tern_sdp_fp16_bf16_reduction_math_allowed(void) { return p_tern_sdp_fp16_bf16_reduction_math_allowed(); }
 static __typeof__(&tern_use_deterministic_algorithms) p_tern_use_deterministic_algorithms;
 tern_status tern_use_deterministic_algorithms(int on) { return p_tern_use_deterministic_algorithms(on); }
 static __typeof__(&tern_are_deterministic_algorithms_enabled) p_tern_are_deterministic_algorithms_enabled;
@@ -400,6 +438,26 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_memory_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_memory_info", path); return tern_go_load_error; }
   p_tern_session_memory_stat = (__typeof__(&tern_session_memory_stat))dlsym(h, "tern_session_memory_stat");
   if (!p_tern_session_memory_stat) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_memory_stat", path); return tern_go_load_error; }
+  p_tern_model_node_count = (__typeof__(&tern_model_node_count))dlsym(h, "tern_model_node_count");
+  if (!p_tern_model_node_count) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_count", path); return tern_go_load_error; }
+  p_tern_model_node_info = (__typeof__(&tern_model_node_info))dlsym(h, "tern_model_node_info");
+  if (!p_tern_model_node_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_info", path); return tern_go_load_error; }
+  p_tern_model_node_input = (__typeof__(&tern_model_node_input))dlsym(h, "tern_model_node_input");
+  if (!p_tern_model_node_input) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_input", path); return tern_go_load_error; }
+  p_tern_model_node_output = (__typeof__(&tern_model_node_output))dlsym(h, "tern_model_node_output");
+  if (!p_tern_model_node_output) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_node_output", path); return tern_go_load_error; }
+  p_tern_model_value_count = (__typeof__(&tern_model_value_count))dlsym(h, "tern_model_value_count");
+  if (!p_tern_model_value_count) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_value_count", path); return tern_go_load_error; }
+  p_tern_model_value_info = (__typeof__(&tern_model_value_info))dlsym(h, "tern_model_value_info");
+  if (!p_tern_model_value_info) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_value_info", path); return tern_go_load_error; }
+  p_tern_model_producer = (__typeof__(&tern_model_producer))dlsym(h, "tern_model_producer");
+  if (!p_tern_model_producer) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_producer", path); return tern_go_load_error; }
+  p_tern_model_opset = (__typeof__(&tern_model_opset))dlsym(h, "tern_model_opset");
+  if (!p_tern_model_opset) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_model_opset", path); return tern_go_load_error; }
+  p_tern_session_value_shape = (__typeof__(&tern_session_value_shape))dlsym(h, "tern_session_value_shape");
+  if (!p_tern_session_value_shape) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_value_shape", path); return tern_go_load_error; }
+  p_tern_tensor_read_onnx_file = (__typeof__(&tern_tensor_read_onnx_file))dlsym(h, "tern_tensor_read_onnx_file");
+  if (!p_tern_tensor_read_onnx_file) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_tensor_read_onnx_file", path); return tern_go_load_error; }
   p_tern_set_num_threads = (__typeof__(&tern_set_num_threads))dlsym(h, "tern_set_num_threads");
   if (!p_tern_set_num_threads) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_set_num_threads", path); return tern_go_load_error; }
   p_tern_get_num_threads = (__typeof__(&tern_get_num_threads))dlsym(h, "tern_get_num_threads");
@@ -498,6 +556,24 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_opt_einsum_get_strategy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_opt_einsum_get_strategy", path); return tern_go_load_error; }
   p_tern_opt_einsum_set_strategy = (__typeof__(&tern_opt_einsum_set_strategy))dlsym(h, "tern_opt_einsum_set_strategy");
   if (!p_tern_opt_einsum_set_strategy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_opt_einsum_set_strategy", path); return tern_go_load_error; }
+  p_tern_opt_einsum_is_available = (__typeof__(&tern_opt_einsum_is_available))dlsym(h, "tern_opt_einsum_is_available");
+  if (!p_tern_opt_einsum_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_opt_einsum_is_available", path); return tern_go_load_error; }
+  p_tern_mkl_is_available = (__typeof__(&tern_mkl_is_available))dlsym(h, "tern_mkl_is_available");
+  if (!p_tern_mkl_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_mkl_is_available", path); return tern_go_load_error; }
+  p_tern_nnpack_is_available = (__typeof__(&tern_nnpack_is_available))dlsym(h, "tern_nnpack_is_available");
+  if (!p_tern_nnpack_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_nnpack_is_available", path); return tern_go_load_error; }
+  p_tern_cusparselt_is_available = (__typeof__(&tern_cusparselt_is_available))dlsym(h, "tern_cusparselt_is_available");
+  if (!p_tern_cusparselt_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_cusparselt_is_available", path); return tern_go_load_error; }
+  p_tern_is_flash_attention_available = (__typeof__(&tern_is_flash_attention_available))dlsym(h, "tern_is_flash_attention_available");
+  if (!p_tern_is_flash_attention_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_is_flash_attention_available", path); return tern_go_load_error; }
+  p_tern_backend_unavailable_reason = (__typeof__(&tern_backend_unavailable_reason))dlsym(h, "tern_backend_unavailable_reason");
+  if (!p_tern_backend_unavailable_reason) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_backend_unavailable_reason", path); return tern_go_load_error; }
+  p_tern_blas_set_verbose = (__typeof__(&tern_blas_set_verbose))dlsym(h, "tern_blas_set_verbose");
+  if (!p_tern_blas_set_verbose) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_blas_set_verbose", path); return tern_go_load_error; }
+  p_tern_sdp_allow_fp16_bf16_reduction_math = (__typeof__(&tern_sdp_allow_fp16_bf16_reduction_math))dlsym(h, "tern_sdp_allow_fp16_bf16_reduction_math");
+  if (!p_tern_sdp_allow_fp16_bf16_reduction_math) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_sdp_allow_fp16_bf16_reduction_math", path); return tern_go_load_error; }
+  p_tern_sdp_fp16_bf16_reduction_math_allowed = (__typeof__(&tern_sdp_fp16_bf16_reduction_math_allowed))dlsym(h, "tern_sdp_fp16_bf16_reduction_math_allowed");
+  if (!p_tern_sdp_fp16_bf16_reduction_math_allowed) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_sdp_fp16_bf16_reduction_math_allowed", path); return tern_go_load_error; }
   p_tern_use_deterministic_algorithms = (__typeof__(&tern_use_deterministic_algorithms))dlsym(h, "tern_use_deterministic_algorithms");
   if (!p_tern_use_deterministic_algorithms) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_use_deterministic_algorithms", path); return tern_go_load_error; }
   p_tern_are_deterministic_algorithms_enabled = (__typeof__(&tern_are_deterministic_algorithms_enabled))dlsym(h, "tern_are_deterministic_algorithms_enabled");
