@@ -466,7 +466,8 @@ TERN_API const char* tern_model_producer(const tern_model* m);
 /* The ai.onnx opset the model's nodes follow; 0 for NULL. */
 TERN_API int64_t tern_model_opset(const tern_model* m);
 /* The dtype and shape the session's most recent plan (made at creation for static input shapes,
- * else by the last run) gives the value `name` of the model: every dim known. *shape stays valid
+ * else by the last run) gives the value `name` of the model: every dim known (dtype 0 for a
+ * sequence or an optional value, as in tern_model_value_info). *shape stays valid
  * until this function is called again on the same thread. TERN_ERR_INVALID_ARGUMENT when there is
  * no plan yet, or the value is not in it (optimized away, fused into another node, or computed
  * per run because shapes depend on data). */
