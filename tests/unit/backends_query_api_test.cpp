@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 
@@ -58,24 +56,13 @@ std::string run_captured(tern_session* s, const tern_run_options* r) {
   const tern_tensor* ins[] = {x, x2};
   const char* out_names[] = {"y", "z"};
   tern_tensor* outs[2] = {nullptr, nullptr};
-  std::fflush(stdout);
-  char path[] = "/tmp/tern_blas_verbose_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  int saved = dup(1);
-  dup2(fd, 1);
-  tern_status st = tern_session_run(s, r, in_names, ins, 2, out_names, 2, outs);
-  std::fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  close(fd);
+  tern_status st = TERN_OK;
+  const std::string text =
+      capture_stdout([&] { st = tern_session_run(s, r, in_names, ins, 2, out_names, 2, outs); });
   CHECK(st == TERN_OK);
   for (tern_tensor* t : outs) tern_tensor_destroy(t);
   tern_tensor_destroy(x);
   tern_tensor_destroy(x2);
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::remove(path);
   return text;
 }
 

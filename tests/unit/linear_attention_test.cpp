@@ -550,7 +550,8 @@ TEST_SUITE("ops") {
     };
     const int64_t H = 2, S = 24, D = 16;
     for (DType t : {DType::kFloat16, DType::kBFloat16}) {
-      CAPTURE(dtype_name(t));
+      const std::string dtype = dtype_name(t);  // a std::string: doctest prints char* as a pointer
+      CAPTURE(dtype);
       std::mt19937 rng(21);
       const auto q = rounded(t, uniform(H * S * D, -2, 2, rng));
       const auto k = rounded(t, uniform(H * S * D, -2, 2, rng));
@@ -578,7 +579,7 @@ TEST_SUITE("ops") {
       // The rounding shows: some outputs differ between the two modes.
       size_t differ = 0;
       for (size_t i = 0; i < got[0].size(); ++i) differ += got[0][i] != got[1][i];
-      MESSAGE(dtype_name(t), ": ", differ, " of ", got[0].size(), " outputs differ when reduced");
+      MESSAGE(dtype, ": ", differ, " of ", got[0].size(), " outputs differ when reduced");
       CHECK(differ > 0);
     }
   }
