@@ -140,3 +140,15 @@ func (t *Tensor) Float32s() ([]float32, error) {
 	}
 	return out, nil
 }
+
+// ReadONNXFile reads a serialized ONNX TensorProto file (the input_N.pb / output_N.pb files of
+// ONNX test data sets) into a new tensor.
+func ReadONNXFile(path string) (*Tensor, error) {
+	var out *C.tern_tensor
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	if err := call(func() C.tern_status { return C.tern_tensor_read_onnx_file(cpath, &out) }); err != nil {
+		return nil, err
+	}
+	return wrapTensor(out), nil
+}
