@@ -285,6 +285,17 @@ TERN_API tern_status tern_session_options_set_max_memory_bytes(tern_session_opti
  * 4 MiB; 0 keeps the latest plan only. TERN_ERR_INVALID_ARGUMENT: o is NULL. */
 TERN_API tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o,
                                                                uint64_t bytes);
+/* Progress of the long steps before a session can run, for tools that draw a bar (`tern convert
+ * --optimize`): fn(stage, done, total, ctx) is called on the thread calling tern_session_create
+ * with these options, and on a thread whose tern_session_run builds a plan for new input shapes,
+ * as each stage advances from done = 0 to done = total. Stages (static strings): "fold
+ * constants" (nodes visited), "optimize" (graph rewrite passes), "prepare kernels" (nodes; the
+ * kernels pack their weights here, the long part for big models). A stage may come more than
+ * once (subgraphs, each new plan). fn must return quickly and must not call Tern; ctx is passed
+ * through. NULL fn: no reports (the default). TERN_ERR_INVALID_ARGUMENT: o is NULL. */
+typedef void (*tern_progress_fn)(const char* stage, size_t done, size_t total, void* ctx);
+TERN_API tern_status tern_session_options_set_progress(tern_session_options* o,
+                                                       tern_progress_fn fn, void* ctx);
 /* Overrides any flag of scope "session" or "run" for this session alone (names and values as in
  * tern_flag_set; "num_threads" and "num_interop_threads" included). The session reads the global
  * value of every flag it does not override at the start of each run. TERN_ERR_INVALID_ARGUMENT:

@@ -105,6 +105,8 @@ static __typeof__(&tern_session_options_set_max_memory_bytes) p_tern_session_opt
 tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o, uint64_t bytes) { return p_tern_session_options_set_max_memory_bytes(o, bytes); }
 static __typeof__(&tern_session_options_set_plan_cache_bytes) p_tern_session_options_set_plan_cache_bytes;
 tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o, uint64_t bytes) { return p_tern_session_options_set_plan_cache_bytes(o, bytes); }
+static __typeof__(&tern_session_options_set_progress) p_tern_session_options_set_progress;
+tern_status tern_session_options_set_progress(tern_session_options* o, tern_progress_fn fn, void* ctx) { return p_tern_session_options_set_progress(o, fn, ctx); }
 static __typeof__(&tern_session_options_set_flag) p_tern_session_options_set_flag;
 tern_status tern_session_options_set_flag(tern_session_options* o, const char* name, const char* value) { return p_tern_session_options_set_flag(o, name, value); }
 static __typeof__(&tern_run_options_create) p_tern_run_options_create;
@@ -402,6 +404,8 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_options_set_max_memory_bytes) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_max_memory_bytes", path); return tern_go_load_error; }
   p_tern_session_options_set_plan_cache_bytes = (__typeof__(&tern_session_options_set_plan_cache_bytes))dlsym(h, "tern_session_options_set_plan_cache_bytes");
   if (!p_tern_session_options_set_plan_cache_bytes) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_plan_cache_bytes", path); return tern_go_load_error; }
+  p_tern_session_options_set_progress = (__typeof__(&tern_session_options_set_progress))dlsym(h, "tern_session_options_set_progress");
+  if (!p_tern_session_options_set_progress) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_progress", path); return tern_go_load_error; }
   p_tern_session_options_set_flag = (__typeof__(&tern_session_options_set_flag))dlsym(h, "tern_session_options_set_flag");
   if (!p_tern_session_options_set_flag) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_flag", path); return tern_go_load_error; }
   p_tern_run_options_create = (__typeof__(&tern_run_options_create))dlsym(h, "tern_run_options_create");

@@ -71,6 +71,11 @@ pub struct tern_sdp_params {
     pub dropout_p: f32,
 }
 
+/// Progress of a session's preparation (`tern_session_options_set_progress`): stage, done, total,
+/// ctx. The session keeps calling it (runs that build plans) as long as it lives, so ctx must
+/// outlive every session made with the options.
+pub type tern_progress_fn = Option<unsafe extern "C" fn(stage: *const c_char, done: usize, total: usize, ctx: *mut c_void)>;
+
 extern "C" {
     pub fn tern_version() -> *const c_char;
     pub fn tern_abi_version() -> u32;
@@ -203,6 +208,7 @@ extern "C" {
     pub fn tern_model_producer(m: *const tern_model) -> *const c_char;
     pub fn tern_model_opset(m: *const tern_model) -> i64;
     pub fn tern_session_options_set_cpu_fallback(o: *mut tern_session_options, enabled: c_int) -> tern_status;
+    pub fn tern_session_options_set_progress(o: *mut tern_session_options, f: tern_progress_fn, ctx: *mut c_void) -> tern_status;
     pub fn tern_session_options_set_plan_cache_bytes(o: *mut tern_session_options, bytes: u64) -> tern_status;
     pub fn tern_run_options_set_output_device(r: *mut tern_run_options, device: *const c_char) -> tern_status;
     pub fn tern_session_memory_stat(s: *const tern_session, name: *const c_char, value: *mut u64) -> tern_status;

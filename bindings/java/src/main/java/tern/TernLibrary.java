@@ -161,6 +161,14 @@ public interface TernLibrary extends Library {
 
   int tern_session_options_set_cpu_fallback(Pointer o, int enabled);
   int tern_session_options_set_plan_cache_bytes(Pointer o, long bytes);
+  /** tern_progress_fn: a session's preparation progress (stage, done, total, ctx). */
+  interface Progress extends Callback {
+    void invoke(String stage, SizeT done, SizeT total, Pointer ctx);
+  }
+
+  /** Declared for completeness; no wrapper yet: sessions call fn for as long as they live, so a
+   * wrapper must keep the callback object reachable until every such session is closed. */
+  int tern_session_options_set_progress(Pointer o, Progress fn, Pointer ctx);
   int tern_session_options_enable_profiling(Pointer o, String path);
   int tern_run_options_set_flag(Pointer r, String name, String value);
   int tern_run_options_set_sdp_backends(Pointer r, int[] list, SizeT n);
