@@ -11,6 +11,7 @@
 #include "c_api.h"
 #include "core/flags.h"
 #include "core/model.h"
+#include "core/progress.h"
 #include "core/session.h"
 #include "core/tensor.h"
 
@@ -27,6 +28,7 @@ struct tern_model {
 };
 struct tern_session {
   std::unique_ptr<tern::Session> s;
+  tern::ProgressSink progress;  // tern_session_options_set_progress, for runs that build plans
   bool profile_written = false;
   ~tern_session() {
     if (s && s->profiler() && !profile_written) {
@@ -44,6 +46,7 @@ struct tern_session_options {
   std::string profile_path;       // empty: no profiling
   uint64_t max_memory_bytes = 0;  // 0: no limit
   uint64_t plan_cache_bytes = tern::SessionConfig::kDefaultPlanCacheBytes;
+  tern::ProgressSink progress;  // empty: no reports
 };
 struct tern_run_options {
   tern::FlagOverrides flags;   // run-scoped flags (sdp.*, onednn.verbose)

@@ -118,6 +118,16 @@ const char* tern_config_show(void) {
         for (const tern::backends::Record* r : tern::backends::records()) {
           s += tern::str_cat("  ", r->name(), ": ", r->report(), "\n");
         }
+        s += "  torch.backends counterparts:";
+        for (const char* name :
+             {"mkldnn", "openblas", "openmp", "opt_einsum", "mkl", "nnpack", "cusparselt",
+              "flash_attention", "cuda", "cudnn", "mps", "vulkan"}) {
+          const char* why = tern_backend_unavailable_reason(name);
+          s += tern::str_cat("\n    ", name, ": ",
+                             !why || *why ? tern::str_cat("unavailable (", why ? why : "?", ")")
+                                          : std::string("available"));
+        }
+        s += "\n";
         s += "  backends:";
         for (const tern::backends::Record* r : tern::backends::records()) {
           s += tern::str_cat(" ", r->name(), "(built=", r->is_built() ? 1 : 0,
@@ -357,6 +367,26 @@ tern_status tern_onednn_set_verbose(tern_verbose_level level) {
   });
 }
 
+tern_status tern_blas_set_verbose(tern_verbose_level level) {
+  return tern::api::guard([&]() -> Status {
+    int v = static_cast<int>(level);
+    TERN_API_REQUIRE(v == 0 || v == 1, "BLAS verbose level ", v,
+                     " is not OFF (0) or ON (1) (GEMM calls have no creation step for "
+                     "ON_CREATION)");
+    return Flags::global().set(FlagId::kBlasVerbose, v);
+  });
+}
+
+void tern_sdp_allow_fp16_bf16_reduction_math(int on) {
+  set_bool(FlagId::kSdpFp16Bf16ReductionMath, on);
+}
+int tern_sdp_fp16_bf16_reduction_math_allowed(void) {
+  return get_bool(FlagId::kSdpFp16Bf16ReductionMath);
+}
+
+int tern_opt_einsum_is_available(void) {
+  return 1;  // the path search is Tern's own (ops/einsum.cpp), in every build
+}
 int tern_opt_einsum_get_enabled(void) {
   return get_bool(FlagId::kOptEinsumEnabled);
 }

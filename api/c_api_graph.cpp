@@ -14,6 +14,12 @@ namespace {
 // Shapes handed out as int64 arrays: valid until the same function is called again on the thread.
 thread_local std::vector<int64_t> t_model_shape, t_session_shape;
 
+// A value's dtype as tern_dtype: 0 for a sequence or an optional (kSequence and kOptional are
+// Tern's internal markers, never tern_dtype values).
+tern_dtype c_dtype(tern::DType t) {
+  return tern::dtype_is_composite(t) ? static_cast<tern_dtype>(0) : static_cast<tern_dtype>(t);
+}
+
 const tern::Node* node_at(const tern_model* m, size_t i) {
   if (!m) return nullptr;
   const auto& nodes = m->m->graph().nodes;
@@ -85,7 +91,7 @@ tern_status tern_model_value_info(const tern_model* m, size_t i, const char** na
       for (const tern::Dim& d : v.type.dims) dims.push_back(d.value);
     }
     if (name) *name = v.name.c_str();
-    if (dtype) *dtype = static_cast<tern_dtype>(v.constant ? v.constant->dtype() : v.type.dtype);
+    if (dtype) *dtype = c_dtype(v.constant ? v.constant->dtype() : v.type.dtype);
     if (has_shape) *has_shape = known ? 1 : 0;
     if (rank) *rank = known ? dims.size() : 0;
     if (shape) {
@@ -117,7 +123,7 @@ tern_status tern_session_value_shape(const tern_session* s, const char* name, te
       const tern::PlannedValue& pv = plan->values[id];
       TERN_API_REQUIRE(pv.where != tern::PlannedValue::Where::kNone, "value '", name,
                        "' is not in the session's plan (optimized away, or computed per run)");
-      if (dtype) *dtype = static_cast<tern_dtype>(pv.dtype);
+      if (dtype) *dtype = c_dtype(pv.dtype);
       if (rank) *rank = pv.shape.size();
       if (shape) {
         t_session_shape = pv.shape;

@@ -83,6 +83,20 @@ tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o, u
   });
 }
 
+tern_status tern_session_options_set_progress(tern_session_options* o, tern_progress_fn fn,
+                                              void* ctx) {
+  return tern::api::guard([&]() -> Status {
+    TERN_API_REQUIRE(o, "options is NULL");
+    o->progress = nullptr;
+    if (fn) {
+      o->progress = [fn, ctx](const char* stage, size_t done, size_t total) {
+        fn(stage, done, total, ctx);
+      };
+    }
+    return Status::ok();
+  });
+}
+
 tern_status tern_session_options_set_num_interop_threads(tern_session_options* o, int n) {
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(o, "options is NULL");
@@ -211,8 +225,10 @@ tern_status tern_session_create(const tern_model* m, const tern_session_options*
     cfg.profile_path = opts.profile_path;
     cfg.max_memory_bytes = opts.max_memory_bytes;
     cfg.plan_cache_bytes = opts.plan_cache_bytes;
+    // Creation optimizes the graph and, for static input shapes, prepares the kernels.
+    const tern::ProgressScope progress(&opts.progress);
     TERN_ASSIGN_OR_RETURN(auto s, tern::Session::create(m->m, std::move(cfg)));
-    *out = new tern_session{std::move(s)};
+    *out = new tern_session{std::move(s), opts.progress};
     return Status::ok();
   });
 }
@@ -243,6 +259,7 @@ Status run_session(tern_session* s, const tern_run_options* r, const char* const
     TERN_API_REQUIRE(output_names[j], "output_names[", j, "] is NULL");
     out_names.emplace_back(output_names[j]);
   }
+  const tern::ProgressScope progress(&s->progress);  // a run may build a plan
   return s->s->run(in_names, ins, out_names, results, r ? &r->flags : nullptr,
                    r ? &r->output_device : nullptr, &control);
 }

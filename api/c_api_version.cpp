@@ -1,5 +1,6 @@
 // Version, errors and build/machine queries.
 #include <string>
+#include <string_view>
 
 #include "api/api_internal.h"
 #include "backends/registry.h"
@@ -40,9 +41,90 @@ int library_built(const char* lib) {
              [&](const tern::backends::Record& r) { return r.library_version(lib) >= 0 ? 1 : 0; });
 }
 
+constexpr const char* kNoMkl =
+    "not built: Tern's CPU GEMMs run on OpenBLAS (or Tern's own GEMM) and oneDNN; MKL is not "
+    "linked";
+constexpr const char* kNoNnpack =
+    "not built: Tern's CPU convolutions run on oneDNN and Tern's own kernels; NNPACK is not "
+    "linked";
+constexpr const char* kNoCusparselt =
+    "not built: no kernel of Tern uses structured-sparse matmuls, so the CUDA module does not "
+    "link cuSPARSELt";
+
+// Why a device backend cannot be used: "" when it can, else its record's report.
+std::string backend_reason(const char* kind) {
+  const tern::backends::Record* r = tern::backends::record(kind);
+  if (!r) return "unknown backend";
+  if (r->is_available()) return "";
+  return r->is_built() ? tern::str_cat("no device: ", r->report())
+                       : tern::str_cat("not built: ", r->report());
+}
+
+std::string library_reason(const char* lib, const char* label) {
+  return library_built(lib)
+             ? ""
+             : tern::str_cat("not built: this library was configured without ", label);
+}
+
+// tern_backend_unavailable_reason's answer; throws nothing but std::bad_alloc.
+bool unavailable_reason(std::string_view name, std::string* out) {
+  if (name == "mkl") {
+    *out = kNoMkl;
+  } else if (name == "nnpack") {
+    *out = kNoNnpack;
+  } else if (name == "cusparselt") {
+    *out = kNoCusparselt;
+  } else if (name == "opt_einsum" || name == "flash_attention") {
+    out->clear();  // Tern's own path search; the CPU's FLASH kernel is always built
+  } else if (name == "mkldnn" || name == "onednn") {
+    *out = library_reason("onednn", "oneDNN");
+  } else if (name == "openblas") {
+    *out = library_reason("openblas", "OpenBLAS");
+  } else if (name == "openmp") {
+    *out = library_reason("openmp", "OpenMP");
+  } else if (name == "cuda" || name == "mps" || name == "vulkan") {
+    *out = backend_reason(std::string(name).c_str());
+  } else if (name == "cudnn") {
+    const tern::backends::Record* cuda = tern::backends::record("cuda");
+    if (cuda->library_version("cudnn") < 0) {
+      *out = tern::str_cat("the CUDA module, which links cuDNN, is not built or cannot be loaded (",
+                           cuda->report(), ")");
+    } else {
+      *out = backend_reason("cuda");
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
+
+int tern_mkl_is_available(void) {
+  return 0;  // kNoMkl
+}
+int tern_nnpack_is_available(void) {
+  return 0;  // kNoNnpack
+}
+int tern_cusparselt_is_available(void) {
+  return 0;  // kNoCusparselt
+}
+int tern_is_flash_attention_available(void) {
+  // The CPU backend's FLASH kernel (backends/cpu/kernels/attention.cpp) is in every build.
+  return 1;
+}
+
+const char* tern_backend_unavailable_reason(const char* name) {
+  thread_local std::string text;
+  try {
+    if (!name || !unavailable_reason(name, &text)) return nullptr;
+    return text.c_str();
+  } catch (...) {
+    return nullptr;
+  }
+}
 
 const char* tern_version(void) {
   return TERN_VERSION_STRING;

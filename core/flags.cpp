@@ -266,6 +266,17 @@ std::vector<FlagDef> make_defs() {
        {},
        0,
        1000000},
+      {FlagId::kBlasVerbose, "blas.verbose", T::kBool, S::kRun, P::kNone, "cpu", 0,
+       "TERN_BLAS_VERBOSE",
+       "print one line on stdout per matrix product a CPU kernel runs (MatMul, FusedMatMul, "
+       "Gemm, Conv by im2col, ConvTranspose, Einsum): op, library:kernel, shape, threads and "
+       "milliseconds, like torch.backends.mkl.verbose; attention's products are not listed"},
+      {FlagId::kSdpFp16Bf16ReductionMath, "sdp.allow_fp16_bf16_reduction_math", T::kBool, S::kRun,
+       P::kKernels, "cpu", 0, "",
+       "float16/bfloat16 attention on the CPU's MATH kernel rounds the scaled scores and the "
+       "softmax probabilities to the input's precision (PyTorch's reduced-precision math path); "
+       "off: float32 throughout, only the output rounded. Accuracy, not speed; no effect on FLASH "
+       "or float32"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

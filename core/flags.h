@@ -55,6 +55,8 @@ enum class FlagId : int {
   kCpuThreadBudgetWait,
   kCpuAdaptiveThreads,
   kCpuSpinUs,
+  kBlasVerbose,
+  kSdpFp16Bf16ReductionMath,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

@@ -119,6 +119,8 @@ struct ExecContext {
   // The run's cancel flag and deadline (null when nothing can stop it): kernels that loop over a
   // subgraph check it between iterations and hand it to the subgraph's runs.
   const RunControl* control = nullptr;
+  // blas.verbose: GEMM kernels print each product they run (backends/cpu/blas_verbose.h).
+  bool blas_verbose = false;
 };
 
 struct KernelArgs {

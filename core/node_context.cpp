@@ -108,7 +108,8 @@ Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend
     args.workspace = workspace.get();
   }
   backend->set_num_threads(threads);
-  ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms), control};
+  ExecContext exec{threads, flags.on(FlagId::kDeterministicAlgorithms), control,
+                   flags.on(FlagId::kBlasVerbose)};
   TERN_RETURN_IF_ERROR(kernel.run(args, exec).with_prefix(ctx.where));
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     const Tensor& t = (*outputs)[i];

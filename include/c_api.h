@@ -285,6 +285,17 @@ TERN_API tern_status tern_session_options_set_max_memory_bytes(tern_session_opti
  * 4 MiB; 0 keeps the latest plan only. TERN_ERR_INVALID_ARGUMENT: o is NULL. */
 TERN_API tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o,
                                                                uint64_t bytes);
+/* Progress of the long steps before a session can run, for tools that draw a bar (`tern convert
+ * --optimize`): fn(stage, done, total, ctx) is called on the thread calling tern_session_create
+ * with these options, and on a thread whose tern_session_run builds a plan for new input shapes,
+ * as each stage advances from done = 0 to done = total. Stages (static strings): "fold
+ * constants" (nodes visited), "optimize" (graph rewrite passes), "prepare kernels" (nodes; the
+ * kernels pack their weights here, the long part for big models). A stage may come more than
+ * once (subgraphs, each new plan). fn must return quickly and must not call Tern; ctx is passed
+ * through. NULL fn: no reports (the default). TERN_ERR_INVALID_ARGUMENT: o is NULL. */
+typedef void (*tern_progress_fn)(const char* stage, size_t done, size_t total, void* ctx);
+TERN_API tern_status tern_session_options_set_progress(tern_session_options* o,
+                                                       tern_progress_fn fn, void* ctx);
 /* Overrides any flag of scope "session" or "run" for this session alone (names and values as in
  * tern_flag_set; "num_threads" and "num_interop_threads" included). The session reads the global
  * value of every flag it does not override at the start of each run. TERN_ERR_INVALID_ARGUMENT:
@@ -305,8 +316,8 @@ typedef enum {
  * except tern_run_options_cancel and tern_run_options_clear_cancel, which any thread may call. */
 TERN_API tern_status tern_run_options_create(tern_run_options** out);
 TERN_API void tern_run_options_destroy(tern_run_options* r);
-/* Overrides a flag of scope "run" (the sdp.* flags, "onednn.verbose") for the runs given these
- * options. Session- and global-scope flags give TERN_ERR_INVALID_ARGUMENT. */
+/* Overrides a flag of scope "run" (the sdp.* flags, "onednn.verbose", "blas.verbose") for the
+ * runs given these options. Session- and global-scope flags give TERN_ERR_INVALID_ARGUMENT. */
 TERN_API tern_status tern_run_options_set_flag(tern_run_options* r, const char* name,
                                                const char* value);
 /* The sdpa_kernel idea: only the n listed attention backends may be used in runs given these
@@ -466,7 +477,8 @@ TERN_API const char* tern_model_producer(const tern_model* m);
 /* The ai.onnx opset the model's nodes follow; 0 for NULL. */
 TERN_API int64_t tern_model_opset(const tern_model* m);
 /* The dtype and shape the session's most recent plan (made at creation for static input shapes,
- * else by the last run) gives the value `name` of the model: every dim known. *shape stays valid
+ * else by the last run) gives the value `name` of the model: every dim known (dtype 0 for a
+ * sequence or an optional value, as in tern_model_value_info). *shape stays valid
  * until this function is called again on the same thread. TERN_ERR_INVALID_ARGUMENT when there is
  * no plan yet, or the value is not in it (optimized away, fused into another node, or computed
  * per run because shapes depend on data). */
@@ -696,6 +708,55 @@ TERN_API int tern_opt_einsum_get_enabled(void);
 TERN_API void tern_opt_einsum_set_enabled(int on);
 TERN_API const char* tern_opt_einsum_get_strategy(void); /* static string */
 TERN_API tern_status tern_opt_einsum_set_strategy(const char* s);
+
+/* torch.backends.opt_einsum.is_available: 1. The path search is Tern's own (built into its Einsum
+ * kernel, no opt_einsum package needed), so it is there in every build. */
+TERN_API int tern_opt_einsum_is_available(void);
+
+/* torch.backends.{mkl,nnpack,cusparselt}.is_available: 0 in every build of Tern today, for the
+ * reasons tern_backend_unavailable_reason gives: Tern's CPU GEMMs run on OpenBLAS (or Tern's own
+ * GEMM) and oneDNN, never on MKL; its convolutions on oneDNN and its own kernels, not NNPACK; and
+ * no kernel uses structured-sparse matmuls, so the CUDA module does not link cuSPARSELt. */
+TERN_API int tern_mkl_is_available(void);
+TERN_API int tern_nnpack_is_available(void);
+TERN_API int tern_cusparselt_is_available(void);
+/* torch.backends.cuda.is_flash_attention_available: 1 when a FLASH scaled-dot-product attention
+ * kernel is built and can run on this machine. The CPU backend's FLASH kernel (tiled online
+ * softmax, float32/float16/bfloat16) is always built, so this is 1 in every build; CUDA adds its
+ * own where a device is. Whether FLASH takes a given case (head_dim, dtype, the sdp flags) is
+ * tern_sdp_can_use(TERN_SDP_FLASH, ...). */
+TERN_API int tern_is_flash_attention_available(void);
+/* Why the optional library, backend or feature `name` cannot be used here; "" when it can. Names
+ * are torch.backends' module names: "mkl", "nnpack", "cusparselt", "opt_einsum", "mkldnn" (alias
+ * "onednn"), "openblas", "openmp", "cuda", "cudnn", "mps", "vulkan", "flash_attention". NULL for
+ * another name or a NULL one. The string follows the usual rule (valid until the next call on
+ * this thread). tern info and tern_config_show list every name with its answer. */
+TERN_API const char* tern_backend_unavailable_reason(const char* name);
+
+/* torch.backends.mkl.verbose for Tern's GEMMs: ON prints one line on stdout (as oneDNN's verbose
+ * does) for each matrix product a CPU kernel runs: MatMul, FusedMatMul and Gemm (OpenBLAS's or
+ * Tern's own sgemm, the panel GEMM of constant weights, oneDNN's matmul), and the GEMMs of Conv
+ * by im2col, ConvTranspose and Einsum. A line reads
+ *   tern_blas_verbose,exec,<op>,<library:kernel>,<trans>,m=<M>,n=<N>,k=<K>,batch=<count>,
+ *   threads=<T>,<milliseconds>
+ * (one line, comma-separated; batch is the number of products of that shape in the call).
+ * Attention's internal products are not listed. OFF (the default) prints nothing.
+ * ON_CREATION gives TERN_ERR_INVALID_ARGUMENT: these GEMMs have no creation step to print.
+ * Takes effect at the next run. For a single run set the "blas.verbose" flag (scope run) in that
+ * run's options: only that run prints, whatever the global value; env TERN_BLAS_VERBOSE=1 sets
+ * the initial value. */
+TERN_API tern_status tern_blas_set_verbose(tern_verbose_level level);
+
+/* torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp: float16/bfloat16 attention on the
+ * MATH kernel keeps its intermediates in the input's precision, as PyTorch's math path does when
+ * allowed: the scaled scores Q Kᵀ and the softmax probabilities are rounded to float16 (bfloat16)
+ * before the next step; products still accumulate in float32. Off (the default), MATH computes
+ * in float32 throughout and rounds only the output. On the CPU this is an accuracy setting, not
+ * a speed one (the kernel widens its operands either way); FLASH and float32 attention are not
+ * affected, and CUDA's MATH takes float32 only. Flag "sdp.allow_fp16_bf16_reduction_math"
+ * (scope run); read when a plan is built. */
+TERN_API void tern_sdp_allow_fp16_bf16_reduction_math(int on);
+TERN_API int tern_sdp_fp16_bf16_reduction_math_allowed(void);
 
 /* torch.use_deterministic_algorithms: kernels whose outputs are bitwise identical across runs
  * and thread counts (GEMMs on a fixed, shape-only partition; Conv by im2col + GEMM instead of

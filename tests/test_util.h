@@ -2,9 +2,11 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -29,6 +31,27 @@ inline tern::Tensor random_f32(tern::Shape shape, std::mt19937& rng) {
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// What f() prints on stdout: file descriptor 1 is redirected to a temporary file around the call,
+// so the library's own lines (blas.verbose, oneDNN's verbose) are caught too.
+template <class F>
+std::string capture_stdout(F&& f) {
+  std::fflush(stdout);
+  char path[] = "/tmp/tern_stdout_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const int saved = dup(1);
+  dup2(fd, 1);
+  f();
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  return text;
 }
 
 // x [batch, 8] -> MatMul -> Add -> Reshape [-1, 2, 3] -> Softmax -> y: the fuzzers' seed model,

@@ -7,6 +7,8 @@ package tern
 import "C"
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -156,4 +158,73 @@ func UseDeterministicAlgorithms(on bool) error {
 }
 func DeterministicAlgorithmsEnabled() bool {
 	return query(func() C.int { return C.tern_are_deterministic_algorithms_enabled() })
+}
+
+// MKLIsAvailable is torch.backends.mkl.is_available: false in every build (Tern's GEMMs run on
+// OpenBLAS, its own GEMM and oneDNN); UnavailableReason("mkl") says so. Likewise NNPACK and
+// cuSPARSELt.
+func MKLIsAvailable() bool    { return query(func() C.int { return C.tern_mkl_is_available() }) }
+func NNPACKIsAvailable() bool { return query(func() C.int { return C.tern_nnpack_is_available() }) }
+func CuSPARSELtIsAvailable() bool {
+	return query(func() C.int { return C.tern_cusparselt_is_available() })
+}
+
+// OptEinsumIsAvailable is torch.backends.opt_einsum.is_available: true, the contraction-path
+// search is Tern's own.
+func OptEinsumIsAvailable() bool {
+	return query(func() C.int { return C.tern_opt_einsum_is_available() })
+}
+
+// FlashAttentionIsAvailable is torch.backends.cuda.is_flash_attention_available: a FLASH
+// attention kernel is built and can run here (the CPU backend's always is).
+func FlashAttentionIsAvailable() bool {
+	return query(func() C.int { return C.tern_is_flash_attention_available() })
+}
+
+// UnavailableReason says why the optional library, backend or feature name (torch.backends'
+// module names: "mkl", "nnpack", "cusparselt", "opt_einsum", "mkldnn", "openblas", "openmp",
+// "cuda", "cudnn", "mps", "vulkan", "flash_attention") cannot be used: "" when it can. An error
+// for a name Tern does not know.
+func UnavailableReason(name string) (string, error) {
+	if err := load(); err != nil {
+		return "", err
+	}
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	runtime.LockOSThread() // the string is thread-local until the next call on this thread
+	defer runtime.UnlockOSThread()
+	p := C.tern_backend_unavailable_reason(cn)
+	if p == nil {
+		return "", &Error{StatusInvalidArgument, fmt.Sprintf("%q is not a backend name Tern knows", name)}
+	}
+	return C.GoString(p), nil
+}
+
+// VerboseLevel is tern_verbose_level.
+type VerboseLevel int
+
+const (
+	VerboseOff        VerboseLevel = 0
+	VerboseOn         VerboseLevel = 1
+	VerboseOnCreation VerboseLevel = 2
+)
+
+// SetBLASVerbose is torch.backends.mkl.verbose for Tern's GEMMs: VerboseOn prints one line on
+// stdout per matrix product a CPU kernel runs (op, library:kernel, shape, threads,
+// milliseconds); VerboseOnCreation is refused (GEMM calls have no creation step). For one run
+// only, set the run flag "blas.verbose" with RunOptions.SetFlag.
+func SetBLASVerbose(level VerboseLevel) error {
+	return call(func() C.tern_status { return C.tern_blas_set_verbose(C.tern_verbose_level(level)) })
+}
+
+// SdpFp16Bf16ReductionMathAllowed is torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp:
+// float16/bfloat16 attention on the MATH kernel rounds its scores and probabilities to the
+// input's precision.
+func SdpFp16Bf16ReductionMathAllowed() bool {
+	return query(func() C.int { return C.tern_sdp_fp16_bf16_reduction_math_allowed() })
+}
+func SetSdpAllowFp16Bf16ReductionMath(on bool) {
+	if load() == nil {
+		C.tern_sdp_allow_fp16_bf16_reduction_math(cbool(on))
+	}
 }

@@ -105,6 +105,8 @@ static __typeof__(&tern_session_options_set_max_memory_bytes) p_tern_session_opt
 tern_status tern_session_options_set_max_memory_bytes(tern_session_options* o, uint64_t bytes) { return p_tern_session_options_set_max_memory_bytes(o, bytes); }
 static __typeof__(&tern_session_options_set_plan_cache_bytes) p_tern_session_options_set_plan_cache_bytes;
 tern_status tern_session_options_set_plan_cache_bytes(tern_session_options* o, uint64_t bytes) { return p_tern_session_options_set_plan_cache_bytes(o, bytes); }
+static __typeof__(&tern_session_options_set_progress) p_tern_session_options_set_progress;
+tern_status tern_session_options_set_progress(tern_session_options* o, tern_progress_fn fn, void* ctx) { return p_tern_session_options_set_progress(o, fn, ctx); }
 static __typeof__(&tern_session_options_set_flag) p_tern_session_options_set_flag;
 tern_status tern_session_options_set_flag(tern_session_options* o, const char* name, const char* value) { return p_tern_session_options_set_flag(o, name, value); }
 static __typeof__(&tern_run_options_create) p_tern_run_options_create;
@@ -259,6 +261,24 @@ static __typeof__(&tern_opt_einsum_get_strategy) p_tern_opt_einsum_get_strategy;
 const char* tern_opt_einsum_get_strategy(void) { return p_tern_opt_einsum_get_strategy(); }
 static __typeof__(&tern_opt_einsum_set_strategy) p_tern_opt_einsum_set_strategy;
 tern_status tern_opt_einsum_set_strategy(const char* s) { return p_tern_opt_einsum_set_strategy(s); }
+static __typeof__(&tern_opt_einsum_is_available) p_tern_opt_einsum_is_available;
+int tern_opt_einsum_is_available(void) { return p_tern_opt_einsum_is_available(); }
+static __typeof__(&tern_mkl_is_available) p_tern_mkl_is_available;
+int tern_mkl_is_available(void) { return p_tern_mkl_is_available(); }
+static __typeof__(&tern_nnpack_is_available) p_tern_nnpack_is_available;
+int tern_nnpack_is_available(void) { return p_tern_nnpack_is_available(); }
+static __typeof__(&tern_cusparselt_is_available) p_tern_cusparselt_is_available;
+int tern_cusparselt_is_available(void) { return p_tern_cusparselt_is_available(); }
+static __typeof__(&tern_is_flash_attention_available) p_tern_is_flash_attention_available;
+int tern_is_flash_attention_available(void) { return p_tern_is_flash_attention_available(); }
+static __typeof__(&tern_backend_unavailable_reason) p_tern_backend_unavailable_reason;
+const char* tern_backend_unavailable_reason(const char* name) { return p_tern_backend_unavailable_reason(name); }
+static __typeof__(&tern_blas_set_verbose) p_tern_blas_set_verbose;
+tern_status tern_blas_set_verbose(tern_verbose_level level) { return p_tern_blas_set_verbose(level); }
+static __typeof__(&tern_sdp_allow_fp16_bf16_reduction_math) p_tern_sdp_allow_fp16_bf16_reduction_math;
+void tern_sdp_allow_fp16_bf16_reduction_math(int on) { p_tern_sdp_allow_fp16_bf16_reduction_math(on); }
+static __typeof__(&tern_sdp_fp16_bf16_reduction_math_allowed) p_tern_sdp_fp16_bf16_reduction_math_allowed;
+int tern_sdp_fp16_bf16_reduction_math_allowed(void) { return p_tern_sdp_fp16_bf16_reduction_math_allowed(); }
 static __typeof__(&tern_use_deterministic_algorithms) p_tern_use_deterministic_algorithms;
 tern_status tern_use_deterministic_algorithms(int on) { return p_tern_use_deterministic_algorithms(on); }
 static __typeof__(&tern_are_deterministic_algorithms_enabled) p_tern_are_deterministic_algorithms_enabled;
@@ -390,6 +410,8 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_session_options_set_max_memory_bytes) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_max_memory_bytes", path); return tern_go_load_error; }
   p_tern_session_options_set_plan_cache_bytes = (__typeof__(&tern_session_options_set_plan_cache_bytes))dlsym(h, "tern_session_options_set_plan_cache_bytes");
   if (!p_tern_session_options_set_plan_cache_bytes) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_plan_cache_bytes", path); return tern_go_load_error; }
+  p_tern_session_options_set_progress = (__typeof__(&tern_session_options_set_progress))dlsym(h, "tern_session_options_set_progress");
+  if (!p_tern_session_options_set_progress) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_progress", path); return tern_go_load_error; }
   p_tern_session_options_set_flag = (__typeof__(&tern_session_options_set_flag))dlsym(h, "tern_session_options_set_flag");
   if (!p_tern_session_options_set_flag) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_session_options_set_flag", path); return tern_go_load_error; }
   p_tern_run_options_create = (__typeof__(&tern_run_options_create))dlsym(h, "tern_run_options_create");
@@ -544,6 +566,24 @@ const char* tern_go_load(const char* path) {
   if (!p_tern_opt_einsum_get_strategy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_opt_einsum_get_strategy", path); return tern_go_load_error; }
   p_tern_opt_einsum_set_strategy = (__typeof__(&tern_opt_einsum_set_strategy))dlsym(h, "tern_opt_einsum_set_strategy");
   if (!p_tern_opt_einsum_set_strategy) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_opt_einsum_set_strategy", path); return tern_go_load_error; }
+  p_tern_opt_einsum_is_available = (__typeof__(&tern_opt_einsum_is_available))dlsym(h, "tern_opt_einsum_is_available");
+  if (!p_tern_opt_einsum_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_opt_einsum_is_available", path); return tern_go_load_error; }
+  p_tern_mkl_is_available = (__typeof__(&tern_mkl_is_available))dlsym(h, "tern_mkl_is_available");
+  if (!p_tern_mkl_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_mkl_is_available", path); return tern_go_load_error; }
+  p_tern_nnpack_is_available = (__typeof__(&tern_nnpack_is_available))dlsym(h, "tern_nnpack_is_available");
+  if (!p_tern_nnpack_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_nnpack_is_available", path); return tern_go_load_error; }
+  p_tern_cusparselt_is_available = (__typeof__(&tern_cusparselt_is_available))dlsym(h, "tern_cusparselt_is_available");
+  if (!p_tern_cusparselt_is_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_cusparselt_is_available", path); return tern_go_load_error; }
+  p_tern_is_flash_attention_available = (__typeof__(&tern_is_flash_attention_available))dlsym(h, "tern_is_flash_attention_available");
+  if (!p_tern_is_flash_attention_available) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_is_flash_attention_available", path); return tern_go_load_error; }
+  p_tern_backend_unavailable_reason = (__typeof__(&tern_backend_unavailable_reason))dlsym(h, "tern_backend_unavailable_reason");
+  if (!p_tern_backend_unavailable_reason) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_backend_unavailable_reason", path); return tern_go_load_error; }
+  p_tern_blas_set_verbose = (__typeof__(&tern_blas_set_verbose))dlsym(h, "tern_blas_set_verbose");
+  if (!p_tern_blas_set_verbose) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_blas_set_verbose", path); return tern_go_load_error; }
+  p_tern_sdp_allow_fp16_bf16_reduction_math = (__typeof__(&tern_sdp_allow_fp16_bf16_reduction_math))dlsym(h, "tern_sdp_allow_fp16_bf16_reduction_math");
+  if (!p_tern_sdp_allow_fp16_bf16_reduction_math) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_sdp_allow_fp16_bf16_reduction_math", path); return tern_go_load_error; }
+  p_tern_sdp_fp16_bf16_reduction_math_allowed = (__typeof__(&tern_sdp_fp16_bf16_reduction_math_allowed))dlsym(h, "tern_sdp_fp16_bf16_reduction_math_allowed");
+  if (!p_tern_sdp_fp16_bf16_reduction_math_allowed) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_sdp_fp16_bf16_reduction_math_allowed", path); return tern_go_load_error; }
   p_tern_use_deterministic_algorithms = (__typeof__(&tern_use_deterministic_algorithms))dlsym(h, "tern_use_deterministic_algorithms");
   if (!p_tern_use_deterministic_algorithms) { snprintf(tern_go_load_error, sizeof tern_go_load_error, "%s has no tern_use_deterministic_algorithms", path); return tern_go_load_error; }
   p_tern_are_deterministic_algorithms_enabled = (__typeof__(&tern_are_deterministic_algorithms_enabled))dlsym(h, "tern_are_deterministic_algorithms_enabled");

@@ -277,3 +277,42 @@ func (s *Session) Flag(name string) (value, source string, err error) {
 	}
 	return value, C.GoString(src), nil
 }
+
+// ValueShape is the dtype and shape (every dim known) that the session's most recent plan gives
+// the model's value name. An error before the first plan (dynamic input shapes, no run yet), or
+// for a value the plan does not hold (optimized away, fused, or computed per run).
+func (s *Session) ValueShape(name string) (DType, []int64, error) {
+	var dtype C.tern_dtype
+	var dims []int64
+	err := withCString(name, func(cn *C.char) C.tern_status {
+		var rank C.size_t
+		var shape *C.int64_t
+		st := C.tern_session_value_shape(s.p, cn, &dtype, &rank, &shape)
+		if st == C.TERN_OK {
+			// The shape lives until the next call on this OS thread (locked by call): copied here.
+			dims = copyDims(shape, rank)
+		}
+		return st
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return DType(dtype), dims, nil
+}
+
+// MemoryStat is one figure of the session's memory and planning by name: "plans", "plan_bytes",
+// "packed_weight_bytes", "arena_bytes", "full_plans", "template_plans".
+func (s *Session) MemoryStat(name string) (uint64, error) {
+	var v C.uint64_t
+	err := withCString(name, func(cn *C.char) C.tern_status { return C.tern_session_memory_stat(s.p, cn, &v) })
+	return uint64(v), err
+}
+
+// SetFlag overrides a run-scoped flag (the sdp.* flags, "onednn.verbose", "blas.verbose") for
+// the runs given these options.
+func (r *RunOptions) SetFlag(name, value string) error {
+	cn, cv := C.CString(name), C.CString(value)
+	defer C.free(unsafe.Pointer(cn))
+	defer C.free(unsafe.Pointer(cv))
+	return call(func() C.tern_status { return C.tern_run_options_set_flag(r.p, cn, cv) })
+}

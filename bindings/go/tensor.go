@@ -172,6 +172,18 @@ func NewTensorFromDLPack(managed unsafe.Pointer) (*Tensor, error) {
 	return wrapTensor(out), nil
 }
 
+// ReadONNXFile reads a serialized ONNX TensorProto file (the input_N.pb / output_N.pb files of
+// ONNX test data sets) into a new tensor.
+func ReadONNXFile(path string) (*Tensor, error) {
+	var out *C.tern_tensor
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	if err := call(func() C.tern_status { return C.tern_tensor_read_onnx_file(cpath, &out) }); err != nil {
+		return nil, err
+	}
+	return wrapTensor(out), nil
+}
+
 // DeleteDLPack calls a DLPack managed tensor's deleter: for one ToDLPack gave that no consumer
 // took.
 func DeleteDLPack(managed unsafe.Pointer) {

@@ -130,9 +130,11 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
   // waited for below, the arenas go back to the pools, no output is returned.
   Status st =
       concurrent
-          ? execute_concurrent(plan, tensors, base, interop, ExecContext{threads, det, control},
+          ? execute_concurrent(plan, tensors, base, interop,
+                               ExecContext{threads, det, control, f.on(FlagId::kBlasVerbose)},
                                f[FlagId::kCpuAffinity])
-          : execute_sequential(plan, tensors, base, device_base, ExecContext{threads, det, control},
+          : execute_sequential(plan, tensors, base, device_base,
+                               ExecContext{threads, det, control, f.on(FlagId::kBlasVerbose)},
                                f.on(FlagId::kCudaGraphs));
   if (plan.device_backend) {
     // The device arena goes back to the pool (and host buffers read by queued copies may go
@@ -340,7 +342,7 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
     st.pending[s] = static_cast<int>(plan.steps[s].preds.size());
     if (st.pending[s] == 0) st.ready.push_back(static_cast<int>(s));
   }
-  const ExecContext exec{per_node, run_exec.deterministic, run_exec.control};
+  const ExecContext exec{per_node, run_exec.deterministic, run_exec.control, run_exec.blas_verbose};
   auto work = [&] {
     for (Backend* b : backends_) b->set_num_threads(per_node);
     std::unique_lock<std::mutex> lock(st.mu);

@@ -6,6 +6,7 @@
 #include "core/node_context.h"
 #include "core/opt/graph_util.h"
 #include "core/opt/optimizer.h"
+#include "core/progress.h"
 
 namespace tern {
 
@@ -25,7 +26,9 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
   std::vector<bool> is_input(g.values.size(), false);
   for (int id : g.inputs) is_input[static_cast<size_t>(id)] = true;
   std::vector<bool> folded(g.nodes.size(), false);
+  size_t visited = 0;
   for (size_t n : order) {
+    report_progress("fold constants", visited++, order.size());
     const Node& node = g.nodes[n];
     bool foldable =
         (!node.inputs.empty() || node.op_type == "Constant") && !kRandom.count(node.op_type) &&
@@ -51,6 +54,7 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
     folded[n] = true;
     ++report->constants_folded;
   }
+  report_progress("fold constants", order.size(), order.size());
   erase_nodes(g, folded);
   return Status::ok();
 }

@@ -1,25 +1,39 @@
 #include "core/opt/optimizer.h"
 
+#include <iterator>
+
 #include "core/opt/residual_fusion.h"
+#include "core/progress.h"
 
 namespace tern {
 
 Status optimize_graph(Graph& g, OptimizerReport* report) {
-  TERN_RETURN_IF_ERROR(fuse_qdq_conv(g, report));
-  TERN_RETURN_IF_ERROR(fuse_qdq_matmul(g, report));
-  TERN_RETURN_IF_ERROR(fuse_qdq_add(g, report));
-  TERN_RETURN_IF_ERROR(fold_qdq_moves(g, report));
-  TERN_RETURN_IF_ERROR(fold_pads(g, report));
-  TERN_RETURN_IF_ERROR(fold_batch_norm_into_conv(g, report));
-  TERN_RETURN_IF_ERROR(fuse_hardswish(g, report));
-  TERN_RETURN_IF_ERROR(fuse_swish(g, report));
-  TERN_RETURN_IF_ERROR(fuse_layer_norm(g, report));
-  TERN_RETURN_IF_ERROR(fuse_group_norm(g, report));
-  TERN_RETURN_IF_ERROR(fuse_gelu(g, report));
-  TERN_RETURN_IF_ERROR(fuse_matmul_epilogue(g, report));
-  TERN_RETURN_IF_ERROR(fuse_conv_activation(g, report));
-  TERN_RETURN_IF_ERROR(split_key_transposes(g, report));
-  return remove_dead_nodes(g, report);
+  // One progress step per pass (core/progress.h).
+  using Pass = Status (*)(Graph&, OptimizerReport*);
+  static constexpr Pass kPasses[] = {
+      fuse_qdq_conv,
+      fuse_qdq_matmul,
+      fuse_qdq_add,
+      fold_qdq_moves,
+      fold_pads,
+      fold_batch_norm_into_conv,
+      fuse_hardswish,
+      fuse_swish,
+      fuse_layer_norm,
+      fuse_group_norm,
+      fuse_gelu,
+      fuse_matmul_epilogue,
+      fuse_conv_activation,
+      split_key_transposes,
+      remove_dead_nodes,
+  };
+  constexpr size_t kCount = std::size(kPasses);
+  for (size_t i = 0; i < kCount; ++i) {
+    report_progress("optimize", i, kCount);
+    TERN_RETURN_IF_ERROR(kPasses[i](g, report));
+  }
+  report_progress("optimize", kCount, kCount);
+  return Status::ok();
 }
 
 Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,

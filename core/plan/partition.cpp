@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/plan/layout.h"
+#include "core/progress.h"
 #include "core/transfer.h"
 
 namespace tern {
@@ -235,7 +236,10 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
 }
 
 Status Partitioner::run() {
+  // Preparing a kernel packs its weights: the long part of a plan for big models.
+  size_t visited = 0;
   for (size_t n : *pg_.order) {
+    report_progress("prepare kernels", visited++, pg_.order->size());
     if (!pg_.ctxs[n] || pg_.removed[n]) continue;
     const Node& node = *pg_.ctxs[n]->node;
     PlanStep step;
@@ -248,6 +252,7 @@ Status Partitioner::run() {
     TERN_RETURN_IF_ERROR(place_step(step));
     add_step(std::move(step));
   }
+  report_progress("prepare kernels", visited, pg_.order->size());
   // Graph outputs computed on a device stay in its arena; the run copies them out at its end.
   for (PlannedValue& pv : pg_.values) {
     if (pv.where == PlannedValue::Where::kOutput && !pv.device.is_host()) {

@@ -128,6 +128,30 @@ TEST_SUITE("api") {
     CHECK(tern_value_sequence_length(inner) == 2);
     tern_value_destroy(inner);
 
+    // Introspection gives a sequence or an optional dtype 0 (Tern's internal markers for them
+    // are not tern_dtype values).
+    int seen = 0;
+    for (size_t i = 0; i < tern_model_value_count(m); ++i) {
+      const char* name = nullptr;
+      tern_dtype vt = TERN_INT8;
+      REQUIRE(tern_model_value_info(m, i, &name, &vt, nullptr, nullptr, nullptr, nullptr) ==
+              TERN_OK);
+      const std::string n = name;
+      if (n == "seq" || n == "same" || n == "wrapped") {
+        CAPTURE(n);
+        CHECK(vt == 0);
+        ++seen;
+      }
+    }
+    CHECK(seen == 3);
+    for (const char* name : {"seq", "same", "wrapped"}) {
+      tern_dtype vt = TERN_INT8;
+      size_t rank = 0;
+      const int64_t* dims = nullptr;
+      // Held by the plan or not (values may be aliased or computed per run); when held, dtype 0.
+      if (tern_session_value_shape(s, name, &vt, &rank, &dims) == TERN_OK) CHECK(vt == 0);
+    }
+
     // The tensor-only run refuses the sequence outputs by name, and says what to use.
     tern_tensor* tensor_outs[3] = {nullptr, nullptr, nullptr};
     tern_tensor* dummy = vec2(0, 0);

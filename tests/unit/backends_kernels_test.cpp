@@ -2,17 +2,14 @@
 // tern_sdp_can_use, the mha fastpath), opt_einsum paths, deterministic algorithms, oneDNN verbose,
 // and the Transpose op the attention pattern needs.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "backends_util.h"
 #include "c_api.h"
 #include "ops/einsum.h"
+#include "test_util.h"
 
 using namespace tern;
 using namespace tern_test;
@@ -369,21 +366,7 @@ TEST_SUITE("backends") {
     const std::string out = s->model().graph().value_name(y);
     // Captures what a run prints on stdout (oneDNN writes its verbose lines there).
     auto captured = [&](const FlagOverrides* rf) {
-      std::fflush(stdout);
-      char path[] = "/tmp/tern_verbose_XXXXXX";
-      int fd = mkstemp(path);
-      REQUIRE(fd >= 0);
-      int saved = dup(1);
-      dup2(fd, 1);
-      run(*s, {"x"}, {&xin}, out, rf);
-      std::fflush(stdout);
-      dup2(saved, 1);
-      close(saved);
-      close(fd);
-      std::ifstream in(path);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      std::remove(path);
-      return text;
+      return capture_stdout([&] { run(*s, {"x"}, {&xin}, out, rf); });
     };
     CHECK(captured(nullptr).find("onednn_verbose") == std::string::npos);
     REQUIRE(tern_onednn_set_verbose(TERN_VERBOSE_ON) == TERN_OK);

@@ -347,6 +347,29 @@ TEST_SUITE("cli") {
     std::filesystem::remove_all(dir);
   }
 
+  TEST_CASE("tern convert --optimize: no bar off a terminal, the same file as --no-progress") {
+    // run_cli reads stderr through a pipe: not a terminal.
+    const std::string a = "progress_a.tern", b = "progress_b.tern";
+    Result with_bar = run_cli("convert " + matmul_seed_model() + " " + a + " --optimize");
+    INFO(with_bar.output);
+    REQUIRE(with_bar.code == 0);
+    CHECK(with_bar.output.find('\r') == std::string::npos);
+    CHECK(with_bar.output.find("prepare kernels") == std::string::npos);
+    CHECK(with_bar.output.find("optimize ") == std::string::npos);
+    REQUIRE(
+        run_cli("convert " + matmul_seed_model() + " " + b + " --optimize --no-progress").code ==
+        0);
+    const std::vector<uint8_t> with = read_bytes(a), without = read_bytes(b);
+    CHECK(!with.empty());
+    CHECK(with == without);
+    std::remove(a.c_str());
+    std::remove(b.c_str());
+    // Errors name the file.
+    Result missing = run_cli("convert /nonexistent/model.onnx " + a + " --optimize --no-progress");
+    CHECK(missing.code == 1);
+    CHECK(missing.output.find("/nonexistent/model.onnx") != std::string::npos);
+  }
+
   TEST_CASE("PP-OCR models through the CLI match the references, ONNX and converted .tern") {
     if (!have_shared_models()) {
       MESSAGE((std::string("skipped: ") + models_unavailable()));

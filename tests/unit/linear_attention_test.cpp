@@ -510,6 +510,79 @@ TEST_SUITE("ops") {
       }
     }
   }
+
+  TEST_CASE("Attention float16/bfloat16: sdp.allow_fp16_bf16_reduction_math rounds MATH's steps") {
+    // A naive attention that rounds the scaled scores and the probabilities to t (PyTorch's math
+    // path in reduced precision) when `reduce`, else stays in double.
+    auto naive = [](DType t, bool reduce, int64_t H, int64_t S, int64_t D,
+                    const std::vector<float>& q, const std::vector<float>& k,
+                    const std::vector<float>& v) {
+      std::vector<double> y(static_cast<size_t>(H * S * D));
+      const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+      auto r = [&](double x) {
+        return reduce ? static_cast<double>(ops::round_to(t, static_cast<float>(x))) : x;
+      };
+      auto at = [](const std::vector<float>& m, int64_t i) {
+        return static_cast<double>(m[static_cast<size_t>(i)]);
+      };
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t i = 0; i < S; ++i) {
+          std::vector<double> p(static_cast<size_t>(S));
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < S; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d)
+              dot += at(q, (h * S + i) * D + d) * at(k, (h * S + j) * D + d);
+            p[static_cast<size_t>(j)] = r(dot * scale);
+            mx = std::max(mx, p[static_cast<size_t>(j)]);
+          }
+          for (double& x : p) sum += (x = std::exp(x - mx));
+          for (double& x : p) x = r(x / sum);
+          for (int64_t d = 0; d < D; ++d) {
+            double acc = 0;
+            for (int64_t j = 0; j < S; ++j)
+              acc += p[static_cast<size_t>(j)] * at(v, (h * S + j) * D + d);
+            y[static_cast<size_t>((h * S + i) * D + d)] = acc;
+          }
+        }
+      }
+      return y;
+    };
+    const int64_t H = 2, S = 24, D = 16;
+    for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+      const std::string dtype = dtype_name(t);  // a std::string: doctest prints char* as a pointer
+      CAPTURE(dtype);
+      std::mt19937 rng(21);
+      const auto q = rounded(t, uniform(H * S * D, -2, 2, rng));
+      const auto k = rounded(t, uniform(H * S * D, -2, 2, rng));
+      const auto v = rounded(t, uniform(H * S * D, -1, 1, rng));
+      Inputs in = {make_float(t, {1, H, S, D}, q), make_float(t, {1, H, S, D}, k),
+                   make_float(t, {1, H, S, D}, v)};
+      std::vector<float> got[2];
+      for (int reduce = 0; reduce < 2; ++reduce) {
+        CAPTURE(reduce);
+        FlagOverrides math;
+        math.set(FlagId::kSdpFlash, 0);
+        math.set(FlagId::kSdpFp16Bf16ReductionMath, reduce);
+        auto res = run_direct("Attention", Attributes{}, in, 1, true, 23, &math);
+        REQUIRE_MESSAGE(res.has_value(), res.status().message());
+        CHECK((res->kernel.find(".reduced") != std::string::npos) == (reduce == 1));
+        got[reduce] = res->outputs[0];
+        // Against the reference of its own mode: one rounding of the output to t, plus (reduced)
+        // the float32 accumulation of rounded probabilities.
+        const auto want = naive(t, reduce == 1, H, S, D, q, k, v);
+        const double ulp = t == DType::kFloat16 ? 1.0 / 1024 : 1.0 / 128;
+        for (size_t i = 0; i < want.size(); ++i) {
+          REQUIRE(std::abs(got[reduce][i] - want[i]) <= ulp * (std::abs(want[i]) + 0.05));
+        }
+      }
+      // The rounding shows: some outputs differ between the two modes.
+      size_t differ = 0;
+      for (size_t i = 0; i < got[0].size(); ++i) differ += got[0][i] != got[1][i];
+      MESSAGE(dtype, ": ", differ, " of ", got[0].size(), " outputs differ when reduced");
+      CHECK(differ > 0);
+    }
+  }
 }
 
 TEST_SUITE("bad_input") {

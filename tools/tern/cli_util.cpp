@@ -158,10 +158,28 @@ int parse_setup_option(const char* cmd, const std::vector<std::string>& args, si
   return 1;
 }
 
+void draw_progress(const char* stage, size_t done, size_t total, void* /*ctx*/) {
+  constexpr int kWidth = 30;
+  const int filled = total ? static_cast<int>(done * kWidth / total) : kWidth;
+  // Redraw only when the bar or the stage changes: kernel preparation reports every node.
+  static int last_filled = -1;
+  static const char* last_stage = nullptr;
+  if (filled == last_filled && stage == last_stage && done != total) return;
+  last_filled = filled;
+  last_stage = stage;
+  std::fprintf(stderr, "\r%-16s [%.*s%*s] %zu/%zu", stage, filled,
+               "==============================", kWidth - filled, "", done, total);
+  if (done >= total) {
+    std::fprintf(stderr, "\r%*s\r", kWidth + 48, "");
+    last_filled = -1;
+  }
+  std::fflush(stderr);
+}
+
 int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
   auto t0 = Clock::now();
   tern_status s = tern_model_load_file(setup.model_path.c_str(), &p->model.p);
-  if (s != TERN_OK) return fail("loading the model", s);
+  if (s != TERN_OK) return fail(("loading " + setup.model_path).c_str(), s);
   p->load_ms = ms_since(t0);
 
   tern_session_options* opts = nullptr;
@@ -188,11 +206,16 @@ int prepare(const char* cmd, const RunSetup& setup, Prepared* p) {
       (s = tern_session_options_enable_profiling(opts, setup.profile_path.c_str())) != TERN_OK) {
     return fail("--profile", s);
   }
+  if (setup.progress &&
+      (s = tern_session_options_set_progress(opts, draw_progress, nullptr)) != TERN_OK) {
+    return fail("progress", s);
+  }
   if (int rc = make_run_options(setup, &p->run_options)) return rc;
   t0 = Clock::now();
   tern_session* session = nullptr;
   if ((s = tern_session_create(p->model.p, opts, &session)) != TERN_OK) {
-    return fail("creating the session", s);
+    // The library's message names the node that could not be prepared.
+    return fail(("creating the session for " + setup.model_path).c_str(), s);
   }
   p->session.reset(session);
   p->create_ms = ms_since(t0);

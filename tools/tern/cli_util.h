@@ -67,6 +67,7 @@ struct RunSetup {
   std::string cpus;  // --cpus LIST: the session's "cpu.affinity" ("" when not given)
   int threads = 0, interop = 0, seed = 0;
   bool zeros = false;
+  bool progress = false;  // draw the session's preparation as a bar on stderr (draw_progress)
 };
 // Parses the shared option at args[i] (moving i past its value): 1 when it was one, 0 when it is
 // not a shared option, -1 after printing what is wrong.
@@ -91,6 +92,9 @@ struct Prepared {
 // Loads the model, creates the session and run options, and makes the inputs. Returns 0, or the
 // exit code after printing why.
 int prepare(const char* cmd, const RunSetup& setup, Prepared* out);
+// A tern_progress_fn drawing "stage [====    ] done/total" on stderr, redrawn in place, erased
+// when a stage completes. Callers install it only when stderr is a terminal.
+void draw_progress(const char* stage, size_t done, size_t total, void* ctx);
 // Run options carrying setup's --run-flag values (one per calling thread: they are not
 // synchronised). Returns 0, or the exit code after printing why.
 int make_run_options(const RunSetup& setup, RunOptionsPtr* out);

@@ -1,5 +1,7 @@
 #include "tools/tern/commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -339,6 +341,7 @@ int cmd_convert(const std::vector<std::string>& args) {
   RunSetup setup;
   std::string out_path;
   bool optimize = false;
+  setup.progress = isatty(2) != 0;  // a bar only where someone watches
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     int r = parse_setup_option("convert", args, i, &setup);
@@ -346,6 +349,8 @@ int cmd_convert(const std::vector<std::string>& args) {
     if (r > 0) continue;
     if (a == "--optimize") {
       optimize = true;
+    } else if (a == "--no-progress") {
+      setup.progress = false;
     } else if (a.size() > 1 && a[0] == '-') {
       std::fprintf(stderr, "tern convert: unknown option '%s'\n", a.c_str());
       return 2;
@@ -361,14 +366,16 @@ int cmd_convert(const std::vector<std::string>& args) {
   if (setup.model_path.empty() || out_path.empty()) {
     std::fprintf(stderr,
                  "usage: tern convert IN OUT.tern [--optimize [--threads N] [--flag NAME=VALUE]"
-                 " [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...]]\n");
+                 " [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...] [--no-progress]]\n");
     return 2;
   }
   if (!optimize) {
     ModelPtr model;
     tern_status s = tern_model_load_file(setup.model_path.c_str(), &model.p);
-    if (s != TERN_OK) return fail("loading the model", s);
-    if ((s = tern_model_save(model.p, out_path.c_str())) != TERN_OK) return fail("saving", s);
+    if (s != TERN_OK) return fail(("loading " + setup.model_path).c_str(), s);
+    if ((s = tern_model_save(model.p, out_path.c_str())) != TERN_OK) {
+      return fail(("saving " + out_path).c_str(), s);
+    }
     std::printf("wrote %s\n", out_path.c_str());
     return 0;
   }
@@ -382,11 +389,11 @@ int cmd_convert(const std::vector<std::string>& args) {
     s = tern_session_run_values(prep.session.get(), prep.run_options.get(), prep.in_names.data(),
                                 prep.values.v.data(), prep.values.v.size(), prep.out_names.data(),
                                 prep.out_names.size(), outputs.v.data());
-    if (s != TERN_OK) return fail("running the model", s);
+    if (s != TERN_OK) return fail(("running " + setup.model_path).c_str(), s);
   }
   size_t packed = 0;
   if ((s = tern_session_save_optimized(prep.session.get(), out_path.c_str(), &packed)) != TERN_OK) {
-    return fail("saving", s);
+    return fail(("saving " + out_path).c_str(), s);
   }
   std::printf("wrote %s (optimized graph, %zu packed weight layouts)\n", out_path.c_str(), packed);
   return 0;

@@ -58,11 +58,14 @@ static void usage(FILE* to) {
       "      inputs and outputs; --flags lists every flag (value, source, scope,\n"
       "      default, env var, doc); --parallel prints the threading report.\n"
       "  tern convert IN OUT.tern [--optimize [--threads N] [--flag NAME=VALUE ...]\n"
-      "                           [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...]]\n"
+      "                           [--input NAME=FILE.npy | --shape NAME=1x3x8x8 ...]\n"
+      "                           [--no-progress]]\n"
       "      Converts a model (ONNX or .tern) to .tern. --optimize stores the graph\n"
       "      after Tern's optimizations with the weights packed for this CPU's kernels,\n"
       "      so sessions start without optimizing or packing; models with dynamic\n"
-      "      input shapes pack for the shapes of --input/--shape (one run).\n");
+      "      input shapes pack for the shapes of --input/--shape (one run). A bar on\n"
+      "      stderr shows folding, rewrites and kernel preparation when stderr is a\n"
+      "      terminal; --no-progress turns it off.\n");
 }
 
 int main(int argc, char** argv) {

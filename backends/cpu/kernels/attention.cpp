@@ -6,7 +6,9 @@
 // v_dim) accumulator per thread. Both use the vectorised primitives of the dispatched ISA, whose
 // name is part of the kernel name ("flash.avx512"). float16/bfloat16 tensors are widened to float32
 // once per call into the workspace (Q, the mask, and K/V with their past in the present layout),
-// and the float32 output and present K/V rounded back at the end.
+// and the float32 output and present K/V rounded back at the end. Under
+// sdp.allow_fp16_bf16_reduction_math MATH rounds its scores and probabilities to the input's type
+// too ("math.<isa>.reduced"), as PyTorch's math path in float16 does.
 #include "backends/cpu/kernels/attention.h"
 
 #include <algorithm>
@@ -36,7 +38,19 @@ struct CpuAttention {
   int scratch_slots = 1;  // per-thread scratch slots in the workspace
   size_t wide_at = 0;     // bytes into the workspace where the widened operands start
   int64_t mask_numel = 0;
+  // sdp.allow_fp16_bf16_reduction_math (MATH, float16/bfloat16 only): the scores and the
+  // probabilities are rounded to p.dtype between the steps.
+  bool reduce = false;
 };
+
+// Rounds n floats to `to` (float16 or bfloat16) and back, in place.
+void round_row(DType to, float* x, int64_t n) {
+  if (to == DType::kFloat16) {
+    for (int64_t i = 0; i < n; ++i) x[i] = half_to_float(float_to_half(x[i]));
+  } else {
+    for (int64_t i = 0; i < n; ++i) x[i] = bfloat16_to_float(float_to_bfloat16(x[i]));
+  }
+}
 
 // float16/bfloat16 operands widened to float32 (floats, each part a multiple of 16): Q and Y in
 // their tensors' layouts, K and V (past then new) in the present outputs' layout, a float mask.
@@ -209,8 +223,15 @@ Status run_math(const CpuAttention& k, const KernelArgs& a, const ExecContext& e
           float inv_sum[kMathRows];
           for (int64_t r = 0; r < rows; ++r) {
             float* row = s + r * p.seq_kv;
+            if (k.reduce) round_row(p.dtype, row, p.seq_kv);
             finish_scores(p, vec, io.mask, b, h, i0 + r, 0, p.seq_kv, row);
+            if (k.reduce) round_row(p.dtype, row, p.seq_kv);
             inv_sum[r] = exp_row(vec, row, p.seq_kv);
+            if (k.reduce) {  // the probabilities themselves, normalised, in p.dtype
+              vec.scale(row, inv_sum[r], p.seq_kv);
+              round_row(p.dtype, row, p.seq_kv);
+              inv_sum[r] = 1.0f;
+            }
           }
           float* y = io.y + p.y.offset(b, h, 0) + i0 * p.y.stride_s;
           panel::multiply(k.isa, s, p.seq_kv, kt + l.kt, p.seq_kv, p.v_head_dim, y, p.y.stride_s,
@@ -333,9 +354,11 @@ Expected<std::unique_ptr<Kernel>> make_attention(const OpContext& ctx) {
     return make_kernel(str_cat("flash.", k.vec->isa), k, run_flash, bytes);
   }
   if (why_math.empty()) {
+    k.reduce = p.dtype != DType::kFloat32 && ctx.flag(FlagId::kSdpFp16Bf16ReductionMath) != 0;
     k.scratch_slots = std::max(1, static_cast<int>(ctx.flag(FlagId::kNumThreads)));
     const size_t bytes = with_wide(math_layout(p, k.scratch_slots).bytes(p));
-    return make_kernel(str_cat("math.", k.vec->isa), k, run_math, bytes);
+    return make_kernel(str_cat("math.", k.vec->isa, k.reduce ? ".reduced" : ""), k, run_math,
+                       bytes);
   }
   return invalid_argument(ctx.where,
                           ": no enabled scaled-dot-product attention backend can run it on the "

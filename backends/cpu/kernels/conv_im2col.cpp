@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -56,6 +57,8 @@ Status run_conv(const Im2colConv& k, const KernelArgs& a, const ExecContext& exe
           }
         }
       });
+      const GemmShape s{false, false, k.mg, k.pixels, k.cg * k.taps};
+      BlasVerbose verbose(exec, "Conv", cpu_gemm_label(s), s);
       cpu_conv_group_gemm(k.mg, k.pixels, k.cg * k.taps, wt + g * k.mg * k.cg * k.taps, col,
                           bias ? bias + g * k.mg : nullptr, y + (b * m + g * k.mg) * k.pixels,
                           exec.num_threads, exec.deterministic);

@@ -6,6 +6,7 @@
 // are few. Bitwise reproducible across thread counts with deterministic_algorithms.
 #include <algorithm>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -37,8 +38,12 @@ Status run_patches(const PatchDeconv& k, const KernelArgs& a, const ExecContext&
   float* patches = static_cast<float*>(a.workspace);
   for (int64_t b = 0; b < n; ++b) {
     // patches = W^T [m * taps, c] x X [c, pixels]
-    cpu_sgemm(GemmShape{true, false, rows, k.in_pixels, c, rows, k.in_pixels, k.in_pixels}, 1.0f,
-              wt, x + b * c * k.in_pixels, 0.0f, patches, exec.num_threads, exec.deterministic);
+    const GemmShape s{true, false, rows, k.in_pixels, c, rows, k.in_pixels, k.in_pixels};
+    {
+      BlasVerbose verbose(exec, "ConvTranspose", cpu_gemm_label(s), s);
+      cpu_sgemm(s, 1.0f, wt, x + b * c * k.in_pixels, 0.0f, patches, exec.num_threads,
+                exec.deterministic);
+    }
     float* yb = y + b * m * od * oh * ow;
     // One output row (channel, depth, height) at a time: its taps along W interleave kw patch
     // rows of one input row.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -93,6 +94,8 @@ Status run_deform_conv(const DeformKernel& k, const KernelArgs& a, const ExecCon
         }
       });
       const int64_t depth = k.cg * k.taps;
+      const GemmShape s{false, false, k.mg, k.pixels, depth};
+      BlasVerbose verbose(exec, "DeformConv", cpu_gemm_label(s), s);
       cpu_conv_group_gemm(k.mg, k.pixels, depth, wt + g * k.mg * depth, col,
                           bias ? bias + g * k.mg : nullptr, y + (b * p.m + g * k.mg) * k.pixels,
                           exec.num_threads, exec.deterministic);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
 #include "ops/einsum.h"
@@ -122,8 +123,9 @@ Operand contract(const ops::EinsumSpec& s, const Operand& a, const Operand& b,
       bs.push_back(pb + i * k * n);
       cs.push_back(pc + i * m * n);
     }
-    cpu_sgemm_batch(GemmShape{trans_a, trans_b, m, n, k, trans_a ? m : k, trans_b ? k : n, n}, 1.0f,
-                    as.data(), bs.data(), 0.0f, cs.data(), nb, exec.num_threads,
+    const GemmShape g{trans_a, trans_b, m, n, k, trans_a ? m : k, trans_b ? k : n, n};
+    BlasVerbose verbose(exec, "Einsum", cpu_gemm_label(g), g, nb);
+    cpu_sgemm_batch(g, 1.0f, as.data(), bs.data(), 0.0f, cs.data(), nb, exec.num_threads,
                     exec.deterministic);
   }
   return r;

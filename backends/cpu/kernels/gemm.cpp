@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -11,7 +12,8 @@
 namespace tern {
 namespace {
 
-Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecContext& exec) {
+Status matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecContext& exec,
+              const char* op) {
   const float* A = a.inputs[0]->data<float>();
   const float* B = a.inputs[1]->data<float>();
   float* Y = a.outputs[0]->data<float>();
@@ -22,6 +24,7 @@ Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecCon
     return Status::ok();
   }
   GemmShape s{false, false, p.M, p.N, p.K, p.K, p.N, p.N};
+  BlasVerbose verbose(exec, op, cpu_gemm_label(s), s, count);
   if (count == 1) {
     cpu_sgemm(s, 1.0f, A + p.a_offsets[0], B + p.b_offsets[0], 0.0f, Y, exec.num_threads,
               exec.deterministic);
@@ -39,6 +42,10 @@ Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecCon
   return Status::ok();
 }
 
+Status run_matmul(const ops::MatMulParams& p, const KernelArgs& a, const ExecContext& exec) {
+  return matmul(p, a, exec, "MatMul");
+}
+
 Status run_gemm(const ops::GemmParams& p, const KernelArgs& a, const ExecContext& exec) {
   const float* c = a.inputs.size() > 2 && a.inputs[2] ? a.inputs[2]->data<float>() : nullptr;
   float* Y = a.outputs[0]->data<float>();
@@ -46,6 +53,7 @@ Status run_gemm(const ops::GemmParams& p, const KernelArgs& a, const ExecContext
   if (p.M == 0 || p.N == 0 || p.K == 0) return Status::ok();
   GemmShape s{p.trans_a, p.trans_b, p.M, p.N, p.K, p.trans_a ? p.M : p.K, p.trans_b ? p.K : p.N,
               p.N};
+  BlasVerbose verbose(exec, "Gemm", cpu_gemm_label(s), s);
   cpu_sgemm(s, p.alpha, a.inputs[0]->data<float>(), a.inputs[1]->data<float>(), c ? 1.0f : 0.0f, Y,
             exec.num_threads, exec.deterministic);
   return Status::ok();
@@ -58,7 +66,7 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
 
 Status run_fused_matmul(const ops::FusedMatMulParams& p, const KernelArgs& a,
                         const ExecContext& exec) {
-  TERN_RETURN_IF_ERROR(run_matmul(p.mm, a, exec));
+  TERN_RETURN_IF_ERROR(matmul(p.mm, a, exec, "FusedMatMul"));
   const float* bias = p.has_bias ? a.inputs[2]->data<float>() : nullptr;
   float* y = a.outputs[0]->data<float>();
   const int64_t rows = p.mm.N ? a.outputs[0]->numel() / p.mm.N : 0;

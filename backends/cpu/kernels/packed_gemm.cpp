@@ -12,8 +12,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/panel_gemm.h"
@@ -77,6 +79,7 @@ class PackedGemm final : public Kernel {
     // Consecutive work items share A's rows (B streams once per row block) or B's panels (A
     // streams once per panel group), whichever moves fewer bytes through the caches.
     const bool rows_outer = blocks * g.k * g.n <= groups * g.rows * g.k;
+    BlasVerbose verbose(exec, op_.c_str(), label_, GemmShape{false, false, g.rows, g.n, g.k});
     parallel_for(tasks, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t blk = rows_outer ? task / groups : task % blocks;
@@ -113,6 +116,8 @@ class PackedGemm final : public Kernel {
   CpuIsa isa_ = CpuIsa::kScalar;
   const VecOps* vec_ = nullptr;
   const char* name_ = "packed_gemm";
+  const char* label_ = "tern:packed_gemm";  // for blas.verbose
+  std::string op_;                          // MatMul, FusedMatMul or Gemm
 };
 
 Expected<std::unique_ptr<Kernel>> PackedGemm::create(const OpContext& ctx) {
@@ -175,6 +180,10 @@ Expected<std::unique_ptr<Kernel>> PackedGemm::create(const OpContext& ctx) {
   k->name_ = k->isa_ == CpuIsa::kAvx512 ? "packed_gemm.avx512"
              : k->isa_ == CpuIsa::kAvx2 ? "packed_gemm.avx2"
                                         : "packed_gemm";
+  k->label_ = k->isa_ == CpuIsa::kAvx512 ? "tern:packed_gemm.avx512"
+              : k->isa_ == CpuIsa::kAvx2 ? "tern:packed_gemm.avx2"
+                                         : "tern:packed_gemm";
+  k->op_ = op;
   // The packed weights: from the model file when it carries them, else the session's copy
   // (packed on its first use), else one of the kernel's own.
   const size_t bytes = static_cast<size_t>(panel::packed_floats(g.k, g.n)) * sizeof(float);

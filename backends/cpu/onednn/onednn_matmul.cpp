@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/blas_verbose.h"
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
 #include "backends/cpu/widened_kernel.h"
@@ -111,6 +112,9 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
       k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       if (round_a) k->name_ += " bf16";  // float32 computed in bf16 (cpu.matmul.allow_bf16)
+      k->label_ = "onednn:" + k->name_;
+      k->op_ = ctx.node->op_type;
+      k->shape_ = GemmShape{false, trans_b, rows, p.N, p.K};
       k->prim_ = dnnl::matmul(pd);
       TERN_ASSIGN_OR_RETURN(k->packed_w_, onednn::pack_weights(plain_w, pd.weights_desc(),
                                                                ctx.inputs[1], ctx.weights));
@@ -137,12 +141,15 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
     void* bias = !has_bias_ ? nullptr
                  : gemm_    ? const_cast<void*>(gemm_bias_.raw())
                             : a.inputs[2]->raw();
+    BlasVerbose verbose(exec, op_.c_str(), label_.c_str(), shape_);
     return args_.execute_weighted(prim_, x, packed_w_.memory.get_data_handle(), bias,
                                   a.outputs[0]->raw());
   }
 
  private:
   std::string name_ = "onednn";
+  std::string label_, op_;  // blas.verbose: "onednn:<kernel>", the op type
+  GemmShape shape_;         // rows of A (batches folded in) x N x K
   dnnl::matmul prim_;
   dnnl::memory::desc a_md_, y_md_, bias_md_;
   bool has_bias_ = false, gemm_ = false, round_a_ = false;

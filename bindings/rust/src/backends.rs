@@ -92,6 +92,34 @@ pub fn mps_is_available() -> bool {
     b(unsafe { sys::tern_mps_is_available() })
 }
 
+/// torch.backends.mkl.is_available: false in every build (Tern's GEMMs run on OpenBLAS, its own
+/// GEMM and oneDNN); [`unavailable_reason`]`("mkl")` says so.
+pub fn mkl_is_available() -> bool {
+    b(unsafe { sys::tern_mkl_is_available() })
+}
+/// torch.backends.nnpack.is_available: false in every build (see [`unavailable_reason`]).
+pub fn nnpack_is_available() -> bool {
+    b(unsafe { sys::tern_nnpack_is_available() })
+}
+/// torch.backends.cusparselt.is_available: false in every build (see [`unavailable_reason`]).
+pub fn cusparselt_is_available() -> bool {
+    b(unsafe { sys::tern_cusparselt_is_available() })
+}
+
+/// Why the optional library, backend or feature `name` (torch.backends' module names: "mkl",
+/// "nnpack", "cusparselt", "opt_einsum", "mkldnn", "openblas", "openmp", "cuda", "cudnn", "mps",
+/// "vulkan", "flash_attention") cannot be used: `Ok(None)` when it can, `Ok(Some(reason))` when
+/// not, an error for a name Tern does not know.
+pub fn unavailable_reason(name: &str) -> Result<Option<String>> {
+    let c = to_cstring("name", name)?;
+    let p = unsafe { sys::tern_backend_unavailable_reason(c.as_ptr()) };
+    if p.is_null() {
+        return Err(Error::new(Status::InvalidArgument, format!("{:?} is not a backend name Tern knows", name)));
+    }
+    let why = unsafe { cstr(p) };
+    Ok(if why.is_empty() { None } else { Some(why) })
+}
+
 /// oneDNN verbose output (torch.backends.mkldnn.verbose).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verbose {
@@ -99,13 +127,24 @@ pub enum Verbose {
     On,
     OnCreation,
 }
+impl Verbose {
+    fn to_raw(self) -> sys::tern_verbose_level {
+        match self {
+            Verbose::Off => 0,
+            Verbose::On => 1,
+            Verbose::OnCreation => 2,
+        }
+    }
+}
 pub fn onednn_set_verbose(level: Verbose) -> Result<()> {
-    let raw = match level {
-        Verbose::Off => 0,
-        Verbose::On => 1,
-        Verbose::OnCreation => 2,
-    };
-    check(unsafe { sys::tern_onednn_set_verbose(raw) })
+    check(unsafe { sys::tern_onednn_set_verbose(level.to_raw()) })
+}
+/// torch.backends.mkl.verbose for Tern's GEMMs: `On` prints one line on stdout per matrix
+/// product a CPU kernel runs (op, library:kernel, shape, threads, milliseconds). `OnCreation` is
+/// refused (GEMM calls have no creation step). For one run only, set the run flag
+/// "blas.verbose" with [`crate::RunOptions::flag`].
+pub fn blas_set_verbose(level: Verbose) -> Result<()> {
+    check(unsafe { sys::tern_blas_set_verbose(level.to_raw()) })
 }
 
 /// torch.backends.cuda
@@ -122,6 +161,11 @@ pub mod cuda {
     }
     pub fn device_count() -> i32 {
         unsafe { sys::tern_cuda_device_count() }
+    }
+    /// torch.backends.cuda.is_flash_attention_available: a FLASH attention kernel is built and
+    /// can run here (the CPU backend's always is).
+    pub fn is_flash_attention_available() -> bool {
+        b(unsafe { sys::tern_is_flash_attention_available() })
     }
 
     /// torch.backends.cuda.matmul
@@ -276,6 +320,14 @@ pub mod sdp {
             Err(unsafe { cstr(why.as_ptr()) })
         }
     }
+    /// torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp: float16/bfloat16 attention on
+    /// the MATH kernel rounds its scores and probabilities to the input's precision.
+    pub fn allow_fp16_bf16_reduction_math(on: bool) {
+        unsafe { sys::tern_sdp_allow_fp16_bf16_reduction_math(on as i32) }
+    }
+    pub fn fp16_bf16_reduction_math_allowed() -> bool {
+        b(unsafe { sys::tern_sdp_fp16_bf16_reduction_math_allowed() })
+    }
 }
 
 /// torch.backends.mha
@@ -295,6 +347,10 @@ pub mod opt_einsum {
     use super::b;
     use crate::error::Result;
     use crate::{check, cstr, sys, to_cstring};
+    /// Always true: the contraction-path search is Tern's own.
+    pub fn is_available() -> bool {
+        b(unsafe { sys::tern_opt_einsum_is_available() })
+    }
     pub fn enabled() -> bool {
         b(unsafe { sys::tern_opt_einsum_get_enabled() })
     }

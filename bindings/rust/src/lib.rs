@@ -24,7 +24,7 @@ mod tensor;
 mod value;
 
 pub use error::{Error, Result, Status};
-pub use model::{Model, ValueInfo};
+pub use model::{GraphValue, Model, Node, ValueInfo};
 pub use session::{CancelHandle, RunOptions, Session, SessionOptions};
 pub use tensor::{DLPackTensor, DType, Element, Tensor, TensorView};
 pub use value::{Value, ValueKind};

@@ -13,6 +13,31 @@ pub struct ValueInfo {
     pub shape: Vec<i64>,
 }
 
+/// A node of the main graph as loaded (before Tern's optimizations), in file order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// "" when the file gave none.
+    pub name: String,
+    pub op_type: String,
+    /// "" for ai.onnx.
+    pub domain: String,
+    /// Value names; "" for an omitted optional input or output.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+}
+
+/// A value (tensor) of the main graph: an input, a weight, an intermediate or an output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphValue {
+    pub name: String,
+    /// `DType::Unknown(0)` for sequence and optional values.
+    pub dtype: DType,
+    /// None when not even the rank is known; -1 marks a dim known only at run time.
+    pub shape: Option<Vec<i64>>,
+    /// A weight or folded data (its shape is exact).
+    pub constant: bool,
+}
+
 /// A loaded, verified model (`tern_model`): immutable, shared by any number of sessions and
 /// threads. Sessions keep what they need, so a model may be dropped before its sessions.
 #[derive(Debug)]
@@ -63,6 +88,79 @@ impl Model {
         (0..n).map(|i| self.info(i, false)).collect()
     }
 
+    /// Graph inputs that have an initializer: a run may give them to replace the weight, or
+    /// leave them to their initializer (`tern_model_optional_input_*`).
+    pub fn optional_inputs(&self) -> Result<Vec<ValueInfo>> {
+        let n = unsafe { sys::tern_model_optional_input_count(self.ptr.as_ptr()) };
+        (0..n)
+            .map(|i| {
+                let (mut dtype, mut rank, mut shape) = (0, 0usize, std::ptr::null());
+                unsafe {
+                    let name = sys::tern_model_optional_input_name(self.ptr.as_ptr(), i);
+                    check(sys::tern_model_optional_input_info(self.ptr.as_ptr(), i, &mut dtype, &mut rank, &mut shape))?;
+                    Ok(ValueInfo { name: cstr(name), dtype: DType::from_raw(dtype), shape: dims(shape, rank) })
+                }
+            })
+            .collect()
+    }
+
+    /// The nodes of the main graph as loaded, in file order (subgraphs of If/Loop/Scan not
+    /// listed).
+    pub fn nodes(&self) -> Result<Vec<Node>> {
+        let m = self.ptr.as_ptr();
+        let n = unsafe { sys::tern_model_node_count(m) };
+        (0..n)
+            .map(|i| {
+                let (mut name, mut op, mut domain) = (std::ptr::null(), std::ptr::null(), std::ptr::null());
+                let (mut n_in, mut n_out) = (0usize, 0usize);
+                unsafe {
+                    check(sys::tern_model_node_info(m, i, &mut name, &mut op, &mut domain, &mut n_in, &mut n_out))?;
+                    Ok(Node {
+                        name: cstr(name),
+                        op_type: cstr(op),
+                        domain: cstr(domain),
+                        inputs: (0..n_in).map(|j| cstr(sys::tern_model_node_input(m, i, j))).collect(),
+                        outputs: (0..n_out).map(|j| cstr(sys::tern_model_node_output(m, i, j))).collect(),
+                    })
+                }
+            })
+            .collect()
+    }
+
+    /// The values of the main graph: inputs, weights, intermediates and outputs.
+    pub fn values(&self) -> Result<Vec<GraphValue>> {
+        let m = self.ptr.as_ptr();
+        let n = unsafe { sys::tern_model_value_count(m) };
+        (0..n)
+            .map(|i| {
+                let (mut name, mut dtype, mut has_shape, mut rank) = (std::ptr::null(), 0, 0, 0usize);
+                let (mut shape, mut constant) = (std::ptr::null(), 0);
+                unsafe {
+                    // The shape lives until the next call on this thread: copied at once.
+                    check(sys::tern_model_value_info(
+                        m, i, &mut name, &mut dtype, &mut has_shape, &mut rank, &mut shape, &mut constant,
+                    ))?;
+                    Ok(GraphValue {
+                        name: cstr(name),
+                        dtype: DType::from_raw(dtype),
+                        shape: if has_shape != 0 { Some(dims(shape, rank)) } else { None },
+                        constant: constant != 0,
+                    })
+                }
+            })
+            .collect()
+    }
+
+    /// The producer the file names ("pytorch 2.1"; "" when none).
+    pub fn producer(&self) -> String {
+        unsafe { cstr(sys::tern_model_producer(self.ptr.as_ptr())) }
+    }
+
+    /// The ai.onnx opset the model's nodes follow.
+    pub fn opset(&self) -> i64 {
+        unsafe { sys::tern_model_opset(self.ptr.as_ptr()) }
+    }
+
     fn info(&self, i: usize, input: bool) -> Result<ValueInfo> {
         let (mut dtype, mut rank, mut shape) = (0, 0usize, std::ptr::null());
         unsafe {
@@ -78,9 +176,20 @@ impl Model {
                 )
             };
             check(status)?;
-            let dims = if rank == 0 || shape.is_null() { &[][..] } else { std::slice::from_raw_parts(shape, rank) };
-            Ok(ValueInfo { name: cstr(name), dtype: DType::from_raw(dtype), shape: dims.to_vec() })
+            Ok(ValueInfo { name: cstr(name), dtype: DType::from_raw(dtype), shape: dims(shape, rank) })
         }
+    }
+}
+
+/// A copy of `rank` dims at `shape` (none for rank 0 or NULL).
+///
+/// # Safety
+/// `shape` must be NULL or point to `rank` readable values.
+pub(crate) unsafe fn dims(shape: *const i64, rank: usize) -> Vec<i64> {
+    if rank == 0 || shape.is_null() {
+        Vec::new()
+    } else {
+        std::slice::from_raw_parts(shape, rank).to_vec()
     }
 }
 

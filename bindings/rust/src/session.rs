@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::backends::SdpBackend;
 use crate::error::Result;
 use crate::model::Model;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 use crate::{check, sys, to_cstring};
 
 /// Options for [`Session::new`] (`tern_session_options`). Setters consume and return the
@@ -57,6 +57,20 @@ impl SessionOptions {
     pub fn flag(self, name: &str, value: &str) -> Result<Self> {
         let (n, v) = (to_cstring("flag name", name)?, to_cstring("flag value", value)?);
         check(unsafe { sys::tern_session_options_set_flag(self.ptr.as_ptr(), n.as_ptr(), v.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// `false`: run only on the listed backends, never falling back to the CPU (a node none of
+    /// them can run fails the session's creation, naming the node). Default `true`.
+    pub fn cpu_fallback(self, enabled: bool) -> Result<Self> {
+        check(unsafe { sys::tern_session_options_set_cpu_fallback(self.ptr.as_ptr(), enabled as i32) })?;
+        Ok(self)
+    }
+
+    /// How many bytes the session's cached plans (one per set of input shapes) may keep; the
+    /// least recently used go first. 0 keeps the latest plan only.
+    pub fn plan_cache_bytes(self, bytes: u64) -> Result<Self> {
+        check(unsafe { sys::tern_session_options_set_plan_cache_bytes(self.ptr.as_ptr(), bytes) })?;
         Ok(self)
     }
 
@@ -119,6 +133,14 @@ impl RunOptions {
     pub fn sdp_backends(self, allowed: &[SdpBackend]) -> Result<Self> {
         let raw: Vec<sys::tern_sdp_backend> = allowed.iter().map(|b| b.to_raw()).collect();
         check(unsafe { sys::tern_run_options_set_sdp_backends(self.as_ptr(), raw.as_ptr(), raw.len()) })?;
+        Ok(self)
+    }
+
+    /// Runs given these options return their outputs on `device` ("cpu", the default, or a
+    /// device the session runs on, like "cuda:0").
+    pub fn output_device(self, device: &str) -> Result<Self> {
+        let d = to_cstring("device", device)?;
+        check(unsafe { sys::tern_run_options_set_output_device(self.as_ptr(), d.as_ptr()) })?;
         Ok(self)
     }
 
@@ -261,6 +283,28 @@ impl Session {
         let (mut act, mut packed) = (0usize, 0usize);
         check(unsafe { sys::tern_session_memory_info(self.ptr.as_ptr(), &mut act, &mut packed) })?;
         Ok((act, packed))
+    }
+
+    /// One figure of the session's memory and planning by name: "plans", "plan_bytes",
+    /// "packed_weight_bytes", "arena_bytes", "full_plans", "template_plans".
+    pub fn memory_stat(&self, name: &str) -> Result<u64> {
+        let n = to_cstring("stat name", name)?;
+        let mut value = 0u64;
+        check(unsafe { sys::tern_session_memory_stat(self.ptr.as_ptr(), n.as_ptr(), &mut value) })?;
+        Ok(value)
+    }
+
+    /// The dtype and shape (every dim known) the session's most recent plan gives the model's
+    /// value `name`. An error before the first plan, or for a value the plan does not hold
+    /// (optimized away, fused, or computed per run).
+    pub fn value_shape(&self, name: &str) -> Result<(DType, Vec<i64>)> {
+        let n = to_cstring("value name", name)?;
+        let (mut dtype, mut rank, mut shape) = (0, 0usize, std::ptr::null());
+        unsafe {
+            // The shape lives until the next call on this thread: copied at once.
+            check(sys::tern_session_value_shape(self.ptr.as_ptr(), n.as_ptr(), &mut dtype, &mut rank, &mut shape))?;
+            Ok((DType::from_raw(dtype), crate::model::dims(shape, rank)))
+        }
     }
 
     /// Writes the profiling trace (sessions made with [`SessionOptions::profiling`]).

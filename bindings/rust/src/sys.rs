@@ -71,6 +71,11 @@ pub struct tern_sdp_params {
     pub dropout_p: f32,
 }
 
+/// Progress of a session's preparation (`tern_session_options_set_progress`): stage, done, total,
+/// ctx. The session keeps calling it (runs that build plans) as long as it lives, so ctx must
+/// outlive every session made with the options.
+pub type tern_progress_fn = Option<unsafe extern "C" fn(stage: *const c_char, done: usize, total: usize, ctx: *mut c_void)>;
+
 extern "C" {
     pub fn tern_version() -> *const c_char;
     pub fn tern_abi_version() -> u32;
@@ -187,6 +192,36 @@ extern "C" {
     pub fn tern_value_optional_get(v: *const tern_value, out: *mut *mut tern_value) -> tern_status;
     pub fn tern_session_run_values(s: *mut tern_session, r: *const tern_run_options, input_names: *const *const c_char, inputs: *const *const tern_value, n_inputs: usize, output_names: *const *const c_char, n_outputs: usize, outputs: *mut *mut tern_value) -> tern_status;
     pub fn tern_session_flag_get(s: *const tern_session, name: *const c_char, buf: *mut c_char, len: usize, source: *mut *const c_char) -> tern_status;
+    pub fn tern_tensor_create_on_device(dtype: tern_dtype, shape: *const i64, rank: usize, device: *const c_char, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_tensor_device(t: *const tern_tensor) -> *const c_char;
+    pub fn tern_tensor_copy(src: *const tern_tensor, dst: *mut tern_tensor) -> tern_status;
+    pub fn tern_tensor_read_onnx_file(path: *const c_char, out: *mut *mut tern_tensor) -> tern_status;
+    pub fn tern_model_optional_input_count(m: *const tern_model) -> usize;
+    pub fn tern_model_optional_input_name(m: *const tern_model, i: usize) -> *const c_char;
+    pub fn tern_model_optional_input_info(m: *const tern_model, i: usize, dtype: *mut tern_dtype, rank: *mut usize, shape: *mut *const i64) -> tern_status;
+    pub fn tern_model_node_count(m: *const tern_model) -> usize;
+    pub fn tern_model_node_info(m: *const tern_model, i: usize, name: *mut *const c_char, op_type: *mut *const c_char, domain: *mut *const c_char, n_inputs: *mut usize, n_outputs: *mut usize) -> tern_status;
+    pub fn tern_model_node_input(m: *const tern_model, i: usize, j: usize) -> *const c_char;
+    pub fn tern_model_node_output(m: *const tern_model, i: usize, j: usize) -> *const c_char;
+    pub fn tern_model_value_count(m: *const tern_model) -> usize;
+    pub fn tern_model_value_info(m: *const tern_model, i: usize, name: *mut *const c_char, dtype: *mut tern_dtype, has_shape: *mut c_int, rank: *mut usize, shape: *mut *const i64, is_constant: *mut c_int) -> tern_status;
+    pub fn tern_model_producer(m: *const tern_model) -> *const c_char;
+    pub fn tern_model_opset(m: *const tern_model) -> i64;
+    pub fn tern_session_options_set_cpu_fallback(o: *mut tern_session_options, enabled: c_int) -> tern_status;
+    pub fn tern_session_options_set_progress(o: *mut tern_session_options, f: tern_progress_fn, ctx: *mut c_void) -> tern_status;
+    pub fn tern_session_options_set_plan_cache_bytes(o: *mut tern_session_options, bytes: u64) -> tern_status;
+    pub fn tern_run_options_set_output_device(r: *mut tern_run_options, device: *const c_char) -> tern_status;
+    pub fn tern_session_memory_stat(s: *const tern_session, name: *const c_char, value: *mut u64) -> tern_status;
+    pub fn tern_session_value_shape(s: *const tern_session, name: *const c_char, dtype: *mut tern_dtype, rank: *mut usize, shape: *mut *const i64) -> tern_status;
+    pub fn tern_opt_einsum_is_available() -> c_int;
+    pub fn tern_mkl_is_available() -> c_int;
+    pub fn tern_nnpack_is_available() -> c_int;
+    pub fn tern_cusparselt_is_available() -> c_int;
+    pub fn tern_is_flash_attention_available() -> c_int;
+    pub fn tern_backend_unavailable_reason(name: *const c_char) -> *const c_char;
+    pub fn tern_blas_set_verbose(level: tern_verbose_level) -> tern_status;
+    pub fn tern_sdp_allow_fp16_bf16_reduction_math(on: c_int);
+    pub fn tern_sdp_fp16_bf16_reduction_math_allowed() -> c_int;
 }
 
 // DLPack 1.x, as include/c_api.h declares it (dlpack.h's names).

@@ -141,6 +141,28 @@ impl Tensor {
         Ok(t)
     }
 
+    /// A zero-filled tensor on `device` ("cpu", "cuda", "cuda:1", ...). An error with
+    /// [`Status::BackendUnavailable`] when this build or machine lacks the device.
+    pub fn zeros_on(dtype: DType, shape: &[i64], device: &str) -> Result<Tensor> {
+        crate::check_abi()?;
+        let d = crate::to_cstring("device", device)?;
+        let mut out = std::ptr::null_mut();
+        check(unsafe {
+            sys::tern_tensor_create_on_device(dtype.to_raw(), shape.as_ptr(), shape.len(), d.as_ptr(), &mut out)
+        })?;
+        Ok(unsafe { Tensor::from_raw(out) })
+    }
+
+    /// Reads a serialized ONNX TensorProto file (the `input_N.pb` / `output_N.pb` files of ONNX
+    /// test data sets).
+    pub fn read_onnx_file(path: impl AsRef<std::path::Path>) -> Result<Tensor> {
+        crate::check_abi()?;
+        let c = crate::to_cstring("path", &path.as_ref().to_string_lossy())?;
+        let mut out = std::ptr::null_mut();
+        check(unsafe { sys::tern_tensor_read_onnx_file(c.as_ptr(), &mut out) })?;
+        Ok(unsafe { Tensor::from_raw(out) })
+    }
+
     /// Takes ownership of a handle from the C API.
     ///
     /// # Safety
@@ -169,12 +191,29 @@ impl Tensor {
         }
     }
 
+    /// Where the data is: "cpu", "cuda:0", ...
+    pub fn device(&self) -> String {
+        unsafe { crate::cstr(sys::tern_tensor_device(self.ptr.as_ptr())) }
+    }
+
+    /// Copies this tensor's elements into `dst` (same dtype and shape, any pair of devices).
+    pub fn copy_to(&self, dst: &mut Tensor) -> Result<()> {
+        check(unsafe { sys::tern_tensor_copy(self.ptr.as_ptr(), dst.ptr.as_ptr()) })
+    }
+
     pub fn byte_size(&self) -> usize {
         unsafe { sys::tern_tensor_byte_size(self.ptr.as_ptr()) }
     }
 
     /// The raw element bytes.
+    ///
+    /// # Panics
+    /// For a tensor in a device's memory ([`Tensor::zeros_on`]): copy it into a CPU tensor
+    /// with [`Tensor::copy_to`] first.
     pub fn as_bytes(&self) -> &[u8] {
+        if let Err(e) = self.check_host() {
+            panic!("{}", e);
+        }
         let n = self.byte_size();
         let p = unsafe { sys::tern_tensor_data(self.ptr.as_ptr()) };
         if n == 0 || p.is_null() {
@@ -234,7 +273,20 @@ impl Tensor {
         unsafe { sys::tern_tensor_is_read_only(self.ptr.as_ptr()) != 0 }
     }
 
+    /// Device memory is not readable from the host: its data pointer is a device address.
+    fn check_host(&self) -> Result<()> {
+        let device = self.device();
+        if device == "cpu" {
+            return Ok(());
+        }
+        Err(Error::new(
+            Status::InvalidArgument,
+            format!("the tensor is in {}'s memory: copy it into a CPU tensor (Tensor::copy_to) to read it", device),
+        ))
+    }
+
     fn check_dtype<T: Element>(&self) -> Result<()> {
+        self.check_host()?;
         if self.dtype() != T::DTYPE {
             return Err(Error::new(
                 Status::InvalidArgument,

@@ -1,5 +1,6 @@
 package tern;
 
+import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.util.ArrayList;
@@ -8,9 +9,9 @@ import java.util.List;
 /** A loaded, verified model (tern_model): immutable, shareable between threads and sessions.
  * Sessions keep what they need, so a model may be closed before its sessions. */
 public final class Model implements AutoCloseable {
-  private com.sun.jna.Pointer handle;
+  private Pointer handle;
 
-  private Model(com.sun.jna.Pointer handle) {
+  private Model(Pointer handle) {
     this.handle = handle;
   }
 
@@ -24,6 +25,42 @@ public final class Model implements AutoCloseable {
       this.name = name;
       this.dtype = dtype;
       this.shape = shape;
+    }
+  }
+
+  /** A node of the main graph as loaded (before Tern's optimizations). */
+  public static final class Node {
+    /** "" when the file gave none. */
+    public final String name;
+    public final String opType;
+    /** "" for ai.onnx. */
+    public final String domain;
+    /** Value names; "" for an omitted optional one. */
+    public final List<String> inputs, outputs;
+
+    Node(String name, String opType, String domain, List<String> inputs, List<String> outputs) {
+      this.name = name;
+      this.opType = opType;
+      this.domain = domain;
+      this.inputs = inputs;
+      this.outputs = outputs;
+    }
+  }
+
+  /** A value (tensor) of the main graph: its dtype (UNKNOWN for sequences and optionals), its
+   * shape (null when not even the rank is known; -1 for a dim known only at run time) and
+   * whether it is a constant (a weight or folded data). */
+  public static final class GraphValue {
+    public final String name;
+    public final DType dtype;
+    public final long[] shape;
+    public final boolean constant;
+
+    GraphValue(String name, DType dtype, long[] shape, boolean constant) {
+      this.name = name;
+      this.dtype = dtype;
+      this.shape = shape;
+      this.constant = constant;
     }
   }
 
@@ -41,7 +78,7 @@ public final class Model implements AutoCloseable {
     return new Model(out.getValue());
   }
 
-  com.sun.jna.Pointer handle() {
+  Pointer handle() {
     if (handle == null) throw new IllegalStateException("the model is closed");
     return handle;
   }
@@ -52,16 +89,24 @@ public final class Model implements AutoCloseable {
   }
 
   public List<ValueInfo> inputs() {
-    return infos(true);
+    return infos(0);
   }
 
   public List<ValueInfo> outputs() {
-    return infos(false);
+    return infos(1);
   }
 
-  private List<ValueInfo> infos(boolean inputs) {
+  /** Inputs that have an initializer: a run may give any of them to replace the weight. */
+  public List<ValueInfo> optionalInputs() {
+    return infos(2);
+  }
+
+  private List<ValueInfo> infos(int which) {
     TernLibrary l = Tern.lib();
-    long n = (inputs ? l.tern_model_input_count(handle()) : l.tern_model_output_count(handle()))
+    Pointer m = handle();
+    long n = (which == 0   ? l.tern_model_input_count(m)
+              : which == 1 ? l.tern_model_output_count(m)
+                           : l.tern_model_optional_input_count(m))
         .longValue();
     List<ValueInfo> out = new ArrayList<>();
     for (long i = 0; i < n; i++) {
@@ -70,16 +115,77 @@ public final class Model implements AutoCloseable {
       TernLibrary.SizeTByReference rank = new TernLibrary.SizeTByReference();
       PointerByReference shape = new PointerByReference();
       String name;
-      if (inputs) {
-        name = l.tern_model_input_name(handle(), at);
-        Tern.check(l.tern_model_input_info(handle(), at, dtype, rank, shape));
+      if (which == 0) {
+        name = l.tern_model_input_name(m, at);
+        Tern.check(l.tern_model_input_info(m, at, dtype, rank, shape));
+      } else if (which == 1) {
+        name = l.tern_model_output_name(m, at);
+        Tern.check(l.tern_model_output_info(m, at, dtype, rank, shape));
       } else {
-        name = l.tern_model_output_name(handle(), at);
-        Tern.check(l.tern_model_output_info(handle(), at, dtype, rank, shape));
+        name = l.tern_model_optional_input_name(m, at);
+        Tern.check(l.tern_model_optional_input_info(m, at, dtype, rank, shape));
       }
-      int r = (int) rank.getValue();
-      long[] dims = r == 0 ? new long[0] : shape.getValue().getLongArray(0, r);
-      out.add(new ValueInfo(name, DType.of(dtype.getValue()), dims));
+      out.add(new ValueInfo(name, DType.of(dtype.getValue()), dims(rank, shape)));
+    }
+    return out;
+  }
+
+  static long[] dims(TernLibrary.SizeTByReference rank, PointerByReference shape) {
+    int r = (int) rank.getValue();
+    return r == 0 ? new long[0] : shape.getValue().getLongArray(0, r);
+  }
+
+  /** The producer the file names ("pytorch 2.1"; "" when none). */
+  public String producer() {
+    return Tern.lib().tern_model_producer(handle());
+  }
+
+  /** The ai.onnx opset the nodes follow. */
+  public long opset() {
+    return Tern.lib().tern_model_opset(handle());
+  }
+
+  /** The main graph's nodes in file order (subgraphs of If/Loop/Scan not included). */
+  public List<Node> nodes() {
+    TernLibrary l = Tern.lib();
+    Pointer m = handle();
+    long n = l.tern_model_node_count(m).longValue();
+    List<Node> out = new ArrayList<>();
+    for (long i = 0; i < n; i++) {
+      TernLibrary.SizeT at = new TernLibrary.SizeT(i);
+      PointerByReference name = new PointerByReference(), op = new PointerByReference();
+      PointerByReference domain = new PointerByReference();
+      TernLibrary.SizeTByReference nIn = new TernLibrary.SizeTByReference();
+      TernLibrary.SizeTByReference nOut = new TernLibrary.SizeTByReference();
+      Tern.check(l.tern_model_node_info(m, at, name, op, domain, nIn, nOut));
+      List<String> ins = new ArrayList<>(), outs = new ArrayList<>();
+      for (long j = 0; j < nIn.getValue(); j++) {
+        ins.add(l.tern_model_node_input(m, at, new TernLibrary.SizeT(j)));
+      }
+      for (long j = 0; j < nOut.getValue(); j++) {
+        outs.add(l.tern_model_node_output(m, at, new TernLibrary.SizeT(j)));
+      }
+      out.add(new Node(Tern.str(name.getValue()), Tern.str(op.getValue()),
+          Tern.str(domain.getValue()), ins, outs));
+    }
+    return out;
+  }
+
+  /** The main graph's values: inputs, weights, intermediates, outputs. */
+  public List<GraphValue> values() {
+    TernLibrary l = Tern.lib();
+    Pointer m = handle();
+    long n = l.tern_model_value_count(m).longValue();
+    List<GraphValue> out = new ArrayList<>();
+    for (long i = 0; i < n; i++) {
+      PointerByReference name = new PointerByReference(), shape = new PointerByReference();
+      IntByReference dtype = new IntByReference(), hasShape = new IntByReference();
+      IntByReference constant = new IntByReference();
+      TernLibrary.SizeTByReference rank = new TernLibrary.SizeTByReference();
+      Tern.check(l.tern_model_value_info(m, new TernLibrary.SizeT(i), name, dtype, hasShape, rank,
+          shape, constant));
+      out.add(new GraphValue(Tern.str(name.getValue()), DType.of(dtype.getValue()),
+          hasShape.getValue() != 0 ? dims(rank, shape) : null, constant.getValue() != 0));
     }
     return out;
   }

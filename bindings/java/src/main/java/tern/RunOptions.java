@@ -35,6 +35,29 @@ public final class RunOptions implements AutoCloseable {
     return this;
   }
 
+  /** Overrides a run-scoped flag (the sdp.* flags, "onednn.verbose", "blas.verbose") for the
+   * runs given these options. */
+  public RunOptions flag(String name, String value) {
+    Tern.check(Tern.lib().tern_run_options_set_flag(handle(), name, value));
+    return this;
+  }
+
+  /** torch.nn.attention.sdpa_kernel: only these attention backends may run in the runs given
+   * these options (none listed: none may). */
+  public RunOptions sdpBackends(SdpBackend... backends) {
+    int[] codes = new int[backends.length];
+    for (int i = 0; i < backends.length; i++) codes[i] = backends[i].code;
+    Tern.check(Tern.lib().tern_run_options_set_sdp_backends(handle(),
+        codes.length == 0 ? null : codes, new TernLibrary.SizeT(codes.length)));
+    return this;
+  }
+
+  /** Runs given these options return their outputs on device ("cpu", the default, "cuda:1"). */
+  public RunOptions outputDevice(String device) {
+    Tern.check(Tern.lib().tern_run_options_set_output_device(handle(), device));
+    return this;
+  }
+
   /** Stops the runs using these options (they throw with {@link Status#CANCELLED} within about
    * one node's time) and every later run with them until {@link #clearCancel}. Safe from any
    * thread; does nothing once the options are closed. */

@@ -1,6 +1,8 @@
 package tern;
 
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.IntByReference;
+import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.util.ArrayList;
 import java.util.List;
@@ -82,6 +84,76 @@ public final class Session implements AutoCloseable {
     List<Value> out = new ArrayList<>();
     for (Pointer p : results) out.add(new Value(p));
     return out;
+  }
+
+  /** Writes the model after the session's optimizations, with its packed weights, as .tern;
+   * returns how many packed layouts were written. */
+  public long saveOptimized(String path) {
+    TernLibrary.SizeTByReference packed = new TernLibrary.SizeTByReference();
+    Tern.check(Tern.lib().tern_session_save_optimized(handle(), path, packed));
+    return packed.getValue();
+  }
+
+  /** Writes the profile recorded so far (sessions made with
+   * {@link SessionOptions#enableProfiling}). */
+  public void endProfiling() {
+    Tern.check(Tern.lib().tern_session_end_profiling(handle()));
+  }
+
+  /** Memory of the session's latest plan. */
+  public static final class MemoryInfo {
+    /** The run arena holding every intermediate tensor. */
+    public final long activationBytes;
+    /** Weight copies kernels made in their own layouts. */
+    public final long packedWeightBytes;
+
+    MemoryInfo(long activationBytes, long packedWeightBytes) {
+      this.activationBytes = activationBytes;
+      this.packedWeightBytes = packedWeightBytes;
+    }
+  }
+
+  public MemoryInfo memoryInfo() {
+    TernLibrary.SizeTByReference act = new TernLibrary.SizeTByReference();
+    TernLibrary.SizeTByReference packed = new TernLibrary.SizeTByReference();
+    Tern.check(Tern.lib().tern_session_memory_info(handle(), act, packed));
+    return new MemoryInfo(act.getValue(), packed.getValue());
+  }
+
+  /** One figure by name: "plans", "plan_bytes", "packed_weight_bytes", "arena_bytes",
+   * "full_plans", "template_plans". */
+  public long memoryStat(String name) {
+    LongByReference v = new LongByReference();
+    Tern.check(Tern.lib().tern_session_memory_stat(handle(), name, v));
+    return v.getValue();
+  }
+
+  /** The dtype and shape the latest plan gives value `name` of the model (every dim known). */
+  public Model.ValueInfo valueShape(String name) {
+    IntByReference dtype = new IntByReference();
+    TernLibrary.SizeTByReference rank = new TernLibrary.SizeTByReference();
+    PointerByReference shape = new PointerByReference();
+    Tern.check(Tern.lib().tern_session_value_shape(handle(), name, dtype, rank, shape));
+    return new Model.ValueInfo(name, DType.of(dtype.getValue()), Model.dims(rank, shape));
+  }
+
+  /** A flag's value for this session's runs and where it came from. */
+  public static final class FlagValue {
+    public final String value;
+    /** "default" | "environment" | "api" | "session". */
+    public final String source;
+
+    FlagValue(String value, String source) {
+      this.value = value;
+      this.source = source;
+    }
+  }
+
+  public FlagValue flag(String name) {
+    PointerByReference source = new PointerByReference();
+    String value = Tern.text((buf, len) ->
+        Tern.lib().tern_session_flag_get(handle(), name, buf, len, source));
+    return new FlagValue(value, Tern.str(source.getValue()));
   }
 
   @Override

@@ -48,6 +48,26 @@ public final class SessionOptions implements AutoCloseable {
     return this;
   }
 
+  /** false: run only on the listed backends ("cpu" is not appended); a node none of them runs
+   * fails the session instead of falling back to the CPU. Default true. */
+  public SessionOptions cpuFallback(boolean enabled) {
+    Tern.check(Tern.lib().tern_session_options_set_cpu_fallback(handle(), enabled ? 1 : 0));
+    return this;
+  }
+
+  /** How many bytes of plans (one per set of input shapes) the session keeps (default 4 MiB). */
+  public SessionOptions planCacheBytes(long bytes) {
+    Tern.check(Tern.lib().tern_session_options_set_plan_cache_bytes(handle(), bytes));
+    return this;
+  }
+
+  /** Records one event per node of every run; {@link Session#endProfiling} writes them to path as
+   * a Chrome trace. null or "" turns profiling off. */
+  public SessionOptions enableProfiling(String path) {
+    Tern.check(Tern.lib().tern_session_options_enable_profiling(handle(), path));
+    return this;
+  }
+
   @Override
   public void close() {
     if (handle != null) {

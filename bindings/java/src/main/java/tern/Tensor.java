@@ -4,6 +4,10 @@ import com.sun.jna.Function;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /** A tensor that owns its storage (tern_tensor). Java arrays are copied in and out. Not
  * synchronised: use one thread at a time. */
@@ -20,6 +24,61 @@ public final class Tensor implements AutoCloseable {
     Tern.check(Tern.lib().tern_tensor_create(
         dtype.code, shape, new TernLibrary.SizeT(shape.length), out));
     return new Tensor(out.getValue());
+  }
+
+  /** Owned, zero-filled storage on device ("cpu", "cuda", "cuda:1"). */
+  public static Tensor onDevice(DType dtype, String device, long... shape) {
+    PointerByReference out = new PointerByReference();
+    Tern.check(Tern.lib().tern_tensor_create_on_device(
+        dtype.code, shape, new TernLibrary.SizeT(shape.length), device, out));
+    return new Tensor(out.getValue());
+  }
+
+  /** Reads an ONNX TensorProto file (input_0.pb of an ONNX test data set). */
+  public static Tensor readOnnxFile(String path) {
+    PointerByReference out = new PointerByReference();
+    Tern.check(Tern.lib().tern_tensor_read_onnx_file(path, out));
+    return new Tensor(out.getValue());
+  }
+
+  // Direct buffers lent to tensors, by id, until the library's deleter gives them back (a tensor's
+  // data may outlive its Java object: values share it).
+  private static final Map<Long, ByteBuffer> LENT = new ConcurrentHashMap<>();
+  private static final AtomicLong NEXT_ID = new AtomicLong(1);
+  private static final TernLibrary.Deleter RELEASE =
+      (data, ctx) -> LENT.remove(Pointer.nativeValue(ctx));
+
+  /** A tensor over a direct buffer, without a copy: the buffer is kept alive until the library
+   * lets go of the data (the tensor and every value sharing it are closed). Its byte order must
+   * be the platform's (ByteOrder.nativeOrder()); its capacity at least the tensor's size. */
+  public static Tensor wrap(DType dtype, ByteBuffer direct, long... shape) {
+    if (!direct.isDirect()) {
+      throw new TernException(Status.INVALID_ARGUMENT, "wrap needs a direct ByteBuffer");
+    }
+    long id = NEXT_ID.getAndIncrement();
+    LENT.put(id, direct);
+    PointerByReference out = new PointerByReference();
+    int st = Tern.lib().tern_tensor_create_from_data(dtype.code, shape,
+        new TernLibrary.SizeT(shape.length), Native.getDirectBufferPointer(direct),
+        new TernLibrary.SizeT(direct.capacity()), RELEASE, new Pointer(id), out);
+    if (st != 0) LENT.remove(id);  // on failure the deleter is not called
+    Tern.check(st);
+    return new Tensor(out.getValue());
+  }
+
+  /** How many wrapped buffers the library still holds (for tests). */
+  static int lentBuffers() {
+    return LENT.size();
+  }
+
+  /** Where the data is: "cpu", "cuda:0", ... */
+  public String device() {
+    return Tern.lib().tern_tensor_device(handle());
+  }
+
+  /** Copies this tensor's elements into dst (same dtype and shape; any pair of devices). */
+  public void copyTo(Tensor dst) {
+    Tern.check(Tern.lib().tern_tensor_copy(handle(), dst.handle()));
   }
 
   /** A float32 tensor holding a copy of data (exactly the shape's element count). */

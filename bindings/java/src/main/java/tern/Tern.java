@@ -114,6 +114,17 @@ public final class Tern {
     return lib().tern_get_num_interop_threads();
   }
 
+  /** The highest .tern format version the library reads. */
+  public static int formatVersion() {
+    return lib().tern_format_version();
+  }
+
+  /** Thread counts and where they came from, pinning, the OpenMP runtime (like
+   * torch.__config__.parallel_info()). */
+  public static String parallelInfo() {
+    return lib().tern_parallel_info();
+  }
+
   /** "DEFAULT" | "NO AVX" | "AVX2" | "AVX512" | "VSX" | "Z VECTOR" | "SVE256". */
   public static String cpuCapability() {
     return lib().tern_cpu_get_capability();
@@ -151,6 +162,44 @@ public final class Tern {
     return lib().tern_vulkan_is_available() != 0;
   }
 
+  public static boolean mpsIsBuilt() {
+    return lib().tern_mps_is_built() != 0;
+  }
+
+  public static boolean mpsIsAvailable() {
+    return lib().tern_mps_is_available() != 0;
+  }
+
+  /** torch.backends.mkl.is_available(): false in every build (see {@link #unavailableReason}). */
+  public static boolean mklIsAvailable() {
+    return lib().tern_mkl_is_available() != 0;
+  }
+
+  /** torch.backends.nnpack.is_available(): false in every build. */
+  public static boolean nnpackIsAvailable() {
+    return lib().tern_nnpack_is_available() != 0;
+  }
+
+  /** torch.backends.cusparselt.is_available(): false in every build. */
+  public static boolean cusparseltIsAvailable() {
+    return lib().tern_cusparselt_is_available() != 0;
+  }
+
+  /** torch.backends.cuda.is_flash_attention_available(): the CPU's FLASH kernel is always
+   * built. */
+  public static boolean flashAttentionIsAvailable() {
+    return lib().tern_is_flash_attention_available() != 0;
+  }
+
+  /** Why a library, backend or feature ("mkl", "nnpack", "cusparselt", "opt_einsum", "mkldnn",
+   * "onednn", "openblas", "openmp", "cuda", "cudnn", "mps", "vulkan", "flash_attention") cannot
+   * be used here; "" when it can. An unknown name throws {@link IllegalArgumentException}. */
+  public static String unavailableReason(String name) {
+    String why = lib().tern_backend_unavailable_reason(name);
+    if (why == null) throw new IllegalArgumentException("unknown name '" + name + "'");
+    return why;
+  }
+
   /** torch.backends.cuda.matmul.allow_tf32 */
   public static boolean cudaMatmulAllowTf32() {
     return lib().tern_cuda_matmul_get_allow_tf32() != 0;
@@ -158,6 +207,150 @@ public final class Tern {
 
   public static void setCudaMatmulAllowTf32(boolean on) {
     lib().tern_cuda_matmul_set_allow_tf32(on ? 1 : 0);
+  }
+
+  /** torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction */
+  public static boolean cudaMatmulAllowFp16ReducedPrecisionReduction() {
+    return lib().tern_cuda_matmul_get_allow_fp16_reduced_precision_reduction() != 0;
+  }
+
+  public static void setCudaMatmulAllowFp16ReducedPrecisionReduction(boolean on) {
+    lib().tern_cuda_matmul_set_allow_fp16_reduced_precision_reduction(on ? 1 : 0);
+  }
+
+  /** torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction */
+  public static boolean cudaMatmulAllowBf16ReducedPrecisionReduction() {
+    return lib().tern_cuda_matmul_get_allow_bf16_reduced_precision_reduction() != 0;
+  }
+
+  public static void setCudaMatmulAllowBf16ReducedPrecisionReduction(boolean on) {
+    lib().tern_cuda_matmul_set_allow_bf16_reduced_precision_reduction(on ? 1 : 0);
+  }
+
+  /** torch.backends.cuda.preferred_blas_library */
+  public static BlasLibrary cudaPreferredBlasLibrary() {
+    return BlasLibrary.of(lib().tern_cuda_get_preferred_blas_library());
+  }
+
+  public static void setCudaPreferredBlasLibrary(BlasLibrary l) {
+    check(lib().tern_cuda_set_preferred_blas_library(l.ordinal()));
+  }
+
+  /** torch.backends.cuda.preferred_linalg_library (kept; no effect yet). */
+  public static LinalgLibrary cudaPreferredLinalgLibrary() {
+    return LinalgLibrary.of(lib().tern_cuda_get_preferred_linalg_library());
+  }
+
+  public static void setCudaPreferredLinalgLibrary(LinalgLibrary l) {
+    check(lib().tern_cuda_set_preferred_linalg_library(l.ordinal()));
+  }
+
+  /** torch.backends.cuda.{math,flash,mem_efficient,cudnn}_sdp_enabled */
+  public static boolean sdpEnabled(SdpBackend b) {
+    return lib().tern_sdp_enabled(b.code) != 0;
+  }
+
+  public static void setSdpEnabled(SdpBackend b, boolean on) {
+    check(lib().tern_sdp_enable(b.code, on ? 1 : 0));
+  }
+
+  /** An attention case for {@link #sdpCanUse}: sizes, dtype, causal, masked, dropout. */
+  public static final class SdpCase {
+    public long batch = 1, numHeads = 1, seqLenQ = 1, seqLenKv = 1, headDim = 64;
+    public DType dtype = DType.FLOAT32;
+    public boolean causal, mask;
+    public float dropout;
+  }
+
+  /** Why backend b would not run case c here ("" when it would): enabled, built and able
+   * (torch.backends.cuda.can_use_flash_attention and friends, with the reasons). */
+  public static String sdpCanUse(SdpBackend b, SdpCase c) {
+    TernLibrary.SdpParams p = new TernLibrary.SdpParams();
+    p.batch = c.batch;
+    p.num_heads = c.numHeads;
+    p.seq_len_q = c.seqLenQ;
+    p.seq_len_kv = c.seqLenKv;
+    p.head_dim = c.headDim;
+    p.dtype = c.dtype.code;
+    p.is_causal = c.causal ? 1 : 0;
+    p.has_mask = c.mask ? 1 : 0;
+    p.dropout_p = c.dropout;
+    byte[] why = new byte[1024];
+    int ok = lib().tern_sdp_can_use(b.code, p, why, new TernLibrary.SizeT(why.length));
+    if (ok != 0) return "";
+    int n = 0;
+    while (n < why.length && why[n] != 0) n++;
+    return new String(why, 0, n, StandardCharsets.UTF_8);
+  }
+
+  /** torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp: float16/bfloat16 attention on the
+   * MATH kernel rounds its scores and probabilities to the input's precision. */
+  public static void setSdpAllowFp16Bf16ReductionMath(boolean on) {
+    lib().tern_sdp_allow_fp16_bf16_reduction_math(on ? 1 : 0);
+  }
+
+  public static boolean sdpFp16Bf16ReductionMathAllowed() {
+    return lib().tern_sdp_fp16_bf16_reduction_math_allowed() != 0;
+  }
+
+  /** torch.backends.mkldnn.verbose: oneDNN's verbose lines on stdout from the next run on. */
+  public static void setOnednnVerbose(VerboseLevel level) {
+    check(lib().tern_onednn_set_verbose(level.code));
+  }
+
+  /** torch.backends.mkl.verbose for Tern's GEMMs: one stdout line per matrix product (OFF or
+   * ON). For one run, use {@link RunOptions#flag} with "blas.verbose". */
+  public static void setBlasVerbose(VerboseLevel level) {
+    check(lib().tern_blas_set_verbose(level.code));
+  }
+
+  /** torch.backends.opt_einsum */
+  public static boolean optEinsumIsAvailable() {
+    return lib().tern_opt_einsum_is_available() != 0;
+  }
+
+  public static boolean optEinsumEnabled() {
+    return lib().tern_opt_einsum_get_enabled() != 0;
+  }
+
+  public static void setOptEinsumEnabled(boolean on) {
+    lib().tern_opt_einsum_set_enabled(on ? 1 : 0);
+  }
+
+  /** "auto" | "greedy" | "optimal" */
+  public static String optEinsumStrategy() {
+    return lib().tern_opt_einsum_get_strategy();
+  }
+
+  public static void setOptEinsumStrategy(String strategy) {
+    check(lib().tern_opt_einsum_set_strategy(strategy));
+  }
+
+  /** torch.backends.cudnn.is_available() and version() (-1 when the CUDA module is absent). */
+  public static boolean cudnnIsAvailable() {
+    return lib().tern_cudnn_is_available() != 0;
+  }
+
+  public static long cudnnVersion() {
+    return lib().tern_cudnn_version();
+  }
+
+  /** torch.backends.cudnn.allow_tf32 */
+  public static boolean cudnnAllowTf32() {
+    return lib().tern_cudnn_get_allow_tf32() != 0;
+  }
+
+  public static void setCudnnAllowTf32(boolean on) {
+    lib().tern_cudnn_set_allow_tf32(on ? 1 : 0);
+  }
+
+  /** torch.backends.cudnn.benchmark_limit (0: every algorithm). */
+  public static int cudnnBenchmarkLimit() {
+    return lib().tern_cudnn_get_benchmark_limit();
+  }
+
+  public static void setCudnnBenchmarkLimit(int limit) {
+    check(lib().tern_cudnn_set_benchmark_limit(limit));
   }
 
   /** torch.backends.cudnn.enabled / benchmark / deterministic */
@@ -203,11 +396,16 @@ public final class Tern {
     return lib().tern_are_deterministic_algorithms_enabled() != 0;
   }
 
-  /** A flag's global value as text ("true", "4", "auto", ...). */
-  public static String getFlag(String name) {
+  /** A C function that writes text into a caller buffer (buf, len) and returns a status. */
+  interface TextCall {
+    int call(byte[] buf, TernLibrary.SizeT len);
+  }
+
+  /** Calls f with a growing buffer until the text fits; the text. */
+  static String text(TextCall f) {
     for (int size = 64; ; size *= 4) {
       byte[] buf = new byte[size];
-      int st = lib().tern_flag_get(name, buf, new TernLibrary.SizeT(size));
+      int st = f.call(buf, new TernLibrary.SizeT(size));
       if (st == 0) {
         int n = 0;
         while (n < buf.length && buf[n] != 0) n++;
@@ -218,6 +416,37 @@ public final class Tern {
         throw new TernException(Status.of(st), msg);
       }
     }
+  }
+
+  /** A flag's global value as text ("true", "4", "auto", ...). */
+  public static String getFlag(String name) {
+    return text((buf, len) -> lib().tern_flag_get(name, buf, len));
+  }
+
+  /** Where a flag's value comes from and how it may be set (tern_flag_describe). */
+  public static final class FlagDescription {
+    /** "default" | "environment" | "api". */
+    public final String source;
+    /** The narrowest level that may override it: "global" | "session" | "run". */
+    public final String scope;
+    public final String defaultValue;
+    /** Its environment variable(s), "" when none. */
+    public final String envVar;
+
+    FlagDescription(String source, String scope, String defaultValue, String envVar) {
+      this.source = source;
+      this.scope = scope;
+      this.defaultValue = defaultValue;
+      this.envVar = envVar;
+    }
+  }
+
+  public static FlagDescription describeFlag(String name) {
+    PointerByReference source = new PointerByReference(), scope = new PointerByReference();
+    PointerByReference def = new PointerByReference(), env = new PointerByReference();
+    check(lib().tern_flag_describe(name, source, scope, def, env));
+    return new FlagDescription(str(source.getValue()), str(scope.getValue()),
+        str(def.getValue()), str(env.getValue()));
   }
 
   /** Checks and sets a flag's global value. */

@@ -393,6 +393,250 @@ public final class TernTest {
       }
     });
 
+    test("torch.backends counterparts: availability with reasons, typed and generic views agree",
+        () -> {
+      check(Tern.formatVersion() >= 1, "format version");
+      check(Tern.parallelInfo().contains("parallel info"), Tern.parallelInfo());
+      check(!Tern.mklIsAvailable() && Tern.unavailableReason("mkl").contains("MKL"), "mkl");
+      check(!Tern.nnpackIsAvailable() && Tern.unavailableReason("nnpack").contains("NNPACK"),
+          "nnpack");
+      check(!Tern.cusparseltIsAvailable()
+          && Tern.unavailableReason("cusparselt").contains("cuSPARSELt"), "cusparselt");
+      check(Tern.optEinsumIsAvailable() && Tern.unavailableReason("opt_einsum").isEmpty(), "einsum");
+      check(Tern.flashAttentionIsAvailable(), "flash");
+      check(Tern.onednnIsAvailable() == Tern.unavailableReason("mkldnn").isEmpty(), "mkldnn");
+      check(Tern.cudaIsAvailable() == Tern.unavailableReason("cuda").isEmpty(), "cuda");
+      check(Tern.mpsIsAvailable() == Tern.unavailableReason("mps").isEmpty(), "mps");
+      check(!Tern.mpsIsAvailable() || Tern.mpsIsBuilt(), "mps available but not built");
+      check(Tern.cudnnIsAvailable() == Tern.unavailableReason("cudnn").isEmpty(), "cudnn");
+      check(!Tern.cudnnIsAvailable() || Tern.cudnnVersion() > 0, "cudnn version");
+      expect(IllegalArgumentException.class, () -> Tern.unavailableReason("no_such_library"));
+      check(Tern.configShow().contains("nnpack: unavailable"), Tern.configShow());
+
+      // Each typed setter against the generic registry view, restored afterwards.
+      boolean fp16 = Tern.cudaMatmulAllowFp16ReducedPrecisionReduction();
+      Tern.setCudaMatmulAllowFp16ReducedPrecisionReduction(!fp16);
+      check(Tern.getFlag("cuda.matmul.allow_fp16_reduced_precision_reduction")
+          .equals(Boolean.toString(!fp16)), "fp16 reduction");
+      Tern.setCudaMatmulAllowFp16ReducedPrecisionReduction(fp16);
+      boolean bf16 = Tern.cudaMatmulAllowBf16ReducedPrecisionReduction();
+      Tern.setCudaMatmulAllowBf16ReducedPrecisionReduction(!bf16);
+      check(Tern.getFlag("cuda.matmul.allow_bf16_reduced_precision_reduction")
+          .equals(Boolean.toString(!bf16)), "bf16 reduction");
+      Tern.setCudaMatmulAllowBf16ReducedPrecisionReduction(bf16);
+      BlasLibrary blas = Tern.cudaPreferredBlasLibrary();
+      Tern.setCudaPreferredBlasLibrary(BlasLibrary.CUBLASLT);
+      check(Tern.getFlag("cuda.preferred_blas_library").equals("CUBLASLT"), "blas library");
+      Tern.setCudaPreferredBlasLibrary(blas);
+      LinalgLibrary linalg = Tern.cudaPreferredLinalgLibrary();
+      Tern.setCudaPreferredLinalgLibrary(LinalgLibrary.MAGMA);
+      check(Tern.cudaPreferredLinalgLibrary() == LinalgLibrary.MAGMA
+          && Tern.getFlag("cuda.preferred_linalg_library").equals("MAGMA"), "linalg");
+      Tern.setCudaPreferredLinalgLibrary(linalg);
+      boolean tf32 = Tern.cudnnAllowTf32();
+      Tern.setCudnnAllowTf32(!tf32);
+      check(Tern.getFlag("cudnn.allow_tf32").equals(Boolean.toString(!tf32)), "cudnn tf32");
+      Tern.setCudnnAllowTf32(tf32);
+      int limit = Tern.cudnnBenchmarkLimit();
+      Tern.setCudnnBenchmarkLimit(3);
+      check(Tern.getFlag("cudnn.benchmark_limit").equals("3"), "benchmark limit");
+      Tern.setCudnnBenchmarkLimit(limit);
+      TernException e = expect(TernException.class, () -> Tern.setCudnnBenchmarkLimit(-1));
+      check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+      boolean einsum = Tern.optEinsumEnabled();
+      Tern.setOptEinsumEnabled(!einsum);
+      check(Tern.getFlag("opt_einsum.enabled").equals(Boolean.toString(!einsum)), "einsum on");
+      Tern.setOptEinsumEnabled(einsum);
+      String strategy = Tern.optEinsumStrategy();
+      Tern.setOptEinsumStrategy("greedy");
+      check(Tern.optEinsumStrategy().equals("greedy"), "strategy");
+      Tern.setOptEinsumStrategy(strategy);
+      boolean reduce = Tern.sdpFp16Bf16ReductionMathAllowed();
+      Tern.setSdpAllowFp16Bf16ReductionMath(!reduce);
+      check(Tern.getFlag("sdp.allow_fp16_bf16_reduction_math").equals(Boolean.toString(!reduce)),
+          "fp16 math reduction");
+      Tern.setSdpAllowFp16Bf16ReductionMath(reduce);
+      Tern.FlagDescription d = Tern.describeFlag("blas.verbose");
+      check(d.scope.equals("run") && d.envVar.equals("TERN_BLAS_VERBOSE")
+          && d.defaultValue.equals("false"), d.scope + " " + d.envVar + " " + d.defaultValue);
+      e = expect(TernException.class, () -> Tern.setBlasVerbose(VerboseLevel.ON_CREATION));
+      check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+      Tern.setBlasVerbose(VerboseLevel.ON);
+      check(Tern.getFlag("blas.verbose").equals("true"), "blas verbose");
+      Tern.setBlasVerbose(VerboseLevel.OFF);
+      if (Tern.onednnIsAvailable()) {
+        Tern.setOnednnVerbose(VerboseLevel.OFF);
+      } else {
+        e = expect(TernException.class, () -> Tern.setOnednnVerbose(VerboseLevel.OFF));
+        check(e.status() == Status.BACKEND_UNAVAILABLE, e.toString());
+      }
+    });
+
+    test("sdp: enabled flags and the reasons a backend cannot run a case", () -> {
+      boolean flash = Tern.sdpEnabled(SdpBackend.FLASH);
+      try {
+        Tern.setSdpEnabled(SdpBackend.FLASH, true);
+        check(Tern.getFlag("sdp.flash_enabled").equals("true"), "generic view");
+        Tern.SdpCase c = new Tern.SdpCase();
+        c.batch = 1;
+        c.numHeads = 4;
+        c.seqLenQ = 128;
+        c.seqLenKv = 128;
+        c.headDim = 64;
+        check(Tern.sdpCanUse(SdpBackend.FLASH, c).isEmpty(), Tern.sdpCanUse(SdpBackend.FLASH, c));
+        c.headDim = 4096;
+        check(Tern.sdpCanUse(SdpBackend.FLASH, c).contains("head_dim"), "head_dim refusal");
+        c.headDim = 64;
+        c.dropout = 0.5f;
+        check(Tern.sdpCanUse(SdpBackend.FLASH, c).contains("dropout"), "dropout refusal");
+        c.dropout = 0;
+        Tern.setSdpEnabled(SdpBackend.FLASH, false);
+        check(Tern.sdpCanUse(SdpBackend.FLASH, c).contains("disabled"), "disabled");
+      } finally {
+        Tern.setSdpEnabled(SdpBackend.FLASH, flash);
+      }
+    });
+
+    test("model inspection: nodes, values, producer and opset of the PP-OCR classifier", () -> {
+      String path = sharedModel("ppocr_cls");
+      try (Model model = Model.load(path)) {
+        List<Model.Node> nodes = model.nodes();
+        List<Model.GraphValue> values = model.values();
+        check(!nodes.isEmpty() && model.opset() >= 7, nodes.size() + " nodes, opset "
+            + model.opset());
+        check(model.producer() != null, "producer");
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (Model.GraphValue v : values) names.add(v.name);
+        // Every value a node reads or writes is one of the graph's values; the graph input x feeds
+        // the first node; weights are constants with a known shape.
+        for (Model.Node n : nodes) {
+          check(!n.opType.isEmpty(), "op type");
+          for (String in : n.inputs) check(in.isEmpty() || names.contains(in), "input " + in);
+          for (String out : n.outputs) check(out.isEmpty() || names.contains(out), "output " + out);
+        }
+        check(nodes.get(0).inputs.contains("x"), "first node reads x");
+        check(values.stream().anyMatch(v -> v.constant && v.shape != null && v.shape.length == 4),
+            "a 4-D constant (a Conv weight)");
+        Model.GraphValue x = values.stream().filter(v -> v.name.equals("x")).findFirst().get();
+        check(!x.constant && x.dtype == DType.FLOAT32 && x.shape.length == 4, "x");
+        long convs = nodes.stream().filter(n -> n.opType.equals("Conv")).count();
+        check(convs > 0, "Conv nodes");
+        System.out.println("  ppocr_cls: " + nodes.size() + " nodes (" + convs + " Conv), "
+            + values.size() + " values, opset " + model.opset() + ", producer '"
+            + model.producer() + "'");
+        check(model.optionalInputs().size() >= 0, "optional inputs");
+      }
+    });
+
+    test("session: flags, memory, value shapes, profiling and the optimized model", () -> {
+      String path = sharedModel("ppocr_cls");
+      Path dir = Files.createTempDirectory("tern-java");
+      Path trace = dir.resolve("trace.json"), optimized = dir.resolve("opt.tern");
+      float[] data = pattern(3 * 48 * 192);
+      try (Model model = Model.load(path);
+           SessionOptions o = new SessionOptions().numThreads(1).planCacheBytes(1 << 20)
+               .cpuFallback(true).enableProfiling(trace.toString());
+           Session s = new Session(model, o);
+           Tensor x = Tensor.fromFloats(new long[] {1, 3, 48, 192}, data)) {
+        Session.FlagValue threads = s.flag("num_threads");
+        check(threads.value.equals("1") && threads.source.equals("session"),
+            threads.value + " " + threads.source);
+        check(s.flag("graph.optimize").source.length() > 0, "source");
+        // The model's input shape is dynamic: no plan, so no memory figures, before a run.
+        TernException none = expect(TernException.class, s::memoryInfo);
+        check(none.status() == Status.INVALID_ARGUMENT, none.toString());
+        byte[] want;
+        try (Tensor out = s.run(Map.of("x", x), List.of("softmax_0.tmp_0")).get(0)) {
+          want = out.bytes();
+        }
+        Session.MemoryInfo mem = s.memoryInfo();
+        check(mem.activationBytes > 0, "activation bytes " + mem.activationBytes);
+        check(s.memoryStat("plans") >= 1, "plans");
+        TernException e = expect(TernException.class, () -> s.memoryStat("no_such_stat"));
+        check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+        Model.ValueInfo y = s.valueShape("softmax_0.tmp_0");
+        check(y.dtype == DType.FLOAT32 && Arrays.equals(y.shape, new long[] {1, 2}), "value shape");
+        s.endProfiling();
+        String json = Files.readString(trace);
+        check(json.contains("Conv") && json.contains("traceEvents"), "trace");
+        long packed = s.saveOptimized(optimized.toString());
+        check(packed >= 0, "packed");
+        try (Model again = Model.load(optimized.toString()); Session s2 = new Session(again);
+             Tensor out = s2.run(Map.of("x", x), List.of("softmax_0.tmp_0")).get(0)) {
+          check(Arrays.equals(out.bytes(), want), "the optimized model's output differs");
+        }
+      } finally {
+        try (var files = Files.walk(dir)) {
+          files.sorted((a, b) -> b.compareTo(a)).forEach(f -> f.toFile().delete());
+        }
+      }
+    });
+
+    test("run options: run-scoped flags, sdp backends, output device", () -> {
+      String path = sharedModel("ppocr_cls");
+      try (Model model = Model.load(path); Session s = new Session(model);
+           Tensor x = Tensor.fromFloats(new long[] {1, 3, 48, 192}, pattern(3 * 48 * 192));
+           RunOptions r = new RunOptions().flag("blas.verbose", "false")
+               .sdpBackends(SdpBackend.MATH, SdpBackend.FLASH).outputDevice("cpu")) {
+        try (Tensor y = s.run(r, Map.of("x", x), List.of("softmax_0.tmp_0")).get(0)) {
+          check(y.device().equals("cpu"), y.device());
+        }
+        TernException e = expect(TernException.class, () -> r.flag("num_threads", "2"));
+        check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+        e = expect(TernException.class, () -> r.outputDevice("abacus"));
+        check(e.status() == Status.INVALID_ARGUMENT, e.toString());
+        r.sdpBackends();  // none allowed: this model has no attention, so it still runs
+        for (Tensor t : s.run(r, Map.of("x", x), List.of("softmax_0.tmp_0"))) t.close();
+      }
+    });
+
+    test("tensors: zero-copy wrap, devices, copies, ONNX TensorProto files", () -> {
+      ByteBuffer buf = ByteBuffer.allocateDirect(4 * 4).order(ByteOrder.nativeOrder());
+      for (int i = 0; i < 4; i++) buf.putFloat(4 * i, i + 0.5f);
+      int lent = Tensor.lentBuffers();
+      try (Tensor t = Tensor.wrap(DType.FLOAT32, buf, 2, 2);
+           Tensor copy = Tensor.onDevice(DType.FLOAT32, "cpu", 2, 2)) {
+        check(Arrays.equals(t.floats(), new float[] {0.5f, 1.5f, 2.5f, 3.5f}), "wrapped data");
+        buf.putFloat(0, 9.0f);  // no copy: the tensor sees the change
+        check(t.floats()[0] == 9.0f, "not zero-copy");
+        check(t.device().equals("cpu"), t.device());
+        t.copyTo(copy);
+        check(Arrays.equals(copy.bytes(), t.bytes()), "copy");
+        check(Tensor.lentBuffers() == lent + 1, "lent");
+      }
+      check(Tensor.lentBuffers() == lent, "the deleter did not run");
+      TernException e = expect(TernException.class,
+          () -> Tensor.wrap(DType.FLOAT32, ByteBuffer.allocateDirect(4), 2, 2));
+      check(e.status() == Status.INVALID_ARGUMENT && Tensor.lentBuffers() == lent, e.toString());
+      if (!Tern.cudaIsAvailable()) {
+        e = expect(TernException.class, () -> Tensor.onDevice(DType.FLOAT32, "cuda", 2));
+        check(e.status() == Status.BACKEND_UNAVAILABLE, e.toString());
+      }
+      // ONNX's own test data: the model run on input_*.pb matches output_0.pb.
+      String root = System.getenv("TERN_SHARED_DIR");
+      if (root == null || root.isEmpty()) root = "../../../shared";
+      File dir = new File(root, "conformance/onnx-node/test_matmul_2d").getAbsoluteFile();
+      if (!dir.exists()) throw new Skip(dir + " is absent");
+      String data = new File(dir, "test_data_set_0").getPath();
+      try (Model model = Model.load(new File(dir, "model.onnx").getPath());
+           Session s = new Session(model);
+           Tensor a = Tensor.readOnnxFile(data + "/input_0.pb");
+           Tensor b = Tensor.readOnnxFile(data + "/input_1.pb");
+           Tensor want = Tensor.readOnnxFile(data + "/output_0.pb")) {
+        List<Model.ValueInfo> ins = model.inputs();
+        try (Tensor got = s.run(Map.of(ins.get(0).name, a, ins.get(1).name, b),
+                 List.of(model.outputs().get(0).name)).get(0)) {
+          check(Arrays.equals(got.shape(), want.shape()), "shape");
+          float[] g = got.floats(), w = want.floats();
+          for (int i = 0; i < g.length; i++) {
+            check(Math.abs(g[i] - w[i]) <= 1e-4 + 1e-3 * Math.abs(w[i]), "element " + i);
+          }
+        }
+      }
+      e = expect(TernException.class, () -> Tensor.readOnnxFile("/nonexistent/input_0.pb"));
+      check(e.status() == Status.IO, e.toString());
+    });
+
     System.out.println(passed + " passed, " + failed + " failed"
         + (skipped > 0 ? " (" + skipped + " skipped for missing files)" : ""));
     System.exit(failed == 0 ? 0 : 1);
