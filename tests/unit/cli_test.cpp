@@ -184,18 +184,19 @@ TEST_SUITE("cli") {
     const std::vector<std::string> rows = lines(csv.output);
     REQUIRE(rows.size() == 5);  // header + 2 thread counts x 1 x 2 concurrencies
     CHECK(rows[0] ==
-          "threads,interop,concurrency,runs,p50_ms,p90_ms,throughput_per_s,busy_cores,"
+          "threads,interop,concurrency,runs,p50_ms,p90_ms,p99_ms,throughput_per_s,busy_cores,"
           "peak_rss_bytes");
     const int want[4][4] = {{1, 1, 1, 2}, {1, 1, 3, 6}, {2, 1, 1, 2}, {2, 1, 3, 6}};
     for (size_t r = 1; r < rows.size(); ++r) {
       const std::vector<std::string> c = split(rows[r]);
-      REQUIRE(c.size() == 9);
+      REQUIRE(c.size() == 10);
       for (size_t k = 0; k < 4; ++k) CHECK(std::stoi(c[k]) == want[r - 1][k]);
       CHECK(std::stod(c[4]) > 0);                 // p50
       CHECK(std::stod(c[5]) >= std::stod(c[4]));  // p90 >= p50
-      CHECK(std::stod(c[6]) > 0);                 // throughput
-      CHECK(std::stod(c[7]) > 0);                 // busy cores
-      CHECK(std::stoull(c[8]) > 1024 * 1024);     // peak RSS
+      CHECK(std::stod(c[6]) >= std::stod(c[5]));  // p99 >= p90
+      CHECK(std::stod(c[7]) > 0);                 // throughput
+      CHECK(std::stod(c[8]) > 0);                 // busy cores
+      CHECK(std::stoull(c[9]) > 1024 * 1024);     // peak RSS
     }
     Result json = run_cli(sweep + "json");
     INFO(json.output);
@@ -206,7 +207,7 @@ TEST_SUITE("cli") {
       ++objects;
       for (const char* key :
            {"\"interop\":", "\"concurrency\":", "\"runs\":", "\"p50_ms\":", "\"p90_ms\":",
-            "\"throughput_per_s\":", "\"busy_cores\":", "\"peak_rss_bytes\":"}) {
+            "\"p99_ms\":", "\"throughput_per_s\":", "\"busy_cores\":", "\"peak_rss_bytes\":"}) {
         CHECK(l.find(key) != std::string::npos);
       }
     }

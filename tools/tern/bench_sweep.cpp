@@ -14,7 +14,7 @@ namespace {
 
 struct Row {
   int threads = 0, interop = 0, concurrency = 0, runs = 0;
-  double p50_ms = 0, p90_ms = 0, throughput = 0, busy_cores = 0;
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, throughput = 0, busy_cores = 0;
   size_t peak_rss = 0;
 };
 
@@ -97,6 +97,7 @@ int measure(const RunSetup& setup, const Prepared& p, int concurrency, int runs,
   row->runs = static_cast<int>(all.size());
   row->p50_ms = percentile(all, 0.5);
   row->p90_ms = percentile(all, 0.9);
+  row->p99_ms = percentile(all, 0.99);
   row->throughput = wall_ms > 0 ? 1000.0 * static_cast<double>(all.size()) / wall_ms : 0;
   row->busy_cores = wall_ms > 0 ? cpu_ms / wall_ms : 0;
   row->peak_rss = peak_rss_bytes();
@@ -108,11 +109,11 @@ void print_rows(const std::string& model, const std::vector<Row>& rows, const st
   const double mib = 1024.0 * 1024.0;
   if (format == "csv") {
     std::printf(
-        "threads,interop,concurrency,runs,p50_ms,p90_ms,throughput_per_s,busy_cores,"
+        "threads,interop,concurrency,runs,p50_ms,p90_ms,p99_ms,throughput_per_s,busy_cores,"
         "peak_rss_bytes\n");
     for (const Row& r : rows) {
-      std::printf("%d,%d,%d,%d,%.4f,%.4f,%.2f,%.2f,%zu\n", r.threads, r.interop, r.concurrency,
-                  r.runs, r.p50_ms, r.p90_ms, r.throughput, r.busy_cores, r.peak_rss);
+      std::printf("%d,%d,%d,%d,%.4f,%.4f,%.4f,%.2f,%.2f,%zu\n", r.threads, r.interop, r.concurrency,
+                  r.runs, r.p50_ms, r.p90_ms, r.p99_ms, r.throughput, r.busy_cores, r.peak_rss);
     }
   } else if (format == "json") {
     std::printf("{\"model\":\"%s\",\"peak_rss_per_row\":%s,\"rows\":[\n", model.c_str(),
@@ -121,9 +122,10 @@ void print_rows(const std::string& model, const std::vector<Row>& rows, const st
       const Row& r = rows[i];
       std::printf(
           "{\"threads\":%d,\"interop\":%d,\"concurrency\":%d,\"runs\":%d,\"p50_ms\":%.4f,"
-          "\"p90_ms\":%.4f,\"throughput_per_s\":%.2f,\"busy_cores\":%.2f,\"peak_rss_bytes\":%zu}"
+          "\"p90_ms\":%.4f,\"p99_ms\":%.4f,\"throughput_per_s\":%.2f,\"busy_cores\":%.2f,\"peak_"
+          "rss_bytes\":%zu}"
           "%s\n",
-          r.threads, r.interop, r.concurrency, r.runs, r.p50_ms, r.p90_ms, r.throughput,
+          r.threads, r.interop, r.concurrency, r.runs, r.p50_ms, r.p90_ms, r.p99_ms, r.throughput,
           r.busy_cores, r.peak_rss, i + 1 < rows.size() ? "," : "");
     }
     std::printf("]}\n");
@@ -131,15 +133,15 @@ void print_rows(const std::string& model, const std::vector<Row>& rows, const st
     std::printf("model %s%s\n\n", model.c_str(),
                 rss_reset ? "" : " (peak RSS: the process's since its start)");
     std::printf(
-        "| threads | interop | concurrency |   runs |   p50 ms |   p90 ms |    runs/s | busy cores "
-        "| peak RSS MiB |\n");
+        "| threads | interop | concurrency |   runs |   p50 ms |   p90 ms |   p99 ms |    runs/s "
+        "| busy cores | peak RSS MiB |\n");
     std::printf(
-        "|--------:|--------:|------------:|-------:|---------:|---------:|----------:|-----------:"
-        "|-------------:|\n");
+        "|--------:|--------:|------------:|-------:|---------:|---------:|---------:|----------:"
+        "|-----------:|-------------:|\n");
     for (const Row& r : rows) {
-      std::printf("| %7d | %7d | %11d | %6d | %8.3f | %8.3f | %9.1f | %10.2f | %12.1f |\n",
-                  r.threads, r.interop, r.concurrency, r.runs, r.p50_ms, r.p90_ms, r.throughput,
-                  r.busy_cores, static_cast<double>(r.peak_rss) / mib);
+      std::printf("| %7d | %7d | %11d | %6d | %8.3f | %8.3f | %8.3f | %9.1f | %10.2f | %12.1f |\n",
+                  r.threads, r.interop, r.concurrency, r.runs, r.p50_ms, r.p90_ms, r.p99_ms,
+                  r.throughput, r.busy_cores, static_cast<double>(r.peak_rss) / mib);
     }
   }
 }

@@ -38,7 +38,7 @@ static void usage(FILE* to) {
       "      Lists (--threads 1,2 --interop 1,2 --concurrency 1,4,8), a concurrency\n"
       "      other than 1 or --format make a sweep: every combination, N application\n"
       "      threads running one session in a loop (W + R runs each), one row each:\n"
-      "      p50, p90, runs/s, busy cores (process CPU time / wall), peak RSS; as a\n"
+      "      p50, p90, p99, runs/s, busy cores (process CPU time / wall), peak RSS; as a\n"
       "      markdown table (default), csv or json (--json = --format json).\n"
       "  tern inspect MODEL [--json] [--dot FILE] [--shape NAME=1x3x48x192 ...]\n"
       "      Inputs and outputs, op histogram, parameters (count and bytes by dtype),\n"
