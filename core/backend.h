@@ -72,6 +72,11 @@ class Backend {
   virtual void end_run(const FlagValues& flags) {}
   // Waits until the work this thread queued on the device is done.
   virtual Status synchronize() { return Status::ok(); }
+  // The way out of a run that failed or was stopped (its outputs are dropped): discards the work
+  // this thread queued that the device has not been given yet, where the backend holds such work
+  // (Vulkan's command buffer being recorded), and waits for the rest, so the run's memory is free
+  // again when it returns.
+  virtual Status abandon() { return synchronize(); }
   // Device memory (host backends never call these). allocate() returns memory of device();
   // releasing the last reference frees it (device backends cache it for reuse).
   virtual Expected<std::shared_ptr<void>> allocate(size_t bytes);

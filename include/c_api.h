@@ -341,9 +341,10 @@ TERN_API tern_status tern_run_options_set_output_device(tern_run_options* r, con
  * (one big MatMul or convolution is not interrupted). On CUDA and Vulkan the check is made on the
  * host before each kernel is queued; work already queued finishes before the run returns (its
  * memory goes back to the session), and a CUDA graph captured under cuda.graphs replays whole.
- * Vulkan records a run's kernels and submits them together (at the run's end, or where the host
- * reads a result), so a stop there skips the kernels not yet recorded and waits for the
- * recorded ones.
+ * Vulkan submits a run in chunks of about 2 ms of estimated device work and records at most two
+ * chunks ahead of the device, so a stop there returns once the chunk running and the one queued
+ * behind it are done (on llvmpipe a few milliseconds; the kernels recorded but not yet submitted
+ * are dropped).
  * A stopped run writes no output, leaks nothing, and leaves the session usable: the next run
  * gives the same results as if the stopped one never happened. */
 TERN_API tern_status tern_run_options_set_deadline_ms(tern_run_options* r, int64_t ms);

@@ -70,6 +70,7 @@ namespace tern::vk {
   X(vkDestroyFence)                 \
   X(vkResetFences)                  \
   X(vkWaitForFences)                \
+  X(vkGetFenceStatus)               \
   X(vkQueueSubmit)                  \
   X(vkDeviceWaitIdle)
 

@@ -1,9 +1,11 @@
 // The Vulkan device Tern computes on (DESIGN §1 backends/vulkan): instance and device selection,
-// a sub-allocating buffer allocator, per-thread command recording with one submit per flush,
-// and the pipeline and descriptor-set caches. Kernels see device memory as addresses (like CUDA
-// pointers): every buffer is one chunk of a few large VkBuffers, an address names the chunk and
-// the byte offset in it, and shaders bind whole chunks and take element offsets as push
-// constants, so a descriptor set depends only on which chunks a dispatch touches.
+// a sub-allocating buffer allocator, per-thread command recording submitted in chunks of a few
+// milliseconds of device work (so the host, which asks a run's RunControl between kernels, never
+// runs more than two chunks ahead of the device), and the pipeline and descriptor-set caches.
+// Kernels see device memory as addresses (like CUDA pointers): every buffer is one chunk of a few
+// large VkBuffers, an address names the chunk and the byte offset in it, and shaders bind whole
+// chunks and take element offsets as push constants, so a descriptor set depends only on which
+// chunks a dispatch touches.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,10 @@ struct Pipeline {
 struct Stats {
   uint64_t submits = 0, dispatches = 0, copies = 0;
   uint64_t pipelines = 0, descriptor_sets = 0;
-  uint64_t device_bytes = 0;  // bytes in device chunks
+  uint64_t device_bytes = 0;     // bytes in device chunks
+  uint64_t command_buffers = 0;  // alive (each with its pool and fence), a few per thread
+  uint64_t busy_recorders = 0;   // threads with recorded or submitted work not yet waited for
+  uint64_t deferred_frees = 0;   // freed blocks waiting for the device to be done with them
 };
 
 // The largest push-constant block a Tern shader uses (the minimum every device supports).
@@ -59,8 +64,10 @@ class Context {
   // The compute pipeline of an embedded shader variant (created once, then cached).
   Expected<const Pipeline*> pipeline(const std::string& shader);
 
-  // Work recorded into the calling thread's command buffer, submitted by flush():
-  // a dispatch of `p` with its bindings (device addresses; each binds its whole chunk) and push
+  // Work recorded into the calling thread's command buffers. A chunk is submitted once its
+  // estimated device time reaches a few milliseconds (its first one sooner, so the device starts
+  // early), and recording waits while two chunks are in flight; flush() submits the rest.
+  // A dispatch of `p` with its bindings (device addresses; each binds its whole chunk) and push
   // constants.
   Status dispatch(const Pipeline& p, std::initializer_list<const void*> buffers, const void* push,
                   size_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
@@ -72,6 +79,9 @@ class Context {
   Status download(const void* dev, void* host, size_t bytes);
   // Submits this thread's recorded work (if any) and waits for it.
   Status flush();
+  // Drops the calling thread's recorded work not yet submitted and waits for the submitted
+  // chunks (a failed or stopped run's way out); the thread's error word is cleared.
+  Status discard();
   // The calling thread's device error word: a uint32 in host-visible memory that shaders meeting
   // bad data (a Gather index out of range) set bits of. The flush or download completing work
   // recorded after this call reads it: non-zero fails it with INVALID_ARGUMENT naming the error

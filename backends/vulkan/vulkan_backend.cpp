@@ -46,6 +46,11 @@ Status VulkanBackend::synchronize() {
   return c->flush();
 }
 
+Status VulkanBackend::abandon() {
+  TERN_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+  return c->discard();
+}
+
 Expected<std::shared_ptr<void>> VulkanBackend::allocate(size_t bytes) {
   TERN_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
   return c->allocate(bytes);

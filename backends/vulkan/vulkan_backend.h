@@ -1,6 +1,7 @@
 // The Vulkan backend (DESIGN §1 backends/vulkan): kernels registered under "vulkan" record
-// compute dispatches into the calling thread's command buffer; copies to the device go through
-// staging buffers; synchronize() submits the run's commands once and waits.
+// compute dispatches into the calling thread's command buffers, submitted in chunks as the run
+// goes (vk::Context); copies to the device go through staging buffers; synchronize() submits the
+// rest and waits, abandon() drops what was not submitted and waits for what was.
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ class VulkanBackend final : public Backend {
   Device device() const override { return {DeviceType::kVulkan, 0}; }
   Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const override;
   Status synchronize() override;
+  Status abandon() override;
   Expected<std::shared_ptr<void>> allocate(size_t bytes) override;
   Status copy_to_device(const Tensor& host, Tensor& device) override;
   Status copy_to_host(const Tensor& device, Tensor& host) override;

@@ -138,8 +138,9 @@ Status Executor::run_static(const Plan& plan, const std::vector<const Tensor*>& 
                                f.on(FlagId::kCudaGraphs));
   if (plan.device_backend) {
     // The device arena goes back to the pool (and host buffers read by queued copies may go
-    // away) only once the device is done with them.
-    Status sync = plan.device_backend->synchronize();
+    // away) only once the device is done with them. A failed or stopped run's work that the
+    // device has not been given is dropped rather than run.
+    Status sync = st.is_ok() ? plan.device_backend->synchronize() : plan.device_backend->abandon();
     if (st.is_ok()) st = sync;
   }
   if (st.is_ok()) plan.set_ran_eagerly();

@@ -3,21 +3,17 @@
 // (sequential and inter-op) and between the iterations of a Loop; a deadline; cancel before the
 // run; and the session's results and memory unchanged afterwards. Latencies are printed, and
 // only asserted against a generous bound (DESIGN §5: performance is benchmarked, not tested).
+// The Vulkan counterparts are in vulkan_test.cpp.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "c_api.h"
+#include "cancel_util.h"
 #include "graph_builder.h"
-#include "serialization/model_io.h"
 #include "subgraph_builder.h"
 #include "test_util.h"
 
@@ -26,25 +22,7 @@ using namespace tern_test;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int64_t kWidth = 64;  // h is [1, kWidth]
-// A safety deadline on runs the tests expect to be stopped: a broken cancel fails the test with
-// DEADLINE_EXCEEDED instead of hanging it.
-constexpr int64_t kSafetyMs = 60000;
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-tern_model* load(const Graph& g, const char* what) {
-  const std::string path =
-      "/tmp/tern_cancel_" + std::string(what) + "_" + std::to_string(::getpid()) + ".tern";
-  REQUIRE(serialization::save_tern(g, path).is_ok());
-  tern_model* m = nullptr;
-  REQUIRE(tern_model_load_file(path.c_str(), &m) == TERN_OK);
-  std::remove(path.c_str());
-  return m;
-}
 
 // The Loop model of tanh_loop_graph, W [kWidth, kWidth] random (returned in *w_out).
 tern_model* loop_model(std::vector<float>* w_out) {
@@ -52,30 +30,6 @@ tern_model* loop_model(std::vector<float>* w_out) {
   const Tensor w = random_f32({kWidth, kWidth}, rng);
   *w_out = values_f32(w);
   return load(tanh_loop_graph(w), "loop");
-}
-
-// Two independent chains of `depth` MatMul -> Tanh on x [n, n], added at the end: a plain plan
-// of many steps, two branches wide (run with inter-op threads it goes through the concurrent
-// executor).
-tern_model* chain_model(int64_t n, int depth) {
-  GraphMaker mk;
-  Graph& g = mk.g;
-  g.opset = 17;
-  ValueType xt{DType::kFloat32, true, {Dim{n, ""}, Dim{n, ""}}};
-  const int x = g.add_value("x", xt);
-  g.inputs.push_back(x);
-  std::mt19937 rng(9);
-  int a = x, b = x;
-  for (int k = 0; k < depth; ++k) {
-    Tensor w = random_f32({n, n}, rng);
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] /= static_cast<float>(n);
-    a = mk.node("Tanh", {mk.node("MatMul", {a, mk.constant("wa" + std::to_string(k), w)})});
-    b = mk.node("Tanh", {mk.node("MatMul", {b, mk.constant("wb" + std::to_string(k), w)})});
-  }
-  const int y = mk.node("Add", {a, b});
-  g.values[static_cast<size_t>(y)].name = "y";
-  g.outputs.push_back(y);
-  return load(g, "chain");
 }
 
 // One run of the Loop model for M iterations from h0 = 0.5, 0.5, ...; the status, and the
@@ -103,43 +57,6 @@ tern_status run_loop(tern_session* s, tern_run_options* r, int64_t trips,
   return st;
 }
 
-tern_status run_chain(tern_session* s, tern_run_options* r, int64_t n,
-                      std::vector<float>* out = nullptr) {
-  std::vector<float> x(static_cast<size_t>(n * n));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
-  const int64_t shape[] = {n, n};
-  tern_tensor *t = nullptr, *y = nullptr;
-  REQUIRE(tern_tensor_create_from_data(TERN_FLOAT32, shape, 2, x.data(), x.size() * sizeof(float),
-                                       nullptr, nullptr, &t) == TERN_OK);
-  const char* in_names[] = {"x"};
-  const char* out_names[] = {"y"};
-  const tern_status st = tern_session_run(s, r, in_names, &t, 1, out_names, 1, &y);
-  if (st == TERN_OK && out) {
-    const float* p = static_cast<const float*>(tern_tensor_data(y));
-    out->assign(p, p + x.size());
-  }
-  tern_tensor_destroy(y);
-  tern_tensor_destroy(t);
-  return st;
-}
-
-// Starts `run` (which returns a status), cancels `r` from a second thread after `after_ms`, and
-// returns the run's status; *latency_ms receives the time from the cancel call to the return.
-template <class Run>
-tern_status cancel_during(tern_run_options* r, int after_ms, Run run, double* latency_ms) {
-  Clock::time_point cancelled_at{};
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
-    cancelled_at = Clock::now();
-    CHECK(tern_run_options_cancel(r) == TERN_OK);  // (REQUIRE must not throw on this thread)
-  });
-  const tern_status st = run();
-  const Clock::time_point returned = Clock::now();
-  canceller.join();
-  *latency_ms = ms_between(cancelled_at, returned);
-  return st;
-}
-
 // The naive reference of the Loop model: M steps of h' = tanh(h W) in double.
 std::vector<float> loop_reference(const std::vector<float>& w, int64_t trips) {
   std::vector<double> h(kWidth, 0.5);
@@ -153,12 +70,6 @@ std::vector<float> loop_reference(const std::vector<float>& w, int64_t trips) {
     h = next;
   }
   return std::vector<float>(h.begin(), h.end());
-}
-
-uint64_t arena_bytes(const tern_session* s) {
-  uint64_t v = 0;
-  REQUIRE(tern_session_memory_stat(s, "arena_bytes", &v) == TERN_OK);
-  return v;
 }
 
 }  // namespace

@@ -1,0 +1,114 @@
+// Helpers of the cancellation tests (cancel_test.cpp, vulkan_test.cpp): models saved and
+// loaded through the C API, a chain of MatMul -> Tanh to stop half way, a canceller thread that
+// times the stop, and the session's arena bytes.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "c_api.h"
+#include "graph_builder.h"
+#include "serialization/model_io.h"
+#include "test_util.h"
+
+namespace tern_test {
+
+using Clock = std::chrono::steady_clock;
+// A safety deadline on runs the tests expect to be stopped: a broken cancel fails the test with
+// DEADLINE_EXCEEDED instead of hanging it.
+constexpr int64_t kSafetyMs = 60000;
+
+inline double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+inline tern_model* load(const tern::Graph& g, const char* what) {
+  const std::string path =
+      "/tmp/tern_cancel_" + std::string(what) + "_" + std::to_string(::getpid()) + ".tern";
+  REQUIRE(tern::serialization::save_tern(g, path).is_ok());
+  tern_model* m = nullptr;
+  REQUIRE(tern_model_load_file(path.c_str(), &m) == TERN_OK);
+  std::remove(path.c_str());
+  return m;
+}
+
+// `branches` (1 or 2) independent chains of `depth` MatMul -> Tanh on x [n, n], added at the end
+// when there are two: a plain plan of many steps, `branches` wide (run with inter-op threads it
+// goes through the concurrent executor). `one_weight`: every MatMul multiplies by the same W, so a
+// deep chain needs no weight per step.
+inline tern_model* chain_model(int64_t n, int depth, int branches = 2, bool one_weight = false) {
+  GraphMaker mk;
+  tern::Graph& g = mk.g;
+  g.opset = 17;
+  tern::ValueType xt{tern::DType::kFloat32, true, {tern::Dim{n, ""}, tern::Dim{n, ""}}};
+  const int x = g.add_value("x", xt);
+  g.inputs.push_back(x);
+  std::mt19937 rng(9);
+  std::vector<int> heads(static_cast<size_t>(branches), x), weights(heads.size());
+  for (int k = 0; k < depth; ++k) {
+    tern::Tensor w = random_f32({n, n}, rng);
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] /= static_cast<float>(n);
+    for (size_t b = 0; b < heads.size(); ++b) {
+      if (!one_weight || k == 0) {
+        weights[b] = mk.constant(std::string(1, static_cast<char>('a' + b)) + std::to_string(k), w);
+      }
+      heads[b] = mk.node("Tanh", {mk.node("MatMul", {heads[b], weights[b]})});
+    }
+  }
+  const int y = branches == 2 ? mk.node("Add", {heads[0], heads[1]}) : heads[0];
+  g.values[static_cast<size_t>(y)].name = "y";
+  g.outputs.push_back(y);
+  return load(g, "chain");
+}
+
+inline tern_status run_chain(tern_session* s, tern_run_options* r, int64_t n,
+                             std::vector<float>* out = nullptr) {
+  std::vector<float> x(static_cast<size_t>(n * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
+  const int64_t shape[] = {n, n};
+  tern_tensor *t = nullptr, *y = nullptr;
+  REQUIRE(tern_tensor_create_from_data(TERN_FLOAT32, shape, 2, x.data(), x.size() * sizeof(float),
+                                       nullptr, nullptr, &t) == TERN_OK);
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"y"};
+  const tern_status st = tern_session_run(s, r, in_names, &t, 1, out_names, 1, &y);
+  if (st == TERN_OK && out) {
+    const float* p = static_cast<const float*>(tern_tensor_data(y));
+    out->assign(p, p + x.size());
+  }
+  tern_tensor_destroy(y);
+  tern_tensor_destroy(t);
+  return st;
+}
+
+// Starts `run` (which returns a status), cancels `r` from a second thread after `after_ms`, and
+// returns the run's status; *latency_ms receives the time from the cancel call to the return.
+template <class Run>
+tern_status cancel_during(tern_run_options* r, int after_ms, Run run, double* latency_ms) {
+  Clock::time_point cancelled_at{};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    cancelled_at = Clock::now();
+    CHECK(tern_run_options_cancel(r) == TERN_OK);  // (REQUIRE must not throw on this thread)
+  });
+  const tern_status st = run();
+  const Clock::time_point returned = Clock::now();
+  canceller.join();
+  *latency_ms = ms_between(cancelled_at, returned);
+  return st;
+}
+
+inline uint64_t arena_bytes(const tern_session* s) {
+  uint64_t v = 0;
+  REQUIRE(tern_session_memory_stat(s, "arena_bytes", &v) == TERN_OK);
+  return v;
+}
+
+}  // namespace tern_test
