@@ -13,6 +13,8 @@ constexpr double kBetter = 0.93;
 constexpr double kAlpha = 0.25;
 // Different shapes get different entries; a model fed ever new shapes keeps at most this many.
 constexpr size_t kMaxEntries = 64;
+// A run this much slower than the fastest at its level hints at contention.
+constexpr double kContended = 1.5;
 
 }  // namespace
 
@@ -40,7 +42,15 @@ int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
   Entry& e = entry(shapes, want);
   ++e.runs;
   size_t level = e.current;
-  if (e.runs >= e.next_probe) {
+  if (e.again >= 0) {  // a probe's first run planned: measure it now
+    level = static_cast<size_t>(e.again);
+    e.again = -1;
+    e.probing = static_cast<int>(level);
+  } else if (e.alarm && e.current + 1 < e.levels.size()) {
+    e.alarm = false;
+    level = e.current + 1;
+    e.probing = static_cast<int>(level);
+  } else if (e.runs >= e.next_probe) {
     e.next_probe = e.runs + e.interval;
     const bool can_up = e.current > 0, can_down = e.current + 1 < e.levels.size();
     bool up = e.probe_up ? can_up : !can_down;
@@ -64,7 +74,18 @@ void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads
   if (probe) e.probing = -1;
   Level& l = *it;
   ++l.runs;
-  if (l.runs == 1) return;  // its first run made its plan
+  if (l.runs == 1) {  // its first run made its plan: a probe measures again at once
+    if (probe) e.again = static_cast<int>(index);
+    return;
+  }
+  // Far slower than its best at the current level: contention may have begun (at most one such
+  // probe per 8 runs, so that noise costs little).
+  if (index == e.current && l.min_ms > 0 && ms > kContended * l.min_ms &&
+      e.runs - e.last_alarm >= 8) {
+    e.alarm = true;
+    e.last_alarm = e.runs;
+  }
+  l.min_ms = l.min_ms == 0 ? ms : std::min(l.min_ms, ms);
   l.ms = (l.ms == 0 || probe) ? ms : l.ms + kAlpha * (ms - l.ms);
   size_t best = e.current;
   for (size_t i = 0; i < e.levels.size(); ++i) {

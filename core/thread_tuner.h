@@ -3,8 +3,10 @@
 // with the fastest. Where other processes keep the cores busy, a run whose threads cannot all get
 // a core waits at every parallel region for the one that was preempted; its latency then jumps
 // from milliseconds to hundreds, and the tuner moves it to fewer threads, which degrade towards
-// the 1-thread time instead. It tries the other counts now and then (1 run in 16, backing off to
-// 1 in 256 while the choice holds), so it moves back when the cores come free.
+// the 1-thread time instead. A run at the current count that takes over 1.5x the fastest seen at
+// it probes fewer threads at once (contention has just begun); otherwise it tries the other counts
+// now and then (1 run in 16, backing off to 1 in 256 while the choice holds), so it moves back
+// when the cores come free.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,8 @@ class ThreadTuner {
   struct Level {
     int threads = 1;
     double ms = 0;
-    int64_t runs = 0;  // recorded, the first (which plans) not counted in ms
+    double min_ms = 0;  // the fastest run seen at it
+    int64_t runs = 0;   // recorded, the first (which plans) not counted in ms
   };
   struct Entry {
     int want = 0;
@@ -48,6 +51,9 @@ class ThreadTuner {
     int interval = kFirstInterval;
     bool probe_up = false;  // the next probe goes to more threads (else fewer)
     int probing = -1;       // the level a probe run is using
+    int again = -1;         // a level whose first run (which planned) needs a second now
+    bool alarm = false;     // the current level just ran far slower than its best: probe fewer
+    int64_t last_alarm = -1000;
   };
   Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_
 
