@@ -48,26 +48,61 @@ function(tern_select_sources selected prefix out_sources out_all)
   set(${out_all} "${all}" PARENT_SCOPE)
 endfunction()
 
-# tern_resolve_selected_ops(OUT): TERN_SELECTED_OPS plus the ops scripts/selected_ops.py finds in
-# the models of TERN_SELECTED_OPS_FROM (with the ops the optimizer makes of them); empty when
-# neither is set (every op).
-function(tern_resolve_selected_ops out)
-  set(ops ${TERN_SELECTED_OPS})
-  if(NOT TERN_SELECTED_OPS_FROM STREQUAL "")
+# tern_resolve_selected_ops(OUT OPS MODELS): OPS plus the ops scripts/selected_ops.py finds in
+# MODELS (with the ops the optimizer makes of them), sorted; empty when both are (every op).
+function(tern_resolve_selected_ops out ops models)
+  if(NOT models STREQUAL "")
     # Through its #! line: Debian's python3, the one with python3-onnx.
     execute_process(
-      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/selected_ops.py --cmake ${TERN_SELECTED_OPS_FROM}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/selected_ops.py --cmake ${models}
       OUTPUT_VARIABLE from ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "TERN_SELECTED_OPS_FROM: scripts/selected_ops.py failed: ${err}")
+      message(FATAL_ERROR "scripts/selected_ops.py ${models} failed: ${err}")
     endif()
     list(APPEND ops ${from})
     # Reconfigure when a model changes.
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${TERN_SELECTED_OPS_FROM})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${models})
   endif()
   list(REMOVE_DUPLICATES ops)
   list(SORT ops)
   set(${out} "${ops}" PARENT_SCOPE)
+endfunction()
+
+# tern_generate_registrations(DIR OPS OUT_TEXT): DIR/register_ops.cpp and
+# DIR/register_cpu_kernels.cpp, calling every op and CPU kernel source's register function, or
+# for a selection (OPS) those registering a selected op, then the registries' selection. OUT_TEXT:
+# "selected ops=N" for a selection, else empty. Reads TERN_OP_SOURCES, TERN_CPU_KERNEL_SOURCES.
+function(tern_generate_registrations dir ops out_text)
+  if(NOT ops)
+    tern_generate_registration(${dir}/register_ops.cpp "core/op_registry.h"
+      register_all_ops OpRegistry register_op_ ${TERN_OP_SOURCES})
+    tern_generate_registration(${dir}/register_cpu_kernels.cpp "core/kernel_registry.h"
+      register_cpu_kernels KernelRegistry register_cpu_ ${TERN_CPU_KERNEL_SOURCES})
+    set(${out_text} "" PARENT_SCOPE)
+    return()
+  endif()
+  tern_select_sources("${ops}" register_op_ op_sources all_ops ${TERN_OP_SOURCES})
+  tern_select_sources("${ops}" register_cpu_ kernel_sources kernel_ops ${TERN_CPU_KERNEL_SOURCES})
+  set(unknown ${ops})
+  list(REMOVE_ITEM unknown ${all_ops})
+  if(unknown)
+    message(FATAL_ERROR "Selective build: Tern has no op ${unknown}")
+  endif()
+  set(left_out ${all_ops})
+  list(REMOVE_ITEM left_out ${ops})
+  list(SORT left_out)
+  tern_cxx_string_list(selected_text ${ops})
+  tern_cxx_string_list(left_out_text ${left_out})
+  tern_generate_registration(${dir}/register_ops.cpp "core/op_registry.h"
+    register_all_ops OpRegistry register_op_ ${op_sources}
+    EPILOGUE "r.select({${selected_text}}, {${left_out_text}})")
+  tern_generate_registration(${dir}/register_cpu_kernels.cpp "core/kernel_registry.h"
+    register_cpu_kernels KernelRegistry register_cpu_ ${kernel_sources}
+    EPILOGUE "r.keep_ops(\"cpu\", {${selected_text}})")
+  list(LENGTH ops count)
+  string(JOIN ";" joined ${ops})
+  message(STATUS "Selective build (${dir}): ${count} ops (${joined})")
+  set(${out_text} "selected ops=${count}" PARENT_SCOPE)
 endfunction()
 
 # tern_cxx_string_list(OUT ITEMS...): `"a", "b"` for a braced C++ initializer.
