@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The mobile embedding build: TERN_MINIMAL=ON (own portable and NEON kernels, .tern only: no
-# oneDNN, OpenBLAS, protobuf or OpenMP; -Os with --gc-sections) cross-compiled for aarch64 with
+# oneDNN, OpenBLAS, protobuf or OpenMP; -Os, --gc-sections, LTO) cross-compiled for aarch64 with
 # Debian's g++-aarch64-linux-gnu into build-aarch64, then every ctest entry (unit suites, symbols,
 # header) run under qemu-aarch64-static, with the PP-OCR classifier converted to .tern by the host
 # build (the models suite compares it with ONNX Runtime's reference outputs at 1 and 2 threads).
