@@ -1,6 +1,7 @@
 #include "core/kernel_registry.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace tern {
 
@@ -36,6 +37,29 @@ bool KernelRegistry::has_op(const std::string& op_type, const std::string& backe
   auto it = kernels_.lower_bound({op_type, backend, -1});
   return it != kernels_.end() && std::get<0>(it->first) == op_type &&
          std::get<1>(it->first) == backend;
+}
+
+std::vector<std::string> KernelRegistry::op_types(const std::string& backend) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& entry : kernels_) {
+    const std::string& op = std::get<0>(entry.first);
+    if (std::get<1>(entry.first) == backend && (out.empty() || out.back() != op)) {
+      out.push_back(op);
+    }
+  }
+  return out;
+}
+
+void KernelRegistry::keep_ops(const std::string& backend,
+                              const std::vector<std::string>& selected) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = kernels_.begin(); it != kernels_.end();) {
+    const std::string& op = std::get<0>(it->first);
+    const bool drop = std::get<1>(it->first) == backend &&
+                      std::find(selected.begin(), selected.end(), op) == selected.end();
+    it = drop ? kernels_.erase(it) : std::next(it);
+  }
 }
 
 }  // namespace tern

@@ -25,6 +25,10 @@ class KernelRegistry {
   std::vector<KernelFactory> find(const std::string& op_type, const std::string& backend,
                                   DType dtype) const;
   bool has_op(const std::string& op_type, const std::string& backend) const;
+  // The op types with a kernel on `backend`, sorted.
+  std::vector<std::string> op_types(const std::string& backend) const;
+  // A selective build: drops `backend`'s kernels of ops other than `selected`.
+  void keep_ops(const std::string& backend, const std::vector<std::string>& selected);
 
  private:
   mutable std::mutex mu_;

@@ -31,6 +31,26 @@ std::vector<std::string> OpRegistry::op_types() const {
   return out;
 }
 
+void OpRegistry::select(const std::vector<std::string>& selected,
+                        std::vector<std::string> left_out) {
+  for (auto it = schemas_.begin(); it != schemas_.end();) {
+    const bool keep = std::find(selected.begin(), selected.end(), it->first) != selected.end();
+    if (keep) {
+      ++it;
+    } else {
+      left_out.push_back(it->first);
+      it = schemas_.erase(it);
+    }
+  }
+  std::sort(left_out.begin(), left_out.end());
+  left_out.erase(std::unique(left_out.begin(), left_out.end()), left_out.end());
+  left_out_ = std::move(left_out);
+}
+
+bool OpRegistry::left_out(const std::string& op_type) const {
+  return std::binary_search(left_out_.begin(), left_out_.end(), op_type);
+}
+
 Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_present,
                    size_t n_outputs, const std::string& where) {
   const auto n_in = static_cast<int>(inputs_present.size());

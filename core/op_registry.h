@@ -54,9 +54,16 @@ class OpRegistry {
   void add(OpSchema schema);
   const OpSchema* find(const std::string& op_type) const;
   std::vector<std::string> op_types() const;
+  // A selective build (TERN_SELECTED_OPS): keeps the `selected` op types only, and remembers
+  // Tern's other ops, `left_out`, so a model needing one is told so (the generated
+  // register_all_ops calls it last).
+  void select(const std::vector<std::string>& selected, std::vector<std::string> left_out);
+  // True for an op Tern has that this selective build left out.
+  bool left_out(const std::string& op_type) const;
 
  private:
   std::map<std::string, OpSchema> schemas_;
+  std::vector<std::string> left_out_;  // sorted
 };
 
 void register_all_ops(OpRegistry& r);  // generated

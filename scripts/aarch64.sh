@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # The mobile embedding build: TERN_MINIMAL=ON (own portable and NEON kernels, .tern only: no
-# oneDNN, OpenBLAS or protobuf) cross-compiled for aarch64 with Debian's g++-aarch64-linux-gnu
-# into build-aarch64, then every ctest entry (unit suites, symbols, header) run under
-# qemu-aarch64-static, with the PP-OCR classifier converted to .tern by the host build (the
-# models suite compares it with ONNX Runtime's reference outputs at 1 and 2 threads). Prints the
-# stripped sizes of the minimal static and shared libraries.
+# oneDNN, OpenBLAS, protobuf or OpenMP; -Os, --gc-sections, LTO) cross-compiled for aarch64 with
+# Debian's g++-aarch64-linux-gnu into build-aarch64, then every ctest entry (unit suites, symbols,
+# header) run under qemu-aarch64-static, with the PP-OCR classifier converted to .tern by the host
+# build (the models suite compares it with ONNX Runtime's reference outputs at 1 and 2 threads).
+# The same build links the classifier's selective library from the same objects
+# (TERN_SELECTIVE_LIBRARY_FROM: build-aarch64/selective/libtern.so, two more compiles and a
+# link): the minimal CLI runs over it (LD_LIBRARY_PATH) and checks the classifier against the
+# same reference, and a model with ops it left out must be refused.
+# Prints the stripped sizes of the minimal static and shared libraries and of the selective one.
 # Usage: scripts/aarch64.sh [HOST_BUILD_DIR]   (default: build; its `tern` converts the model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 host="${1:-build}"
 out="${TERN_AARCH64_BUILD_DIR:-build-aarch64}"
 mkdir -p "$out"
+classifier="$(pwd)/../shared/models/ppocr_cls/model.onnx"
+selective=""
+[ -f "$classifier" ] && selective="$classifier"
 cmake -S . -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERN_MINIMAL=ON \
+  -DTERN_SELECTIVE_LIBRARY_FROM="$selective" \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake > "$out/configure.log" \
   || { cat "$out/configure.log"; exit 1; }
 cmake --build "$out" --parallel "$(nproc)"
 models=""
-if [ -f ../shared/models/ppocr_cls/model.onnx ]; then
+if [ -n "$selective" ]; then
   models="$(pwd)/$out/models"
   rm -rf "$models"
   scripts/tern_models_dir.sh "$host" "$models" ppocr_cls > /dev/null
@@ -32,14 +40,54 @@ if [ -n "$models" ]; then
   "${qemu[@]}" "$out/tern_sample_c" "$models/ppocr_cls.tern" 1 48 192
 fi
 "${qemu[@]}" "$out/tern" info | grep -iE "capability|minimal|build" | head -4
+
+# The selective library: the classifier's ops only (scripts/selected_ops.py reads them from the
+# ONNX model, with the ops the optimizer makes of them). The CLI above runs over it.
+sel="$out/selective"
+if [ -n "$models" ]; then
+  selq=("${qemu[@]}" -E "LD_LIBRARY_PATH=$(pwd)/$sel")
+  # A model needing ops this build left out (If, Loop, Scan) is refused, and says why (which
+  # also shows the CLI runs over the selective library).
+  if "${selq[@]}" "$out/tern" inspect tests/fuzz/corpus/tern_loader/control_flow.tern \
+      > "$out/left_out.log" 2>&1; then
+    echo "aarch64: the selective library loaded a model with ops it left out"; exit 1
+  fi
+  grep -q "left out of this selective build" "$out/left_out.log" \
+    || { cat "$out/left_out.log"; echo "aarch64: no 'left out' error"; exit 1; }
+  # The classifier against ONNX Runtime's reference (tern check's .npy pairs).
+  check="$models/ppocr_cls_check"
+  mkdir -p "$check"
+  /usr/bin/python3 - "$classifier" "$models" "$check" <<'PY'
+import os, shutil, sys
+import onnx
+model, models, check = sys.argv[1:]
+g = onnx.load(model, load_external_data=False).graph
+init = {i.name for i in g.initializer}
+for kind, values, prefix in (("input", [v for v in g.input if v.name not in init], "input_"),
+                             ("output", list(g.output), "expected_")):
+    for i, v in enumerate(values):
+        name = v.name.replace("/", "_").replace(":", "_")
+        shutil.copy(os.path.join(models, f"ppocr_cls.{kind}_{i}.npy"),
+                    os.path.join(check, f"{prefix}{name}.npy"))
+PY
+  "${selq[@]}" "$out/tern" check "$models/ppocr_cls.tern" "$check" --atol 1e-4 --rtol 1e-3
+  echo "selective library: the classifier matches the reference; Loop is refused as left out"
+fi
+
 # Stripped sizes (a copy each: the build keeps its symbols).
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+size_of() {  # NAME FILE
+  printf '%s %s bytes (%s KiB)' "$1" "$(stat -c %s "$2")" "$(( $(stat -c %s "$2") / 1024 ))"
+}
 cp "$out/libtern.a" "$tmp/libtern.a"
 cp "$(readlink -f "$out/libtern.so")" "$tmp/libtern.so"
 aarch64-linux-gnu-strip --strip-unneeded "$tmp/libtern.a"
 aarch64-linux-gnu-strip --strip-all "$tmp/libtern.so"
-printf 'aarch64 minimal, stripped: libtern.a %s bytes (%s KiB), libtern.so %s bytes (%s KiB)\n' \
-  "$(stat -c %s "$tmp/libtern.a")" "$(( $(stat -c %s "$tmp/libtern.a") / 1024 ))" \
-  "$(stat -c %s "$tmp/libtern.so")" "$(( $(stat -c %s "$tmp/libtern.so") / 1024 ))"
+echo "aarch64 minimal, stripped: $(size_of libtern.a "$tmp/libtern.a"), $(size_of libtern.so "$tmp/libtern.so")"
+if [ -n "$models" ]; then
+  cp "$(readlink -f "$sel/libtern.so")" "$tmp/libtern_selective.so"
+  aarch64-linux-gnu-strip --strip-all "$tmp/libtern_selective.so"
+  echo "aarch64 selective (PP-OCR classifier's ops), stripped: $(size_of libtern.so "$tmp/libtern_selective.so")"
+fi
 echo "libtern.so needs: $(aarch64-linux-gnu-readelf -d "$tmp/libtern.so" | grep NEEDED | grep -o '\[.*\]' | tr -d '[]' | tr '\n' ' ')"

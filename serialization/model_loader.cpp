@@ -29,6 +29,11 @@ Status check_ops_known(const Graph& g) {
       return unsupported(g.describe_node(i), ": op domain '", n.domain, "' is not supported");
     }
     const OpSchema* schema = ops.find(n.op_type);
+    if (!schema && ops.left_out(n.op_type)) {
+      return unsupported(g.describe_node(i), ": op type ", n.op_type,
+                         " was left out of this selective build of Tern (TERN_SELECTED_OPS); "
+                         "rebuild with it selected");
+    }
     if (!schema) {
       return unsupported(g.describe_node(i), ": op type ", n.op_type, " (opset ", g.opset,
                          ") is not supported by Tern");

@@ -1,8 +1,13 @@
 #include "core/opt/graph_util.h"
 
 #include "core/half.h"
+#include "core/op_registry.h"
 
 namespace tern {
+
+bool op_built(const std::string& op_type) {
+  return OpRegistry::global().find(op_type) != nullptr;
+}
 
 const Tensor* constant_of(const Graph& g, int v) {
   if (v < 0) return nullptr;

@@ -32,6 +32,9 @@ std::vector<bool> graph_output_mask(const Graph& g);
 // True when value v is read by exactly one node, `reader`, and is not a graph output.
 bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
                   const std::vector<bool>& is_output, int v, size_t reader);
+// True when this build registers `op_type`: a pass makes no node of an op a selective build
+// (TERN_SELECTED_OPS) left out.
+bool op_built(const std::string& op_type);
 // A new constant value named after `name` (made unique); returns its id.
 int add_constant(Graph& g, std::string name, Tensor t);
 

@@ -2,6 +2,7 @@
 
 #include <iterator>
 
+#include "core/opt/graph_util.h"
 #include "core/opt/residual_fusion.h"
 #include "core/progress.h"
 
@@ -53,8 +54,11 @@ Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const Fla
 void optimize_plan_graph(PlanGraph& pg, const std::vector<AttentionMatch>& attention,
                          const std::function<bool(const OpContext&)>& runnable) {
   if (!pg.flags->on(FlagId::kGraphOptimize)) return;  // the graph as imported
-  if (pg.flags->on(FlagId::kMhaFastpath)) fuse_attention(pg, attention, runnable);
-  fuse_residual_adds(pg);
+  // (A selective build makes no node of an op it left out.)
+  if (pg.flags->on(FlagId::kMhaFastpath) && op_built("Attention")) {
+    fuse_attention(pg, attention, runnable);
+  }
+  if (op_built("FusedConv")) fuse_residual_adds(pg);
 }
 
 }  // namespace tern

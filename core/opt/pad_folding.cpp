@@ -76,6 +76,7 @@ void make_identity(Node& n, int input, int output) {
 
 Status fold_pads(Graph& g, OptimizerReport* report) {
   PatternView pv{g};
+  const bool identity = op_built("Identity");  // a selective build may leave it out
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
     if (!n.domain.empty() || n.inputs.empty() || n.outputs.empty() || n.outputs[0] < 0) continue;
@@ -92,7 +93,7 @@ Status fold_pads(Graph& g, OptimizerReport* report) {
           n.inputs.size() > 1 && n.inputs[1] >= 0 ? constant_of(g, n.inputs[1]) : nullptr;
       const bool drops_nothing = ratio && ratio->numel() == 1 &&
                                  ratio->dtype() == DType::kFloat32 && *ratio->data<float>() == 0.0f;
-      if (!mask_read && (inference || drops_nothing)) {
+      if (identity && !mask_read && (inference || drops_nothing)) {
         make_identity(n, n.inputs[0], n.outputs[0]);
         ++report->pads_folded;
       }
@@ -102,6 +103,7 @@ Status fold_pads(Graph& g, OptimizerReport* report) {
     auto pads = zero_pads(g, n);
     if (!pads) continue;
     if (std::all_of(pads->begin(), pads->end(), [](int64_t v) { return v == 0; })) {
+      if (!identity) continue;
       make_identity(n, n.inputs[0], n.outputs[0]);
       ++report->pads_folded;
       continue;

@@ -240,6 +240,7 @@ Expected<bool> fuse_qdq_gemm(PatternView& pv, size_t qi, Node& gemm) {
 }  // namespace
 
 Status fuse_qdq_add(Graph& g, OptimizerReport* report) {
+  if (!op_built("QLinearAdd")) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];
@@ -325,11 +326,13 @@ Status fold_qdq_moves(Graph& g, OptimizerReport* report) {
 }
 
 Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
+  if (!op_built("QLinearMatMul")) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];
     if (pv.removed[qi] || !quantizes_per_tensor(g, q)) continue;
-    if (Node* gemm = pv.node_at(q.inputs[0], "Gemm"); gemm && pv.only(q.inputs[0], &q)) {
+    if (Node* gemm = pv.node_at(q.inputs[0], "Gemm");
+        gemm && pv.only(q.inputs[0], &q) && op_built("FusedQLinearMatMul")) {
       TERN_ASSIGN_OR_RETURN(bool fused, fuse_qdq_gemm(pv, qi, *gemm));
       report->qdq_matmuls_fused += fused;
       continue;
@@ -382,6 +385,7 @@ Status fuse_qdq_conv(Graph& g, OptimizerReport* report) {
     const int conv_out = relu ? relu->inputs[0] : v;
     Node* conv = pv.node_at(conv_out, "Conv");
     if (!conv || !pv.only(conv_out, relu ? relu : &q) || conv->inputs.size() < 2) continue;
+    if (!op_built(relu ? "FusedQLinearConv" : "QLinearConv")) continue;
     const Tensor* w_q = nullptr;
     auto xdq = dq_of(pv, conv->inputs[0], 0, 0, 0);
     if (!xdq) continue;

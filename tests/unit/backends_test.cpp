@@ -162,7 +162,11 @@ TEST_SUITE("backends") {
 #endif
     CHECK(tern_mps_is_built() == 0);
     CHECK(tern_mps_is_available() == 0);
+#if defined(TERN_HAVE_OPENMP)
     CHECK(tern_openmp_is_available() == 1);
+#else
+    CHECK(tern_openmp_is_available() == 0);  // the minimal build has Tern's own threads only
+#endif
   }
 
   TEST_CASE("flags: environment initial values and thread precedence (child processes)") {
