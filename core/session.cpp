@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 
 #include "core/op_registry.h"
 #include "core/plan/static_prefix.h"
@@ -10,6 +11,17 @@
 #include "core/transfer.h"
 
 namespace tern {
+
+namespace {
+
+// CPU time the calling thread has had, in milliseconds.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+}  // namespace
 
 namespace {
 
@@ -450,11 +462,12 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
   // Planning new shapes may have taken a while.
   TERN_RETURN_IF_ERROR(check_run(control, "the first step"));
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = adaptive ? thread_cpu_ms() : 0;
   Status st = executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs, control);
   if (adaptive && st.is_ok()) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    tuner_.record(shapes, asked, grant.threads(), ms);
+    tuner_.record(shapes, asked, grant.threads(), ms, thread_cpu_ms() - cpu0);
   }
   return st;
 }

@@ -15,6 +15,8 @@ constexpr double kAlpha = 0.25;
 constexpr size_t kMaxEntries = 64;
 // A run this much slower than the fastest at its level hints at contention.
 constexpr double kContended = 1.5;
+// A calling thread on a core of its own gets nearly all of a run's wall time on it.
+constexpr double kCpuShare = 0.75;
 
 }  // namespace
 
@@ -50,10 +52,13 @@ int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
     e.alarm = false;
     level = e.current + 1;
     e.probing = static_cast<int>(level);
-  } else if (e.runs >= e.next_probe) {
+  } else if (e.current > 0 && e.runs >= e.next_probe) {
+    // Below the count asked for: try more threads again now and then (the cores may be free).
+    // At the count asked for, only a slow run (the alarm) probes fewer: a probe at a new count
+    // plans for it, which for a large model takes as long as many runs.
     e.next_probe = e.runs + e.interval;
-    const bool can_up = e.current > 0, can_down = e.current + 1 < e.levels.size();
-    bool up = e.probe_up ? can_up : !can_down;
+    const bool can_down = e.current + 1 < e.levels.size();
+    const bool up = e.probe_up || !can_down;
     e.probe_up = !e.probe_up;
     level = up ? e.current - 1 : e.current + 1;
     e.probing = static_cast<int>(level);
@@ -62,7 +67,8 @@ int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
   return e.levels[level].threads;
 }
 
-void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads, double ms) {
+void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads, double ms,
+                         double cpu_ms) {
   if (want <= 1) return;
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entry(shapes, want);
@@ -78,13 +84,16 @@ void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads
     if (probe) e.again = static_cast<int>(index);
     return;
   }
-  // Far slower than its best at the current level: contention may have begun (at most one such
-  // probe per 8 runs, so that noise costs little).
-  if (index == e.current && l.min_ms > 0 && ms > kContended * l.min_ms &&
-      e.runs - e.last_alarm >= 8) {
+  // Two runs in a row far slower than the best at the current level, or with the calling thread
+  // off its core for a quarter of the run: contention (at most one such probe per 8 runs, so that
+  // noise costs little).
+  const bool slow = index == e.current && ((l.min_ms > 0 && ms > kContended * l.min_ms) ||
+                                           (threads > 1 && cpu_ms < kCpuShare * ms));
+  if (slow && e.slow_before && e.runs - e.last_alarm >= 8) {
     e.alarm = true;
     e.last_alarm = e.runs;
   }
+  if (index == e.current) e.slow_before = slow;
   l.min_ms = l.min_ms == 0 ? ms : std::min(l.min_ms, ms);
   l.ms = (l.ms == 0 || probe) ? ms : l.ms + kAlpha * (ms - l.ms);
   size_t best = e.current;

@@ -3,10 +3,11 @@
 // with the fastest. Where other processes keep the cores busy, a run whose threads cannot all get
 // a core waits at every parallel region for the one that was preempted; its latency then jumps
 // from milliseconds to hundreds, and the tuner moves it to fewer threads, which degrade towards
-// the 1-thread time instead. A run at the current count that takes over 1.5x the fastest seen at
-// it probes fewer threads at once (contention has just begun); otherwise it tries the other counts
-// now and then (1 run in 16, backing off to 1 in 256 while the choice holds), so it moves back
-// when the cores come free.
+// the 1-thread time instead. Two runs in a row at the current count that took over 1.5x the
+// fastest seen at it, or whose calling thread got under 3/4 of the wall time on a core, probe
+// fewer threads at once (contention); below the count asked for it tries
+// more now and then (1 run in 16, backing off to 1 in 256 while the choice holds), so it moves
+// back when the cores come free.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,10 @@ class ThreadTuner {
  public:
   // The thread count for the next run of these shapes: <= want, >= 1.
   int choose(const std::vector<Shape>& shapes, int want);
-  // The latency of a run that used `threads` (a run that failed is not recorded).
-  void record(const std::vector<Shape>& shapes, int want, int threads, double ms);
+  // The latency of a run that used `threads` (a run that failed is not recorded), and the CPU time
+  // its calling thread got meanwhile: a thread that kept its core runs (or spins at a barrier)
+  // all along, one that shares it with other processes gets a fraction.
+  void record(const std::vector<Shape>& shapes, int want, int threads, double ms, double cpu_ms);
 
   struct LevelStats {
     int threads;
@@ -49,10 +52,11 @@ class ThreadTuner {
     size_t current = 0;
     int64_t runs = 0, next_probe = kFirstInterval;
     int interval = kFirstInterval;
-    bool probe_up = false;  // the next probe goes to more threads (else fewer)
-    int probing = -1;       // the level a probe run is using
-    int again = -1;         // a level whose first run (which planned) needs a second now
-    bool alarm = false;     // the current level just ran far slower than its best: probe fewer
+    bool probe_up = false;     // the next probe goes to more threads (else fewer)
+    int probing = -1;          // the level a probe run is using
+    int again = -1;            // a level whose first run (which planned) needs a second now
+    bool alarm = false;        // the current level just ran far slower than its best: probe fewer
+    bool slow_before = false;  // the current level's previous run was far slower than its best
     int64_t last_alarm = -1000;
   };
   Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_

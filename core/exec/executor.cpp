@@ -436,7 +436,10 @@ bool runs_concurrently(const Plan& plan, int threads, int interop) {
   const int64_t memo = plan.concurrent_memo.load(std::memory_order_relaxed);
   if (memo >= 0 && (memo & ~int64_t{1}) == key) return memo & 1;
   const ScheduleEstimate e = estimate_schedule_time(plan, threads, interop);
-  const bool concurrent = e.concurrent_ns < e.sequential_ns;
+  // With several intra-op threads the estimate of how well each node splits is the rough part
+  // (ssdlite's 391 steps: 3% promised, 18% slower measured): the split must promise 15%.
+  const double margin = threads > 1 ? 0.85 : 1.0;
+  const bool concurrent = e.concurrent_ns < margin * e.sequential_ns;
   plan.concurrent_memo.store(key | (concurrent ? 1 : 0), std::memory_order_relaxed);
   return concurrent;
 }

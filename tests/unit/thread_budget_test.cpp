@@ -182,21 +182,23 @@ TEST_SUITE("concurrency") {
       idle = std::min(idle, process_cpu_ms() - c0);
     }
     MESSAGE("CPU time of the process 1-21 ms after a 2-thread run: ", idle, " ms");
-    CHECK(idle < 3);  // libgomp's default spin would keep a core busy for milliseconds
+    CHECK(idle < 3);              // libgomp's default spin would keep a core busy for milliseconds
     run(*s, {"x"}, {&xin}, out);  // the next run starts its workers again
   }
 
   TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
     ThreadTuner t;
     const std::vector<Shape> shapes = {{1, 3}};
-    // Contended: 4 threads take 10 ms, 2 take 6, 1 takes 8.
+    // Contended from the start: 4 threads take 10 ms, the calling thread on its core for 6 of
+    // them; 2 take 6 ms (5 on the core), 1 takes 8.
     auto contended = [](int threads) { return threads == 4 ? 10.0 : threads == 2 ? 6.0 : 8.0; };
+    auto cpu = [](int threads) { return threads == 4 ? 6.0 : threads == 2 ? 5.0 : 8.0; };
     int at2 = 0;
     for (int i = 0; i < 400; ++i) {
       const int c = t.choose(shapes, 4);
       REQUIRE((c == 4 || c == 2 || c == 1));
       if (i >= 300 && c == 2) ++at2;
-      t.record(shapes, 4, c, contended(c));
+      t.record(shapes, 4, c, contended(c), cpu(c));
     }
     CHECK(at2 >= 90);  // settled on 2, probing now and then
     CHECK(t.levels(shapes).front().threads == 2);
@@ -205,10 +207,26 @@ TEST_SUITE("concurrency") {
     for (int i = 0; i < 1500; ++i) {
       const int c = t.choose(shapes, 4);
       if (i >= 1400 && c == 4) ++at4;
-      t.record(shapes, 4, c, c == 4 ? 3.0 : contended(c));
+      t.record(shapes, 4, c, c == 4 ? 3.0 : contended(c), c == 4 ? 3.0 : cpu(c));
     }
     CHECK(at4 >= 90);
     CHECK(t.levels(shapes).front().threads == 4);
+    // Uncontended at the count asked for, with the calling thread on its core: no probes at all
+    // (a probe at a new count plans for it).
+    ThreadTuner quiet;
+    for (int i = 0; i < 300; ++i) {
+      const int c = quiet.choose(shapes, 2);
+      REQUIRE(c == 2);
+      quiet.record(shapes, 2, c, 4.0 + (i % 7) * 0.1, 4.0);
+    }
+    // Contention begins: runs take 3x as long, the calling thread on its core a third of them.
+    int at1 = 0;
+    for (int i = 0; i < 40; ++i) {
+      const int c = quiet.choose(shapes, 2);
+      if (i >= 10 && c == 1) ++at1;
+      quiet.record(shapes, 2, c, c == 2 ? 12.0 : 5.0, c == 2 ? 4.0 : 5.0);
+    }
+    CHECK(at1 >= 28);                 // moved to 1 thread within a few runs
     CHECK(t.choose(shapes, 1) == 1);  // one thread asked: nothing to choose
     // A different num_threads starts over.
     CHECK(t.choose(shapes, 2) == 2);
