@@ -186,6 +186,35 @@ TEST_SUITE("concurrency") {
     run(*s, {"x"}, {&xin}, out);  // the next run starts its workers again
   }
 
+  TEST_CASE("a plan for another thread count reuses packed weights only on an optimized kernel") {
+    // GoogLeNet's 10x10 convolutions: planned at 2 threads, then at 1 (the budget or the tuner
+    // gave fewer), oneDNN took the 2-thread plan's packed weight layout only with its reference
+    // kernel (1.4 s a run instead of 13 ms).
+    FlagRestore restore;
+    Builder b;
+    int x = b.input("x", {1, 144, 10, 10});
+    Attribute p;
+    p.kind = Attribute::Kind::kInts;
+    p.ints = {1, 1, 1, 1};
+    int y = b.node("Conv", {x, b.constant("w", random_f32({288, 144, 3, 3}, 5, -0.1f, 0.1f))},
+                   attrs1("pads", p));
+    int z = b.node("Conv", {y, b.constant("w1", random_f32({192, 288, 1, 1}, 6, -0.1f, 0.1f))});
+    auto s = b.session({z});
+    Tensor xin = random_f32({1, 144, 10, 10}, 7);
+    const std::string out = s->model().graph().value_name(z);
+    std::vector<Tensor> results;
+    for (int threads : {2, 1}) {
+      FlagOverrides f;
+      f.set(FlagId::kNumThreads, threads);
+      f.set(FlagId::kCpuAdaptiveThreads, 0);
+      for (const std::string& k : kernels(*s, {{1, 144, 10, 10}}, &f)) {
+        CHECK_MESSAGE(k.rfind("onednn(ref)", 0) != 0, "threads=", threads, ": ", k);
+      }
+      results.push_back(run(*s, {"x"}, {&xin}, out, &f)[0]);
+    }
+    CHECK(max_abs_diff(results[0], results[1]) < 1e-3f);
+  }
+
   TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
     ThreadTuner t;
     const std::vector<Shape> shapes = {{1, 3}};
