@@ -306,7 +306,8 @@ TEST_SUITE("backends") {
 
   TEST_CASE("threads: a run keeps no more cores busy than asked, and idle threads sleep") {
     FlagRestore restore;
-    // GEMM-heavy (OpenBLAS under Tern's split) then Conv (oneDNN): both libraries in one run.
+    // GEMM-heavy (OpenBLAS under Tern's split) then Conv (oneDNN): both libraries in one run,
+    // with oneDNN's pooling, Tern's own kernels and a grouped dilated convolution after.
     Builder b;
     int x = b.input("x", {256, 256});
     int w = b.constant("w", random_f32({256, 256}, 1));
@@ -320,7 +321,27 @@ TEST_SUITE("backends") {
     p.kind = Attribute::Kind::kInts;
     p.ints = {1, 1, 1, 1};
     pads.set("pads", p);
-    int y = b.node("Conv", {img, k}, pads);
+    int conv = b.node("Conv", {img, k}, pads);
+    // Then oneDNN's pooling, Tern's own Softmax, and a grouped convolution dilated past most of
+    // its map (the kind oneDNN once ran on its reference kernel with a thread count of its own).
+    Attributes pool;
+    Attribute ks;
+    ks.kind = Attribute::Kind::kInts;
+    ks.ints = {2, 2};
+    pool.set("kernel_shape", ks);
+    pool.set("strides", ks);
+    int pooled = b.node("Softmax", {b.node("MaxPool", {conv}, pool)});
+    Attributes grouped = pads;
+    Attribute dil, pad6, group;
+    dil.kind = pad6.kind = Attribute::Kind::kInts;
+    dil.ints = {6, 6};
+    pad6.ints = {6, 6, 6, 6};
+    group.kind = Attribute::Kind::kInt;
+    group.i = 8;
+    grouped.set("dilations", dil);
+    grouped.set("pads", pad6);
+    grouped.set("group", group);
+    int y = b.node("Conv", {pooled, b.constant("k2", random_f32({16, 2, 3, 3}, 4))}, grouped);
     auto s = b.session({y});
     Tensor xin = random_f32({256, 256}, 3);
     const std::string out = s->model().graph().value_name(y);
