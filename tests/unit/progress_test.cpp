@@ -42,9 +42,10 @@ void check_stages(const std::vector<Report>& reports) {
     }
     last[r.stage] = r;
   }
-  for (const auto& [stage, r] : last) {
+  for (const auto& entry : last) {  // no structured binding: clang 14 cannot capture one
+    const std::string& stage = entry.first;
     CAPTURE(stage);
-    CHECK(r.done == r.total);
+    CHECK(entry.second.done == entry.second.total);
   }
 }
 
