@@ -165,6 +165,12 @@ TEST_SUITE("concurrency") {
 
   TEST_CASE("cpu.spin_us 0: nothing spins after a run returns") {
     if (std::thread::hardware_concurrency() < 2) return;
+#if defined(__clang__)
+    // The clang (sanitizer) builds load LLVM's libomp beside the libgomp Debian's oneDNN links:
+    // the release of a run's team reaches libomp's threads, not the libgomp team oneDNN ran on.
+    MESSAGE("skipped: two OpenMP runtimes in this build");
+    return;
+#endif
     FlagRestore restore;
     REQUIRE(tern_set_num_threads(2) == TERN_OK);
     REQUIRE(tern_flag_set("cpu.adaptive_threads", "0") == TERN_OK);
