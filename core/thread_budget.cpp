@@ -80,8 +80,14 @@ ThreadBudget::Grant ThreadBudget::acquire(int want, bool wait, const RunControl*
   if (wait && im->in_use >= cap) {
     ++im->stats.waited;
     while (im->in_use >= cap) {
-      im->freed.wait_for(lock, std::chrono::milliseconds(1));
-      if (control) {
+      // A run that may be cancelled or have a deadline looks again every 2 ms; others sleep
+      // until a thread is given back.
+      if (!control) {
+        im->freed.wait(lock);
+        continue;
+      }
+      im->freed.wait_for(lock, std::chrono::milliseconds(2));
+      {
         Status st = control->check("the first step (waiting for threads of cpu.thread_budget)");
         if (!st.is_ok()) {
           *waited = std::move(st);
@@ -113,7 +119,7 @@ void ThreadBudget::give_back(int n) {
     std::lock_guard<std::mutex> lock(im->mu);
     im->in_use -= n;
   }
-  im->freed.notify_all();
+  for (int i = 0; i < n; ++i) im->freed.notify_one();  // one waiting run per thread freed
 }
 
 int ThreadBudget::take_free(int want) {

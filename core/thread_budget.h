@@ -52,8 +52,8 @@ class ThreadBudget {
 
   // `want` (>= 1) threads: all of them when free; otherwise what is free, at least 1 (the calling
   // thread, which runs anyway). With `wait`, a run that would get fewer than `want` waits until
-  // it can have at least one free thread, polling `control` (cancel and deadline) every
-  // millisecond; the wait's status is returned in *waited (OK or why it stopped).
+  // it can have at least one free thread, polling `control` (cancel and deadline) every 2 ms;
+  // the wait's status is returned in *waited (OK or why it stopped).
   Grant acquire(int want, bool wait, const RunControl* control, Status* waited);
 
   // The budget in threads: "cpu.thread_budget", or default_thread_budget() when that is 0.
