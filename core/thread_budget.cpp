@@ -2,16 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
+#include <utility>
 
 #include "core/cgroup_cpu.h"
 #include "core/cpu_set.h"
 #include "core/flags.h"
 #include "core/run_control.h"
 #include "core/status.h"
+#include "core/threading.h"
 
 namespace tern {
 
@@ -28,15 +28,8 @@ const BudgetDefault& default_thread_budget() {
     const CpuList mask = process_cpu_affinity();
     b.threads = std::max(1, static_cast<int>(mask.size()));
     b.reason = str_cat("affinity mask ", mask.size(), mask.size() == 1 ? " CPU" : " CPUs");
-    const CgroupCpuQuota quota = process_cgroup_cpu_quota();
-    if (quota.cpus > 0) {
-      const int rounded = std::max(1, static_cast<int>(std::ceil(quota.cpus - 1e-9)));
-      char cpus[32];
-      std::snprintf(cpus, sizeof cpus, "%g", quota.cpus);
-      b.reason += str_cat("; cgroup quota ", cpus, " CPUs, rounded up to ", rounded);
-      b.threads = std::min(b.threads, rounded);
-    } else {
-      b.reason += "; no cgroup CPU quota";
+    if (const int cap = quota_thread_cap(process_cgroup_cpu_quota(), &b.reason)) {
+      b.threads = std::min(b.threads, cap);
     }
     return b;
   }();
@@ -161,15 +154,25 @@ ThreadBudget::Grant::Grant(Grant&& o) noexcept
 
 ThreadBudget::Grant& ThreadBudget::Grant::operator=(Grant&& o) noexcept {
   if (this != &o) {
-    this->~Grant();
-    new (this) Grant(std::move(o));
+    release();
+    budget_ = std::exchange(o.budget_, nullptr);
+    threads_ = o.threads_;
+    held_ = std::exchange(o.held_, 0);
+    outer_ = std::exchange(o.outer_, false);
   }
   return *this;
 }
 
 ThreadBudget::Grant::~Grant() {
+  release();
+}
+
+void ThreadBudget::Grant::release() {
   if (outer_) t_outer_threads = 0;
   if (budget_) budget_->give_back(held_);
+  budget_ = nullptr;
+  held_ = 0;
+  outer_ = false;
 }
 
 void ThreadBudget::Grant::shrink_to(int n) {

@@ -44,6 +44,7 @@ class ThreadBudget {
 
    private:
     friend class ThreadBudget;
+    void release();  // gives back what it holds
     ThreadBudget* budget_ = nullptr;
     int threads_ = 0;  // the run's thread count
     int held_ = 0;     // of those, taken from the budget (0 for a nested grant)

@@ -69,17 +69,20 @@ ThreadDefault choose_default_threads(const CpuList& affinity, int physical_cores
   d.threads = physical_cores > 0 ? physical_cores : 1;
   d.reason = str_cat("affinity mask ", plural(static_cast<int>(affinity.size()), "CPU"), " (",
                      cpu_list_text(affinity), "), ", plural(d.threads, "physical core"));
-  if (quota.cpus > 0) {
-    const int rounded = std::max(1, static_cast<int>(std::ceil(quota.cpus - 1e-9)));
-    char cpus[32];
-    std::snprintf(cpus, sizeof cpus, "%g", quota.cpus);
-    d.reason +=
-        str_cat("; cgroup quota ", cpus, " CPUs (", quota.file, "), rounded up to ", rounded);
-    d.threads = std::min(d.threads, rounded);
-  } else {
-    d.reason += "; no cgroup CPU quota";
-  }
+  if (const int cap = quota_thread_cap(quota, &d.reason)) d.threads = std::min(d.threads, cap);
   return d;
+}
+
+int quota_thread_cap(const CgroupCpuQuota& quota, std::string* reason) {
+  if (quota.cpus <= 0) {
+    *reason += "; no cgroup CPU quota";
+    return 0;
+  }
+  const int rounded = std::max(1, static_cast<int>(std::ceil(quota.cpus - 1e-9)));
+  char cpus[32];
+  std::snprintf(cpus, sizeof cpus, "%g", quota.cpus);
+  *reason += str_cat("; cgroup quota ", cpus, " CPUs (", quota.file, "), rounded up to ", rounded);
+  return rounded;
 }
 
 const ThreadDefault& default_thread_choice() {

@@ -19,6 +19,11 @@ int physical_cores_in(const CpuList& cpus);
 // each start.
 int physical_cores_in_list(int64_t cpu_list_id);
 
+// The cgroup CPU quota as a thread cap: the quota rounded up, at least 1 (0 when there is no
+// quota), and "; cgroup quota 1.5 CPUs (FILE), rounded up to 2" or "; no cgroup CPU quota" appended
+// to *reason.
+int quota_thread_cap(const CgroupCpuQuota& quota, std::string* reason);
+
 // The default thread count and why.
 struct ThreadDefault {
   int threads = 1;
