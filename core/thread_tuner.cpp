@@ -1,6 +1,7 @@
 #include "core/thread_tuner.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tern {
 
@@ -15,10 +16,13 @@ constexpr double kAlpha = 0.25;
 constexpr size_t kMaxEntries = 64;
 // A run this much slower than the fastest at its level hints at contention.
 constexpr double kContended = 1.5;
+constexpr double kCollapsed = 3;
 // A calling thread on a core of its own gets nearly all of a run's wall time on it.
 constexpr double kCpuShare = 0.75;
 
 }  // namespace
+
+ThreadTuner::ThreadTuner(IdleSource idle) : idle_(std::move(idle)) {}
 
 ThreadTuner::Entry& ThreadTuner::entry(const std::vector<Shape>& shapes, int want) {
   auto it = entries_.find(shapes);
@@ -38,11 +42,28 @@ ThreadTuner::Entry& ThreadTuner::entry(const std::vector<Shape>& shapes, int wan
   return e;
 }
 
+bool ThreadTuner::cores_busy(Entry& e) {
+  // More threads gain only where the CPUs had idle time for them: at least half a CPU per thread
+  // added, on average over the last reading's window. Without a reading (no /proc/stat, or none
+  // yet), try.
+  const bool up = e.probe_up || e.current + 1 >= e.levels.size();
+  if (!up || !last_idle_.ready) return false;
+  const double added = e.levels[e.current - 1].threads - e.levels[e.current].threads;
+  if (last_idle_.idle_cpus >= 0.5 * added) return false;
+  e.next_probe = e.runs + e.interval;  // look again later, as if the try had been made
+  ++skipped_;
+  return true;
+}
+
 int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
   if (want <= 1) return 1;
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entry(shapes, want);
   ++e.runs;
+  if (e.current > 0) {  // below the count asked for: keep the idle reading fresh
+    const IdleCpuMeter::Reading r = idle_ ? idle_() : meter_.read();
+    if (r.ready || !r.known) last_idle_ = r;
+  }
   size_t level = e.current;
   if (e.again >= 0) {  // a probe's first run planned: measure it now
     level = static_cast<size_t>(e.again);
@@ -52,7 +73,8 @@ int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
     e.alarm = false;
     level = e.current + 1;
     e.probing = static_cast<int>(level);
-  } else if (e.current > 0 && e.runs >= e.next_probe) {
+    e.contended_probe = static_cast<int>(level);
+  } else if (e.current > 0 && e.runs >= e.next_probe && !cores_busy(e)) {
     // Below the count asked for: try more threads again now and then (the cores may be free).
     // At the count asked for, only a slow run (the alarm) probes fewer: a probe at a new count
     // plans for it, which for a large model takes as long as many runs.
@@ -84,22 +106,34 @@ void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads
     if (probe) e.again = static_cast<int>(index);
     return;
   }
-  // Two runs in a row far slower than the best at the current level, or with the calling thread
-  // off its core for a quarter of the run: contention (at most one such probe per 8 runs, so that
-  // noise costs little).
+  // Two of the last four runs at the current level far slower than the best at it, or with the
+  // calling thread off its core for a quarter of the run: contention (at most one such probe per
+  // 8 runs, so that noise costs little). Contended runs alternate fast and slow as the other
+  // process's time slices come and go, so two in a row would miss them.
   const bool slow = index == e.current && ((l.min_ms > 0 && ms > kContended * l.min_ms) ||
                                            (threads > 1 && cpu_ms < kCpuShare * ms));
-  if (slow && e.slow_before && e.runs - e.last_alarm >= 8) {
+  if (index == e.current) e.slow_bits = static_cast<uint8_t>(((e.slow_bits << 1) | slow) & 0xF);
+  // A run over 3x the best is a collapse (threads waiting for preempted ones at every parallel
+  // region): one is enough.
+  const bool collapse = index == e.current && l.min_ms > 0 && ms > kCollapsed * l.min_ms;
+  if (slow && (collapse || __builtin_popcount(e.slow_bits) >= 2) && e.runs - e.last_alarm >= 8) {
     e.alarm = true;
     e.last_alarm = e.runs;
+    e.slow_bits = 0;
   }
-  if (index == e.current) e.slow_before = slow;
   l.min_ms = l.min_ms == 0 ? ms : std::min(l.min_ms, ms);
   l.ms = (l.ms == 0 || probe) ? ms : l.ms + kAlpha * (ms - l.ms);
+  // Only a probe moves the choice: it measured its level just now, where the others' estimates
+  // may be stale (contention comes and goes), and one slow run at the current level must not send
+  // the session back to a count measured under other conditions.
   size_t best = e.current;
-  for (size_t i = 0; i < e.levels.size(); ++i) {
-    const Level& c = e.levels[i];
-    if (c.ms > 0 && (e.levels[best].ms == 0 || c.ms < e.levels[best].ms * kBetter)) best = i;
+  const Level& cur = e.levels[e.current];
+  if (probe && index != e.current && (cur.ms == 0 || ms < cur.ms * kBetter)) best = index;
+  if (probe && e.contended_probe == static_cast<int>(index)) {
+    // Fewer threads tried because of contention: taken unless clearly slower. At the same
+    // latency, fewer threads wait for fewer preempted ones: their slow runs are rarer and shorter.
+    e.contended_probe = -1;
+    if (index > e.current && ms * kBetter <= cur.ms) best = index;
   }
   if (best != e.current) {
     e.current = best;
@@ -120,6 +154,11 @@ std::vector<ThreadTuner::LevelStats> ThreadTuner::levels(const std::vector<Shape
     return (a.ms > 0 ? a.ms : 1e300) < (b.ms > 0 ? b.ms : 1e300);
   });
   return out;
+}
+
+int64_t ThreadTuner::skipped_probes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return skipped_;
 }
 
 int64_t ThreadTuner::reduced_runs() const {

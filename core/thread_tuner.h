@@ -3,24 +3,32 @@
 // with the fastest. Where other processes keep the cores busy, a run whose threads cannot all get
 // a core waits at every parallel region for the one that was preempted; its latency then jumps
 // from milliseconds to hundreds, and the tuner moves it to fewer threads, which degrade towards
-// the 1-thread time instead. Two runs in a row at the current count that took over 1.5x the
+// the 1-thread time instead. Two of four runs at the current count that took over 1.5x the
 // fastest seen at it, or whose calling thread got under 3/4 of the wall time on a core, probe
-// fewer threads at once (contention); below the count asked for it tries
-// more now and then (1 run in 16, backing off to 1 in 256 while the choice holds), so it moves
-// back when the cores come free.
+// fewer threads at once (contention), taken unless clearly slower; below the count asked for it
+// tries more now and then (1 run in 16, backing off to 1 in 256 while the choice holds), so it
+// moves back when the cores come free. Such a try waits while the process's CPUs had no idle time
+// to give the extra threads (/proc/stat, core/cpu_idle.h): with every core busy it would only cost
+// a slow run.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
 
+#include "core/cpu_idle.h"
 #include "core/tensor.h"
 
 namespace tern {
 
 class ThreadTuner {
  public:
+  // `idle`: where CPU idle readings come from (tests pass their own); by default /proc/stat.
+  using IdleSource = std::function<IdleCpuMeter::Reading()>;
+  explicit ThreadTuner(IdleSource idle = nullptr);
+
   // The thread count for the next run of these shapes: <= want, >= 1.
   int choose(const std::vector<Shape>& shapes, int want);
   // The latency of a run that used `threads` (a run that failed is not recorded), and the CPU time
@@ -37,6 +45,8 @@ class ThreadTuner {
   std::vector<LevelStats> levels(const std::vector<Shape>& shapes) const;
   // Runs that used fewer threads than asked because they were faster.
   int64_t reduced_runs() const;
+  // Tries of more threads put off because the CPUs had no idle time for them.
+  int64_t skipped_probes() const;
 
  private:
   static constexpr int kFirstInterval = 16, kMaxInterval = 256;
@@ -55,15 +65,21 @@ class ThreadTuner {
     bool probe_up = false;     // the next probe goes to more threads (else fewer)
     int probing = -1;          // the level a probe run is using
     int again = -1;            // a level whose first run (which planned) needs a second now
+    int contended_probe = -1;  // a level of fewer threads tried because of contention
     bool alarm = false;        // the current level just ran far slower than its best: probe fewer
-    bool slow_before = false;  // the current level's previous run was far slower than its best
+    uint8_t slow_bits = 0;     // of the current level's last 4 runs, those far slower than its best
     int64_t last_alarm = -1000;
   };
   Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_
+  // Whether the try of more threads due now waits, the CPUs being busy (then scheduled later).
+  bool cores_busy(Entry& e);  // under mu_
 
   mutable std::mutex mu_;
+  IdleSource idle_;  // read while some entry runs below its count (under mu_)
+  IdleCpuMeter meter_;
+  IdleCpuMeter::Reading last_idle_;
   std::map<std::vector<Shape>, Entry> entries_;
-  int64_t reduced_ = 0;
+  int64_t reduced_ = 0, skipped_ = 0;
 };
 
 }  // namespace tern

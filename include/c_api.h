@@ -538,8 +538,10 @@ typedef enum {
  * Contention: with "cpu.adaptive_threads" (default on) a session measures its runs' latency per
  * input shapes and thread count and runs with fewer threads (halving down to 1) while that is
  * measured faster, as when other processes keep the cores busy and a run's threads cannot all
- * get one (each parallel region then waits for a preempted thread); it tries the other counts
- * now and then (1 run in 16, backing off to 1 in 256). tern_parallel_info reports the budget.
+ * get one (each parallel region then waits for a preempted thread). Slow runs (two of four over
+ * 1.5x the best at their count, or one over 3x) try fewer threads, kept unless clearly slower;
+ * it tries more now and then (1 run in 16, backing off to 1 in 256), but not while the process's
+ * CPUs had no idle time for them (/proc/stat). tern_parallel_info reports the budget.
  * Defaults (both): the physical cores among the CPUs this process may use (its sched_getaffinity
  * mask, or under OMP_PROC_BIND the CPUs of all OpenMP places), at most the process's cgroup CPU
  * quota rounded up (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us, over its cgroup

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "backends_util.h"
+#include "core/cpu_idle.h"
 #include "core/run_control.h"
 #include "core/thread_budget.h"
 #include "core/thread_tuner.h"
@@ -229,7 +230,9 @@ TEST_SUITE("concurrency") {
   }
 
   TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
-    ThreadTuner t;
+    // No idle readings (as where /proc/stat cannot be read): tries are made by count alone.
+    auto unknown = [] { return IdleCpuMeter::Reading{}; };
+    ThreadTuner t(unknown);
     const std::vector<Shape> shapes = {{1, 3}};
     // Contended from the start: 4 threads take 10 ms, the calling thread on its core for 6 of
     // them; 2 take 6 ms (5 on the core), 1 takes 8.
@@ -255,7 +258,7 @@ TEST_SUITE("concurrency") {
     CHECK(t.levels(shapes).front().threads == 4);
     // Uncontended at the count asked for, with the calling thread on its core: no probes at all
     // (a probe at a new count plans for it).
-    ThreadTuner quiet;
+    ThreadTuner quiet(unknown);
     for (int i = 0; i < 300; ++i) {
       const int c = quiet.choose(shapes, 2);
       REQUIRE(c == 2);
@@ -272,5 +275,59 @@ TEST_SUITE("concurrency") {
     CHECK(t.choose(shapes, 1) == 1);  // one thread asked: nothing to choose
     // A different num_threads starts over.
     CHECK(t.choose(shapes, 2) == 2);
+  }
+
+  TEST_CASE("adaptive threads: no try of more threads while the CPUs have no idle time") {
+    double idle = 0.1;  // CPUs idle on average: another process keeps the other core busy
+    ThreadTuner t([&] { return IdleCpuMeter::Reading{true, true, idle}; });
+    const std::vector<Shape> shapes = {{2, 5}};
+    auto ms = [&](int threads) { return threads == 2 ? (idle < 0.5 ? 30.0 : 4.0) : 8.0; };
+    auto cpu = [&](int threads) { return threads == 2 && idle < 0.5 ? 8.0 : ms(threads); };
+    int at2 = 0;
+    for (int i = 0; i < 400; ++i) {
+      const int c = t.choose(shapes, 2);
+      if (i >= 20 && c == 2) ++at2;
+      t.record(shapes, 2, c, ms(c), cpu(c));
+    }
+    CHECK(at2 == 0);  // moved to 1 thread early, never tried 2 again
+    CHECK(t.skipped_probes() > 0);
+    idle = 1.0;  // the other core comes free
+    int later2 = 0;
+    for (int i = 0; i < 400; ++i) {
+      const int c = t.choose(shapes, 2);
+      if (i >= 300 && c == 2) ++later2;
+      t.record(shapes, 2, c, ms(c), cpu(c));
+    }
+    CHECK(later2 >= 95);
+  }
+
+  TEST_CASE("idle CPU readings: /proc/stat's per-CPU idle and iowait of the process's CPUs") {
+    const std::string stat =
+        "cpu  100 0 50 9000 20 0 0 0 0 0\n"
+        "cpu0 50 0 25 4000 10 0 0 0 0 0\n"
+        "cpu1 50 0 25 5000 10 0 0 0 0 0\n"
+        "cpu12 1 2 3 700 7\n"
+        "intr 12345 0 0\n";
+    CHECK(idle_jiffies_of(stat, {0}) == 4010);
+    CHECK(idle_jiffies_of(stat, {0, 1}) == 9020);
+    CHECK(idle_jiffies_of(stat, {1, 12}) == 5010 + 707);
+    CHECK(idle_jiffies_of(stat, {3}) == -1);  // none of them listed
+    CHECK(idle_jiffies_of("", {0}) == -1);
+    CHECK(idle_jiffies_of("cpu0 garbage\n", {0}) == -1);
+    // The real counters: a first reading starts the window, one too soon is not ready, and a
+    // ready one lies between 0 and the process's CPUs.
+    IdleCpuMeter m;
+    const IdleCpuMeter::Reading first = m.read(50);
+    if (!first.known) {
+      MESSAGE("/proc/stat cannot be read here: the real-counter part skips");
+      return;
+    }
+    CHECK_FALSE(first.ready);
+    CHECK_FALSE(m.read(50).ready);
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    const IdleCpuMeter::Reading r = m.read(50);
+    CHECK(r.ready);
+    CHECK(r.idle_cpus >= 0);
+    CHECK(r.idle_cpus <= static_cast<double>(process_cpu_affinity().size()) + 0.5);
   }
 }
