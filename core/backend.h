@@ -72,6 +72,11 @@ class Backend {
   virtual void end_run(const FlagValues& flags) {}
   // Waits until the work this thread queued on the device is done.
   virtual Status synchronize() { return Status::ok(); }
+  // Called after each device step a stoppable run (cancel or deadline set) queued eagerly: a
+  // backend whose launches return before the device has run them keeps the host from running far
+  // ahead (CUDA: at most two chunks of steps in flight), so a stop between steps waits for little
+  // queued work. A captured segment replays whole, without it.
+  virtual Status pace() { return Status::ok(); }
   // The way out of a run that failed or was stopped (its outputs are dropped): discards the work
   // this thread queued that the device has not been given yet, where the backend holds such work
   // (Vulkan's command buffer being recorded), and waits for the rest, so the run's memory is free

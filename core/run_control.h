@@ -38,6 +38,9 @@ class RunControl {
     return stop ? stopped(next) : Status::ok();
   }
 
+  // Whether anything can stop the run (a cancel flag or a deadline).
+  bool can_stop() const { return cancel_ != nullptr || deadline_ms_ > 0; }
+
  private:
   Status stopped(std::string_view next) const;
 

@@ -160,6 +160,29 @@ thread_local ThreadHandles t_handles;
 // The devices that were current before each begin_run on this thread, for end_run.
 thread_local std::vector<int> t_saved_devices;
 
+// Pacing of stoppable runs (Backend::pace): every kPaceSteps device steps an event is recorded on
+// the thread's stream after waiting for the one recorded two chunks before, so at most two chunks
+// of steps are queued ahead of the device and a stopped run waits for those only (not for the
+// whole model, which the host may otherwise have queued long before the device reached it).
+constexpr int kPaceSteps = 8;
+struct Pacer {
+  std::array<cudaEvent_t, 2> events{};
+  std::array<bool, 2> recorded{};
+  int next = 0;
+  int steps = 0;
+};
+struct ThreadPacers {
+  std::map<int, Pacer> by_device;
+  ~ThreadPacers() {
+    for (auto& [d, p] : by_device) {
+      for (cudaEvent_t e : p.events) {
+        if (e) (void)cudaEventDestroy(e);
+      }
+    }
+  }
+};
+thread_local ThreadPacers t_pacers;
+
 }  // namespace
 
 DeviceGuard::DeviceGuard(int device) {
@@ -454,6 +477,23 @@ Status CudaBackend::synchronize() {
   TERN_RETURN_IF_ERROR(guard.status());
   TERN_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
   return cuda::take_device_error();
+}
+
+Status CudaBackend::pace() {
+  cuda::Pacer& p = cuda::t_pacers.by_device[device_];
+  if (++p.steps < cuda::kPaceSteps) return Status::ok();
+  p.steps = 0;
+  cuda::DeviceGuard guard(device_);
+  TERN_RETURN_IF_ERROR(guard.status());
+  for (cudaEvent_t& e : p.events) {
+    if (!e) TERN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  const size_t i = static_cast<size_t>(p.next);
+  if (p.recorded[i]) TERN_CUDA_CHECK(cudaEventSynchronize(p.events[i]));
+  TERN_CUDA_CHECK(cudaEventRecord(p.events[i], cuda::stream()));
+  p.recorded[i] = true;
+  p.next ^= 1;
+  return Status::ok();
 }
 
 Expected<std::shared_ptr<void>> CudaBackend::allocate(size_t bytes) {

@@ -26,6 +26,7 @@ class CudaBackend final : public Backend {
   void begin_run(const FlagValues& flags) override;
   void end_run(const FlagValues& flags) override;
   Status synchronize() override;
+  Status pace() override;
   Expected<std::shared_ptr<void>> allocate(size_t bytes) override;
   Status copy_to_device(const Tensor& host, Tensor& device) override;
   Status copy_to_host(const Tensor& device, Tensor& host) override;

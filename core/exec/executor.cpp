@@ -261,12 +261,15 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
   // outside a capture, where allocating or synchronizing would break it.
   capture = capture && dev && dev->can_capture() && !profiler_ && plan.ran_eagerly();
   const size_t n = plan.steps.size();
+  // A run that can be stopped keeps little device work queued ahead of the host (Backend::pace).
+  const bool pacing = dev && exec.control && exec.control->can_stop();
   // Inside a capture nothing may stop the recording half way: `check` is off there, and a
   // captured segment replays whole.
   auto run_range = [&](size_t from, size_t to, bool check) -> Status {
     for (size_t i = from; i < to; ++i) {
       if (check) TERN_RETURN_IF_ERROR(check_step(exec, plan.steps[i]));
       TERN_RETURN_IF_ERROR(run_step(plan, plan.steps[i], tensors, base, device_base, 0, exec));
+      if (check && pacing) TERN_RETURN_IF_ERROR(dev->pace());
     }
     return Status::ok();
   };
@@ -276,6 +279,7 @@ Status Executor::execute_sequential(const Plan& plan, std::vector<Tensor>& tenso
     TERN_RETURN_IF_ERROR(check_step(exec, step));
     if (!capture || !device_kernel) {
       TERN_RETURN_IF_ERROR(run_step(plan, step, tensors, base, device_base, 0, exec));
+      if (device_kernel && pacing) TERN_RETURN_IF_ERROR(dev->pace());
       ++s;
       continue;
     }

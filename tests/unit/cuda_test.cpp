@@ -3,8 +3,9 @@
 // CPU), each cuda.* and cudnn.* flag's effect (the kernel a plan picks, and the numbers), capture
 // and replay of device stretches (cuda.graphs) with changing inputs and changing device addresses,
 // many threads on one session, the caller's current device kept, cuda:1, model constants uploaded
-// once per session, device out-of-memory, and the module's own answers. It needs a GPU: without
-// one every case prints "CUDA suite skipped: <why>" and ctest reports the suite skipped.
+// once per session, device out-of-memory, cancellation and deadlines (paced queueing), and the
+// module's own answers. It needs a GPU: without one every case prints "CUDA suite skipped: <why>"
+// and ctest reports the suite skipped.
 //
 // Tolerances: float32 kernels accumulate in float32 in another order than the CPU's (rtol 1e-4);
 // convolutions run with cudnn.allow_tf32 off unless a case is about TF32 (its default is on, as
@@ -14,13 +15,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <thread>
+#include <vector>
 
 #include "backend_compare.h"
 #include "backends/cuda/cuda_module.h"
 #include "backends_util.h"
 #include "c_api.h"
+#include "cancel_util.h"
 
 using namespace tern;
 using namespace tern_test;
@@ -47,6 +52,20 @@ const CudaModule* loaded_module() {
 
 // Strict float32 comparisons: convolutions off TF32 (cudnn.allow_tf32 defaults to on).
 const FlagList kNoTf32 = {{FlagId::kCudnnAllowTf32, 0}, {FlagId::kCudaAllowTf32, 0}};
+
+// A session of `m` through the C API on CUDA alone, cuda.graphs on or off.
+tern_session* cuda_c_session(tern_model* m, bool graphs) {
+  tern_session_options* o = nullptr;
+  REQUIRE(tern_session_options_create(&o) == TERN_OK);
+  REQUIRE(tern_session_options_set_backends(o, "cuda") == TERN_OK);
+  REQUIRE(tern_session_options_set_cpu_fallback(o, 0) == TERN_OK);
+  REQUIRE(tern_session_options_set_flag(o, "cuda.graphs", graphs ? "1" : "0") == TERN_OK);
+  tern_session* s = nullptr;
+  const tern_status st = tern_session_create(m, o, &s);
+  tern_session_options_destroy(o);
+  REQUIRE_MESSAGE(st == TERN_OK, tern_last_error());
+  return s;
+}
 
 void check_op(SingleOp op, const std::string& what, double rtol = 1e-4, double atol = 1e-5) {
   check_op_on("cuda", std::move(op), what, rtol, atol, kNoTf32);
@@ -689,6 +708,92 @@ TEST_SUITE("cuda") {
     const Tensor x = random_f32({1, 64}, 160);
     check_close(run_graph(m.g, {x}, {"cuda"}, kNoTf32)[0], run_graph(m.g, {x}, {"cpu"})[0],
                 "after an OOM", 1e-4, 1e-4);
+  }
+
+  TEST_CASE("cancel and deadline: a long CUDA run stops within two paced chunks; it goes on") {
+    SKIP_WITHOUT_CUDA();
+    // A MatMul -> Tanh chain on [512, 512], deep enough for a run of >= 200 ms on this device.
+    // The host queues kernels far faster than the device runs them: without pacing, a cancel
+    // would wait for the whole queued run.
+    constexpr int64_t n = 512;
+    int depth = 64;
+    tern_model* m = nullptr;
+    tern_session* s = nullptr;
+    std::vector<float> before;
+    double whole_ms = 0;
+    for (;;) {
+      m = chain_model(n, depth, /*branches=*/1, /*one_weight=*/true);
+      s = cuda_c_session(m, /*graphs=*/false);
+      REQUIRE(run_chain(s, nullptr, n, &before) == TERN_OK);
+      const auto t0 = Clock::now();
+      REQUIRE(run_chain(s, nullptr, n, &before) == TERN_OK);
+      whole_ms = ms_between(t0, Clock::now());
+      if (whole_ms >= 200 || depth >= 65536) break;
+      tern_session_destroy(s);
+      tern_model_destroy(m);
+      depth = std::min(65536, static_cast<int>(depth * std::ceil(300 / std::max(whole_ms, 1.0))));
+    }
+    MESSAGE("chain of ", depth, " MatMul -> Tanh on [", n, ", ", n, "]: a run takes ", whole_ms,
+            " ms");
+    const uint64_t in_use = loaded_module()->memory_stats(0).in_use;
+    std::mt19937 rng(28);
+    std::uniform_real_distribution<double> when(0.05, 0.6);
+    std::vector<double> latencies;
+    for (int trial = 0; trial < 8; ++trial) {
+      tern_run_options* r = nullptr;
+      REQUIRE(tern_run_options_create(&r) == TERN_OK);
+      REQUIRE(tern_run_options_set_deadline_ms(r, kSafetyMs) == TERN_OK);
+      const int after_ms = static_cast<int>(when(rng) * whole_ms);
+      double latency = 0;
+      const tern_status st = cancel_during(
+          r, after_ms, [&] { return run_chain(s, r, n); }, &latency);
+      INFO(std::string(tern_last_error()));
+      CAPTURE(after_ms);
+      CHECK(st == TERN_ERR_CANCELLED);
+      latencies.push_back(latency);
+      tern_run_options_destroy(r);
+    }
+    std::sort(latencies.begin(), latencies.end());
+    const double worst = latencies.back();
+    MESSAGE("cancel to return: median ", latencies[latencies.size() / 2], " ms, max ", worst,
+            " ms");
+    CHECK(worst < whole_ms / 2);  // well before the queued run would have ended
+    {
+      tern_run_options* r = nullptr;
+      REQUIRE(tern_run_options_create(&r) == TERN_OK);
+      REQUIRE(tern_run_options_set_deadline_ms(r, 50) == TERN_OK);
+      const auto t0 = Clock::now();
+      const tern_status st = run_chain(s, r, n);
+      const double took = ms_between(t0, Clock::now());
+      INFO(std::string(tern_last_error()));
+      MESSAGE("a 50 ms deadline on the ", whole_ms, " ms run returned after ", took, " ms");
+      CHECK(st == TERN_ERR_DEADLINE_EXCEEDED);
+      CHECK(took < 50 + whole_ms / 2);
+      tern_run_options_destroy(r);
+    }
+    // The same outputs after the stopped runs, and no device memory kept by them.
+    std::vector<float> after;
+    REQUIRE(run_chain(s, nullptr, n, &after) == TERN_OK);
+    CHECK(after == before);
+    CHECK(loaded_module()->memory_stats(0).in_use == in_use);
+    tern_session_destroy(s);
+    // With cuda.graphs a captured stretch replays whole: a cancel still ends the run with
+    // CANCELLED (or it finishes first) and the session goes on.
+    s = cuda_c_session(m, /*graphs=*/true);
+    for (int i = 0; i < 2; ++i) REQUIRE(run_chain(s, nullptr, n) == TERN_OK);  // captured
+    tern_run_options* r = nullptr;
+    REQUIRE(tern_run_options_create(&r) == TERN_OK);
+    double latency = 0;
+    const tern_status st = cancel_during(
+        r, static_cast<int>(whole_ms / 4), [&] { return run_chain(s, r, n); }, &latency);
+    CHECK((st == TERN_ERR_CANCELLED || st == TERN_OK));
+    tern_run_options_destroy(r);
+    std::vector<float> graphed;
+    REQUIRE(run_chain(s, nullptr, n, &graphed) == TERN_OK);
+    const Comparison c = compare(graphed.data(), before.data(), before.size(), 1e-4, 1e-5);
+    CHECK_MESSAGE(c.mismatches == 0, "max abs ", c.max_abs);
+    tern_session_destroy(s);
+    tern_model_destroy(m);
   }
 
   TEST_CASE("the module answers: devices, cuDNN, the SDPA refusals with a device") {
