@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -103,6 +104,81 @@ tern_status cancel_during(tern_run_options* r, int after_ms, Run run, double* la
   canceller.join();
   *latency_ms = ms_between(cancelled_at, returned);
   return st;
+}
+
+// A chain model (one branch, one weight) on [n, n] deep enough that a warm run of a session made
+// by make_session(model) takes >= 200 ms (the depth grows up to max_depth), with that session.
+struct LongChain {
+  tern_model* model = nullptr;
+  tern_session* session = nullptr;
+  int depth = 0;
+  double whole_ms = 0;         // a warm run
+  std::vector<float> outputs;  // of that run
+};
+template <class MakeSession>
+LongChain long_chain(int64_t n, int depth, int max_depth, MakeSession make_session) {
+  LongChain c;
+  for (;;) {
+    c.model = chain_model(n, depth, /*branches=*/1, /*one_weight=*/true);
+    c.session = make_session(c.model);
+    REQUIRE(run_chain(c.session, nullptr, n, &c.outputs) == TERN_OK);  // planned, warmed
+    const auto t0 = Clock::now();
+    REQUIRE(run_chain(c.session, nullptr, n, &c.outputs) == TERN_OK);
+    c.whole_ms = ms_between(t0, Clock::now());
+    c.depth = depth;
+    if (c.whole_ms >= 200 || depth >= max_depth) return c;
+    tern_session_destroy(c.session);
+    tern_model_destroy(c.model);
+    depth =
+        std::min(max_depth, static_cast<int>(depth * std::ceil(300 / std::max(c.whole_ms, 1.0))));
+  }
+}
+
+// Cancels `trials` runs of the chain model on `s` from a second thread, each at a random point
+// (5-60% of whole_ms, a whole run's time), checks each returns TERN_ERR_CANCELLED, prints the
+// median and worst time from cancel to return, and checks the worst is well before a whole run
+// would have ended.
+inline void check_cancels_at_random_points(tern_session* s, int64_t n, double whole_ms,
+                                           int trials) {
+  std::mt19937 rng(28);
+  std::uniform_real_distribution<double> when(0.05, 0.6);
+  std::vector<double> latencies;
+  for (int trial = 0; trial < trials; ++trial) {
+    tern_run_options* r = nullptr;
+    REQUIRE(tern_run_options_create(&r) == TERN_OK);
+    REQUIRE(tern_run_options_set_deadline_ms(r, kSafetyMs) == TERN_OK);
+    const int after_ms = static_cast<int>(when(rng) * whole_ms);
+    double latency = 0;
+    const tern_status st = cancel_during(
+        r, after_ms, [&] { return run_chain(s, r, n); }, &latency);
+    INFO(std::string(tern_last_error()));
+    CAPTURE(after_ms);
+    CHECK(st == TERN_ERR_CANCELLED);
+    latencies.push_back(latency);
+    tern_run_options_destroy(r);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  const double median = latencies[latencies.size() / 2], worst = latencies.back();
+  MESSAGE("cancel to return over ", latencies.size(), " cancels at random points of a ", whole_ms,
+          " ms run: median ", median, " ms, max ", worst, " ms");
+  CHECK(worst < whole_ms / 2);
+}
+
+// A run of the chain model on `s` with a 50 ms deadline returns TERN_ERR_DEADLINE_EXCEEDED after
+// at least 50 ms and well before a whole run (whole_ms) would have ended.
+inline void check_deadline_50ms(tern_session* s, int64_t n, double whole_ms) {
+  tern_run_options* r = nullptr;
+  REQUIRE(tern_run_options_create(&r) == TERN_OK);
+  REQUIRE(tern_run_options_set_deadline_ms(r, 50) == TERN_OK);
+  const auto t0 = Clock::now();
+  const tern_status st = run_chain(s, r, n);
+  const double took = ms_between(t0, Clock::now());
+  INFO(std::string(tern_last_error()));
+  MESSAGE("a 50 ms deadline on the ", whole_ms, " ms run returned after ", took, " ms");
+  CHECK(st == TERN_ERR_DEADLINE_EXCEEDED);
+  CHECK(took >= 50);
+  CHECK(took < 50 + whole_ms / 2);
+  tern_run_options_destroy(r);
 }
 
 inline uint64_t arena_bytes(const tern_session* s) {

@@ -716,61 +716,18 @@ TEST_SUITE("cuda") {
     // The host queues kernels far faster than the device runs them: without pacing, a cancel
     // would wait for the whole queued run.
     constexpr int64_t n = 512;
-    int depth = 64;
-    tern_model* m = nullptr;
-    tern_session* s = nullptr;
-    std::vector<float> before;
-    double whole_ms = 0;
-    for (;;) {
-      m = chain_model(n, depth, /*branches=*/1, /*one_weight=*/true);
-      s = cuda_c_session(m, /*graphs=*/false);
-      REQUIRE(run_chain(s, nullptr, n, &before) == TERN_OK);
-      const auto t0 = Clock::now();
-      REQUIRE(run_chain(s, nullptr, n, &before) == TERN_OK);
-      whole_ms = ms_between(t0, Clock::now());
-      if (whole_ms >= 200 || depth >= 65536) break;
-      tern_session_destroy(s);
-      tern_model_destroy(m);
-      depth = std::min(65536, static_cast<int>(depth * std::ceil(300 / std::max(whole_ms, 1.0))));
-    }
+    const LongChain chain =
+        long_chain(n, 64, 65536, [](tern_model* model) { return cuda_c_session(model, false); });
+    tern_model* m = chain.model;
+    tern_session* s = chain.session;
+    const int depth = chain.depth;
+    const double whole_ms = chain.whole_ms;
+    const std::vector<float>& before = chain.outputs;
     MESSAGE("chain of ", depth, " MatMul -> Tanh on [", n, ", ", n, "]: a run takes ", whole_ms,
             " ms");
     const uint64_t in_use = loaded_module()->memory_stats(0).in_use;
-    std::mt19937 rng(28);
-    std::uniform_real_distribution<double> when(0.05, 0.6);
-    std::vector<double> latencies;
-    for (int trial = 0; trial < 8; ++trial) {
-      tern_run_options* r = nullptr;
-      REQUIRE(tern_run_options_create(&r) == TERN_OK);
-      REQUIRE(tern_run_options_set_deadline_ms(r, kSafetyMs) == TERN_OK);
-      const int after_ms = static_cast<int>(when(rng) * whole_ms);
-      double latency = 0;
-      const tern_status st = cancel_during(
-          r, after_ms, [&] { return run_chain(s, r, n); }, &latency);
-      INFO(std::string(tern_last_error()));
-      CAPTURE(after_ms);
-      CHECK(st == TERN_ERR_CANCELLED);
-      latencies.push_back(latency);
-      tern_run_options_destroy(r);
-    }
-    std::sort(latencies.begin(), latencies.end());
-    const double worst = latencies.back();
-    MESSAGE("cancel to return: median ", latencies[latencies.size() / 2], " ms, max ", worst,
-            " ms");
-    CHECK(worst < whole_ms / 2);  // well before the queued run would have ended
-    {
-      tern_run_options* r = nullptr;
-      REQUIRE(tern_run_options_create(&r) == TERN_OK);
-      REQUIRE(tern_run_options_set_deadline_ms(r, 50) == TERN_OK);
-      const auto t0 = Clock::now();
-      const tern_status st = run_chain(s, r, n);
-      const double took = ms_between(t0, Clock::now());
-      INFO(std::string(tern_last_error()));
-      MESSAGE("a 50 ms deadline on the ", whole_ms, " ms run returned after ", took, " ms");
-      CHECK(st == TERN_ERR_DEADLINE_EXCEEDED);
-      CHECK(took < 50 + whole_ms / 2);
-      tern_run_options_destroy(r);
-    }
+    check_cancels_at_random_points(s, n, whole_ms, 8);
+    check_deadline_50ms(s, n, whole_ms);
     // The same outputs after the stopped runs, and no device memory kept by them.
     std::vector<float> after;
     REQUIRE(run_chain(s, nullptr, n, &after) == TERN_OK);

@@ -1,9 +1,9 @@
 // The Vulkan kernels against the CPU reference kernels, op by op across shapes, attributes and
 // flags: each graph runs once in a session whose only backend is Vulkan (so every node must have
 // a Vulkan kernel) and once on the CPU. On CI machines the device is lavapipe, Mesa's CPU driver.
-// Also: runs submitted in chunks (a few submits, not one per kernel), cancellation and deadlines on a
-// long run (stopped between chunks; latencies printed, only generous bounds asserted, DESIGN
-// §5), the device queries and the build's shader table.
+// Also: runs submitted in chunks (a few submits, not one per kernel), cancellation and deadlines on
+// a long run (stopped between chunks; latencies printed, only generous bounds asserted, DESIGN §5),
+// the device queries and the build's shader table.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -434,23 +434,12 @@ TEST_SUITE("vulkan") {
     SKIP_WITHOUT_VULKAN();
     // One MatMul -> Tanh chain on [64, 64], deep enough for a run of >= 200 ms on this device.
     constexpr int64_t n = 64;
-    int depth = 32;
-    tern_model* m = nullptr;
-    tern_session* s = nullptr;
-    std::vector<float> before;
-    double whole_ms = 0;
-    for (;;) {
-      m = chain_model(n, depth, /*branches=*/1, /*one_weight=*/true);
-      s = vulkan_c_session(m);
-      REQUIRE(run_chain(s, nullptr, n, &before) == TERN_OK);  // pipelines made
-      const auto t0 = Clock::now();
-      REQUIRE(run_chain(s, nullptr, n, &before) == TERN_OK);
-      whole_ms = ms_between(t0, Clock::now());
-      if (whole_ms >= 200 || depth >= 16384) break;
-      tern_session_destroy(s);
-      tern_model_destroy(m);
-      depth = std::min(16384, static_cast<int>(depth * std::ceil(300 / std::max(whole_ms, 1.0))));
-    }
+    const LongChain chain = long_chain(n, 32, 16384, vulkan_c_session);
+    tern_model* m = chain.model;
+    tern_session* s = chain.session;
+    const int depth = chain.depth;
+    const double whole_ms = chain.whole_ms;
+    const std::vector<float>& before = chain.outputs;
     vk::Context* ctx = vk::Context::get().value();
     const vk::Stats chunked = ctx->stats();
     REQUIRE(run_chain(s, nullptr, n) == TERN_OK);
@@ -472,45 +461,9 @@ TEST_SUITE("vulkan") {
     const uint64_t arenas = arena_bytes(s);
     const vk::Stats start = ctx->stats();
 
-    // Cancels at random points of the run, from a second thread.
-    std::mt19937 rng(28);
-    std::uniform_real_distribution<double> when(0.05, 0.6);
-    std::vector<double> latencies;
-    for (int trial = 0; trial < 12; ++trial) {
-      tern_run_options* r = nullptr;
-      REQUIRE(tern_run_options_create(&r) == TERN_OK);
-      REQUIRE(tern_run_options_set_deadline_ms(r, kSafetyMs) == TERN_OK);
-      const int after_ms = static_cast<int>(when(rng) * whole_ms);
-      double latency = 0;
-      const tern_status st = cancel_during(
-          r, after_ms, [&] { return run_chain(s, r, n); }, &latency);
-      INFO(std::string(tern_last_error()));
-      CAPTURE(after_ms);
-      CHECK(st == TERN_ERR_CANCELLED);
-      latencies.push_back(latency);
-      tern_run_options_destroy(r);
-    }
-    std::sort(latencies.begin(), latencies.end());
-    const double median = latencies[latencies.size() / 2], worst = latencies.back();
-    MESSAGE("cancel to return over ", latencies.size(), " cancels at random points of a ", whole_ms,
-            " ms run: median ", median, " ms, max ", worst, " ms");
-    CHECK(worst < whole_ms / 2);  // well before the run would have ended
-
-    // A deadline.
-    {
-      tern_run_options* r = nullptr;
-      REQUIRE(tern_run_options_create(&r) == TERN_OK);
-      REQUIRE(tern_run_options_set_deadline_ms(r, 50) == TERN_OK);
-      const auto t0 = Clock::now();
-      const tern_status st = run_chain(s, r, n);
-      const double took = ms_between(t0, Clock::now());
-      INFO(std::string(tern_last_error()));
-      MESSAGE("a 50 ms deadline on the ", whole_ms, " ms run returned after ", took, " ms");
-      CHECK(st == TERN_ERR_DEADLINE_EXCEEDED);
-      CHECK(took >= 50);
-      CHECK(took < 50 + whole_ms / 2);
-      tern_run_options_destroy(r);
-    }
+    // Cancels at random points of the run, from a second thread, then a deadline.
+    check_cancels_at_random_points(s, n, whole_ms, 12);
+    check_deadline_50ms(s, n, whole_ms);
 
     // The same outputs, and nothing kept by the stopped runs: arenas, device memory, command
     // buffers, descriptor sets, work in flight, frees waiting for the device.
