@@ -26,7 +26,9 @@ stage setup
 scripts/build.sh
 stage build
 cd "${TERN_BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 900
+# A job per core: the default-generator test (a build) overlaps the single-threaded suites; the
+# suites that measure time or busy cores are RUN_SERIAL (tests/CMakeLists.txt).
+ctest --output-on-failure --timeout 900 -j "$(nproc)"
 stage ctest
 # The conformance summary (closing line), visible in CI's log; per-test results in JSON.
 if [ -d "$corpus" ]; then
