@@ -245,9 +245,11 @@ std::vector<FlagDef> make_defs() {
        1, "TERN_ADAPTIVE_THREADS",
        "a session's runs measure their latency per input shapes and thread count and use fewer "
        "intra-op threads (halving down to 1) while that is faster, as when other processes "
-       "keep the cores busy and a run's threads cannot all get one; they try the larger counts "
-       "again now and then (1 run in 16, backing off to 1 in 256 while the choice holds). Off: "
-       "every run uses num_threads (as granted by cpu.thread_budget)"},
+       "keep the cores busy and a run's threads cannot all get one (slow runs try fewer, kept "
+       "unless clearly slower); they try the larger counts again now and then (1 run in 16, "
+       "backing off to 1 in 256 while the choice holds), not while the CPUs the process may use "
+       "had no idle time for them. Off: every run uses num_threads (as granted by "
+       "cpu.thread_budget)"},
       {FlagId::kCpuSpinUs,
        "cpu.spin_us",
        T::kInt,
