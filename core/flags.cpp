@@ -268,6 +268,16 @@ std::vector<FlagDef> make_defs() {
        {},
        0,
        1000000},
+      {FlagId::kCpuRunHomes, "cpu.run_homes", T::kBool, S::kGlobal, P::kNone, "cpu", 1,
+       "TERN_RUN_HOMES",
+       "runs with several intra-op threads are planned and run on a few long-lived Tern threads "
+       "(homes), the calling thread waiting, in builds whose kernels run on OpenMP: libgomp gives "
+       "every thread that starts a parallel region a team of its own, and once a process holds "
+       "more team threads than CPUs (a second application thread running a session) every "
+       "team sleeps at each region instead of spinning, 1.5x slower or worse. Homes keep one "
+       "team per run at a time whatever the number of application threads; a hand-off costs "
+       "microseconds. Off: runs execute on the calling thread. No effect in builds without "
+       "OpenMP (Tern's own intra-op pool is shared already)"},
       {FlagId::kBlasVerbose, "blas.verbose", T::kBool, S::kRun, P::kNone, "cpu", 0,
        "TERN_BLAS_VERBOSE",
        "print one line on stdout per matrix product a CPU kernel runs (MatMul, FusedMatMul, "

@@ -55,6 +55,7 @@ enum class FlagId : int {
   kCpuThreadBudgetWait,
   kCpuAdaptiveThreads,
   kCpuSpinUs,
+  kCpuRunHomes,
   kBlasVerbose,
   kSdpFp16Bf16ReductionMath,
   kCount

@@ -16,6 +16,10 @@ ProgressScope::~ProgressScope() {
   if (installed_) t_sink = previous_;
 }
 
+const ProgressSink* progress_sink() {
+  return t_sink;
+}
+
 void report_progress(const char* stage, size_t done, size_t total) {
   if (!t_sink) return;
   try {

@@ -31,5 +31,8 @@ class ProgressScope {
 
 // Calls this thread's sink, if any. Never throws: a sink that throws is ignored.
 void report_progress(const char* stage, size_t done, size_t total);
+// This thread's sink (null: none), for work handed to another thread that relays its reports
+// back (core/run_homes.cpp).
+const ProgressSink* progress_sink();
 
 }  // namespace tern

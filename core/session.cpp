@@ -7,6 +7,7 @@
 
 #include "core/op_registry.h"
 #include "core/plan/static_prefix.h"
+#include "core/run_homes.h"
 #include "core/thread_budget.h"
 #include "core/transfer.h"
 
@@ -450,26 +451,39 @@ Status Session::run_charged(const std::vector<std::string>& input_names,
       ThreadBudget::global().acquire(want, f.on(FlagId::kCpuThreadBudgetWait), control, &waited);
   TERN_RETURN_IF_ERROR(waited);
   f.value[static_cast<size_t>(FlagId::kNumThreads)] = grant.threads();
-  TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
-  // Inter-op workers beyond the intra-op threads come from the budget too.
-  const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
-  if (interop > 1 && runs_concurrently(*plan, grant.threads(), interop)) {
-    const int workers = std::min(interop, plan->width);
-    const int extra = workers > grant.threads() ? grant.try_grow(workers - grant.threads()) : 0;
-    f.value[static_cast<size_t>(FlagId::kNumInteropThreads)] =
-        std::min(workers, std::max(grant.threads(), 1 + extra));
+  auto plan_and_run = [&]() -> Status {
+    GrantedThreadScope granted(grant.threads());  // on a home: runs nested here share the grant
+    TERN_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, plan_for(shapes, f));
+    // Inter-op workers beyond the intra-op threads come from the budget too.
+    const int interop = static_cast<int>(f[FlagId::kNumInteropThreads]);
+    if (interop > 1 && runs_concurrently(*plan, grant.threads(), interop)) {
+      const int workers = std::min(interop, plan->width);
+      const int extra = workers > grant.threads() ? grant.try_grow(workers - grant.threads()) : 0;
+      f.value[static_cast<size_t>(FlagId::kNumInteropThreads)] =
+          std::min(workers, std::max(grant.threads(), 1 + extra));
+    }
+    // Planning new shapes may have taken a while.
+    TERN_RETURN_IF_ERROR(check_run(control, "the first step"));
+    const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = adaptive ? thread_cpu_ms() : 0;
+    Status st =
+        executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs, control);
+    if (adaptive && st.is_ok()) {
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      tuner_.record(shapes, asked, grant.threads(), ms, thread_cpu_ms() - cpu0);
+    }
+    return st;
+  };
+#if defined(TERN_HAVE_OPENMP)
+  // Several intra-op threads on the CPU: planned and run on one of Tern's run homes, whose OpenMP
+  // teams stay within the CPUs whatever the number of application threads (core/run_homes.h).
+  // Runs nested in a run (subgraphs, variants, on an inter-op worker) stay where they are.
+  if (cpu_only_ && grant.threads() > 1 && grant.outer() && f.on(FlagId::kCpuRunHomes)) {
+    return RunHomes::global().run(plan_and_run);
   }
-  // Planning new shapes may have taken a while.
-  TERN_RETURN_IF_ERROR(check_run(control, "the first step"));
-  const auto t0 = std::chrono::steady_clock::now();
-  const double cpu0 = adaptive ? thread_cpu_ms() : 0;
-  Status st = executor_->run(*plan, std::move(ordered), wanted, f, output_device, outputs, control);
-  if (adaptive && st.is_ok()) {
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    tuner_.record(shapes, asked, grant.threads(), ms, thread_cpu_ms() - cpu0);
-  }
-  return st;
+#endif
+  return plan_and_run();
 }
 
 Status Session::run_resolved(std::vector<const Tensor*> ordered, const FlagValues& flags,

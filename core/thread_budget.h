@@ -36,6 +36,8 @@ class ThreadBudget {
     Grant& operator=(const Grant&) = delete;
     ~Grant();
     int threads() const { return threads_; }
+    // Whether this is a run's own grant, not one nested in a run's (which shares the outer one).
+    bool outer() const { return outer_; }
     // Gives back all but `n` (>= 1) threads now.
     void shrink_to(int n);
     // Takes up to `more` further threads if free (never waits) for the run's inter-op workers;

@@ -16,6 +16,7 @@
 #include "c_api.h"
 #include "core/cgroup_cpu.h"
 #include "core/cpu_set.h"
+#include "core/run_homes.h"
 #include "core/threading.h"
 
 using namespace tern;
@@ -212,10 +213,27 @@ TEST_SUITE("backends") {
       MESSAGE("team pinning skipped: needs OpenMP and two CPUs for this process");
       return;
     }
-    // A run with cpu.affinity = the process's first CPU on a thread of its own (the OpenMP pool
-    // belongs to the thread that starts the regions).
+    // A run with cpu.affinity = the process's first CPU. Runs of several threads execute on a run
+    // home (core/run_homes.h), whose OpenMP team is the one pinned: the team is read there (the
+    // first idle home, the one that ran).
+    auto home_team = [] {
+      std::vector<CpuList> team;
+      REQUIRE(RunHomes::global()
+                  .run([&] {
+                    team = team_cpu_affinity(2);
+                    return Status::ok();
+                  })
+                  .is_ok());
+      return team;
+    };
     std::thread([&] {
-      const CpuList own = thread_cpu_affinity();
+      CpuList own;
+      REQUIRE(RunHomes::global()
+                  .run([&] {
+                    own = thread_cpu_affinity();
+                    return Status::ok();
+                  })
+                  .is_ok());
       auto run = [](int64_t affinity) {
         SingleOp relu;
         relu.op = "Relu";
@@ -226,8 +244,8 @@ TEST_SUITE("backends") {
         CHECK(out->at(0).data<float>()[0] == 0.f);
       };
       run(intern_cpu_list({all[0]}));
-      // The team's worker kept the list; the calling thread has its own mask back.
-      std::vector<CpuList> team = team_cpu_affinity(2);
+      // The team's worker kept the list; the thread that ran has its own mask back.
+      std::vector<CpuList> team = home_team();
       REQUIRE(team.size() == 2);
       CHECK(team[0] == own);
       CHECK(team[1] == CpuList{all[0]});
@@ -235,7 +253,7 @@ TEST_SUITE("backends") {
             std::string::npos);
       // A later run without a list gives the worker the calling thread's mask back.
       run(0);
-      team = team_cpu_affinity(2);
+      team = home_team();
       CHECK(team[1] == own);
     }).join();
   }

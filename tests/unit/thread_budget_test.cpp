@@ -6,12 +6,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "backends_util.h"
 #include "core/cpu_idle.h"
+#include "core/memory_budget.h"
+#include "core/progress.h"
 #include "core/run_control.h"
+#include "core/run_homes.h"
 #include "core/thread_budget.h"
 #include "core/thread_tuner.h"
 
@@ -54,6 +60,25 @@ std::unique_ptr<Session> matmul_conv_session(int* out_id) {
   p.ints = {1, 1, 1, 1};
   *out_id = b.node("Conv", {img, b.constant("k", random_f32({8, 8, 3, 3}, 2))}, attrs1("pads", p));
   return b.session({*out_id});
+}
+
+// The matmul_conv session at 2 threads with adaptive threads off and `flag` set to `value`, its
+// input and its output's name (the caller holds a FlagRestore).
+struct TwoThreadRun {
+  std::unique_ptr<Session> s;
+  Tensor x;
+  std::string out;
+};
+TwoThreadRun two_thread_matmul_conv(const char* flag, const char* value) {
+  REQUIRE(tern_set_num_threads(2) == TERN_OK);
+  REQUIRE(tern_flag_set("cpu.adaptive_threads", "0") == TERN_OK);
+  REQUIRE(tern_flag_set(flag, value) == TERN_OK);
+  int y = 0;
+  TwoThreadRun r;
+  r.s = matmul_conv_session(&y);
+  r.x = random_f32({128, 256}, 3);
+  r.out = r.s->model().graph().value_name(y);
+  return r;
 }
 
 }  // namespace
@@ -180,13 +205,10 @@ TEST_SUITE("concurrency") {
     return;
 #endif
     FlagRestore restore;
-    REQUIRE(tern_set_num_threads(2) == TERN_OK);
-    REQUIRE(tern_flag_set("cpu.adaptive_threads", "0") == TERN_OK);
-    REQUIRE(tern_flag_set("cpu.spin_us", "0") == TERN_OK);
-    int y = 0;
-    auto s = matmul_conv_session(&y);
-    Tensor xin = random_f32({128, 256}, 3);
-    const std::string out = s->model().graph().value_name(y);
+    TwoThreadRun r = two_thread_matmul_conv("cpu.spin_us", "0");
+    std::unique_ptr<Session>& s = r.s;
+    const Tensor& xin = r.x;
+    const std::string& out = r.out;
     double idle = 1e9;
     for (int round = 0; round < 3; ++round) {  // the least of three: other tests' threads may spin
       run(*s, {"x"}, {&xin}, out);
@@ -227,6 +249,89 @@ TEST_SUITE("concurrency") {
       results.push_back(run(*s, {"x"}, {&xin}, out, &f)[0]);
     }
     CHECK(max_abs_diff(results[0], results[1]) < 1e-3f);
+  }
+
+  TEST_CASE("run homes: a body runs on a home, with its status, exception and memory budget") {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::thread::id ran_on;
+    bool home_inside = false, nested_in_place = false;
+    auto budget = std::make_shared<MemoryBudget>(1000);
+    BudgetScope scope(budget);
+    // Progress reports reach the caller's sink on the caller's thread (the C API promises it).
+    std::vector<std::thread::id> reported_on;
+    const ProgressSink sink = [&](const char*, size_t, size_t) {
+      reported_on.push_back(std::this_thread::get_id());
+    };
+    ProgressScope progress(&sink);
+    const Status st = RunHomes::global().run([&]() -> Status {
+      ran_on = std::this_thread::get_id();
+      home_inside = RunHomes::on_home();
+      // A run nested in a run on a home runs in place.
+      const std::thread::id outer = std::this_thread::get_id();
+      (void)RunHomes::global().run([&]() -> Status {
+        nested_in_place = std::this_thread::get_id() == outer;
+        return Status::ok();
+      });
+      if (MemoryBudget::current() != budget) return internal_error("no budget scope on the home");
+      for (size_t i = 0; i <= 3; ++i) report_progress("prepare kernels", i, 3);
+      return invalid_argument("from the home");
+    });
+    CHECK(RunHomes::global().started() >= 1);
+    CHECK(ran_on != caller);
+    CHECK(home_inside);
+    CHECK_FALSE(RunHomes::on_home());
+    CHECK(nested_in_place);
+    REQUIRE(reported_on.size() == 4);
+    for (const std::thread::id& id : reported_on) CHECK(id == caller);
+    CHECK(st.code() == Code::kInvalidArgument);
+    CHECK(st.message() == "from the home");
+    CHECK_THROWS_AS(RunHomes::global().run([]() -> Status { throw std::runtime_error("thrown"); }),
+                    std::runtime_error);
+    // The home that threw serves the next run.
+    CHECK(RunHomes::global().run([] { return Status::ok(); }).is_ok());
+  }
+
+  TEST_CASE("run homes: application threads share the homes' OpenMP teams, not one each") {
+#if !defined(TERN_HAVE_OPENMP)
+    MESSAGE("no OpenMP in this build: runs stay on their thread, nothing to share");
+#else
+    if (std::thread::hardware_concurrency() < 2) return;
+    FlagRestore restore;
+    TwoThreadRun r = two_thread_matmul_conv("cpu.thread_budget", "2");
+    std::unique_ptr<Session>& s = r.s;
+    const Tensor& xin = r.x;
+    const std::string& out = r.out;
+    const Tensor want = run(*s, {"x"}, {&xin}, out)[0];
+    auto tasks = [] {
+      int n = 0;
+      for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+        n += !e.is_directory() ? 0 : 1;
+      return n;
+    };
+    // Six application threads, one after another, each running the session with 2 threads and
+    // then staying alive: with a team per calling thread the process would gain a team thread
+    // for each; on the homes it gains none past the first.
+    const int before = tasks();
+    std::vector<std::thread> callers;
+    std::vector<std::promise<void> > release(6);
+    std::atomic<int> wrong{0};
+    for (int i = 0; i < 6; ++i) {
+      std::promise<void> ran;
+      auto ran_f = ran.get_future();
+      callers.emplace_back([&, i, ran = std::move(ran)]() mutable {
+        if (!bitwise_equal(run(*s, {"x"}, {&xin}, out)[0], want)) ++wrong;
+        ran.set_value();
+        release[static_cast<size_t>(i)].get_future().wait();
+      });
+      ran_f.wait();
+    }
+    const int grown = tasks() - before;
+    for (auto& done : release) done.set_value();
+    for (auto& t : callers) t.join();
+    MESSAGE("threads gained with 6 live application threads that ran at 2 threads: ", grown);
+    CHECK(wrong.load() == 0);
+    CHECK(grown <= 6 + 2);  // the callers, and at most a home and its team thread more
+#endif
   }
 
   TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
