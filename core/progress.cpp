@@ -1,5 +1,7 @@
 #include "core/progress.h"
 
+#include "core/exceptions.h"
+
 namespace tern {
 namespace {
 thread_local const ProgressSink* t_sink = nullptr;
@@ -18,10 +20,10 @@ ProgressScope::~ProgressScope() {
 
 void report_progress(const char* stage, size_t done, size_t total) {
   if (!t_sink) return;
-  try {
+  TERN_TRY {
     (*t_sink)(stage, done, total);
-  } catch (...) {  // a tool's bar never fails a session
   }
+  TERN_CATCH_ALL {}  // a tool's bar never fails a session
 }
 
 }  // namespace tern
