@@ -65,6 +65,22 @@ if [ -n "$models" ]; then
   fi
   grep -q "left out of this selective build" "$out/left_out.log" \
     || { cat "$out/left_out.log"; echo "aarch64: no 'left out' error"; exit 1; }
+  # A model of a dtype the selective library left out (its kernels are float32, int32 and int64
+  # only: TERN_SELECTIVE_LIBRARY_FROM's types) is refused, and says why.
+  /usr/bin/python3 - "$out/float64.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])
+y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "float64", [x], [y])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+  "$host/tern" convert "$out/float64.onnx" "$out/float64.tern" > /dev/null
+  if "${selq[@]}" "$out/tern" inspect "$out/float64.tern" > "$out/left_out_dtype.log" 2>&1; then
+    echo "aarch64: the selective library loaded a float64 model"; exit 1
+  fi
+  grep -q "float64, a dtype left out of this selective build" "$out/left_out_dtype.log" \
+    || { cat "$out/left_out_dtype.log"; echo "aarch64: no 'dtype left out' error"; exit 1; }
   # The classifier against ONNX Runtime's reference (tern check's .npy pairs).
   check="$models/ppocr_cls_check"
   mkdir -p "$check"
@@ -82,7 +98,7 @@ for kind, values, prefix in (("input", [v for v in g.input if v.name not in init
                     os.path.join(check, f"{prefix}{name}.npy"))
 PY
   "${selq[@]}" "$out/tern" check "$models/ppocr_cls.tern" "$check" --atol 1e-4 --rtol 1e-3
-  echo "selective library: the classifier matches the reference; Loop is refused as left out"
+  echo "selective library: the classifier matches the reference; Loop and float64 are refused as left out"
 fi
 
 # Stripped sizes (a copy each: the build keeps its symbols).
