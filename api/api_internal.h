@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "c_api.h"
+#include "core/exceptions.h"
 #include "core/flags.h"
 #include "core/model.h"
 #include "core/progress.h"
@@ -32,10 +33,10 @@ struct tern_session {
   bool profile_written = false;
   ~tern_session() {
     if (s && s->profiler() && !profile_written) {
-      try {
+      TERN_TRY {
         (void)s->profiler()->write();
-      } catch (...) {  // destroying never fails; the trace is lost
       }
+      TERN_CATCH_ALL {}  // destroying never fails; the trace is lost
     }
   }
 };
@@ -66,9 +67,10 @@ tern_status fail(const Status& s);
 // throws (an allocation failure while building a report): no exception crosses the C boundary.
 template <class Fn, class T>
 T value_guard(Fn&& fn, T fallback) noexcept {
-  try {
+  TERN_TRY {
     return fn();
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return fallback;
   }
 }
@@ -76,16 +78,8 @@ T value_guard(Fn&& fn, T fallback) noexcept {
 // Runs fn (returning Status) and converts whatever happens, exceptions included, to a tern_status.
 template <class Fn>
 tern_status guard(Fn&& fn) noexcept {
-  try {
-    Status s = fn();
-    return s.is_ok() ? TERN_OK : fail(s);
-  } catch (const std::bad_alloc&) {
-    return fail(out_of_memory("out of memory"));
-  } catch (const std::exception& e) {
-    return fail(internal_error("unexpected exception: ", e.what()));
-  } catch (...) {
-    return fail(internal_error("unexpected exception"));
-  }
+  Status s = status_of_call(fn, "");
+  return s.is_ok() ? TERN_OK : fail(s);
 }
 
 using ::tern::shorten;

@@ -141,9 +141,10 @@ const char* tern_config_show(void) {
 /* ---- cpu ---- */
 
 const char* tern_cpu_get_capability(void) {
-  try {
+  TERN_TRY {
     return tern::backends::record("cpu")->capability();
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return "DEFAULT";
   }
 }
@@ -231,7 +232,7 @@ extern "C" {
 int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, size_t why_len) {
   std::string reason;
   const int i = static_cast<int>(b);
-  try {
+  TERN_TRY {
     if (i < 0 || i > 3) {
       reason = tern::str_cat("unknown sdp backend ", i);
     } else if (!p) {
@@ -285,7 +286,8 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
       }
       if (!refusal.empty()) reason += (reason.empty() ? "" : "; ") + refusal;
     }
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     reason = "internal error while checking";
   }
   if (why && why_len) {
@@ -300,17 +302,19 @@ int tern_sdp_can_use(tern_sdp_backend b, const tern_sdp_params* p, char* why, si
 
 int tern_cudnn_is_available(void) {
   // cuDNN is linked into the CUDA module; it is usable where a CUDA device is.
-  try {
+  TERN_TRY {
     const tern::backends::Record* cuda = tern::backends::record("cuda");
     return cuda->library_version("cudnn") > 0 && cuda->is_available() ? 1 : 0;
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return 0;
   }
 }
 int64_t tern_cudnn_version(void) {
-  try {
+  TERN_TRY {
     return tern::backends::record("cuda")->library_version("cudnn");
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return -1;
   }
 }

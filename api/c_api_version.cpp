@@ -27,10 +27,11 @@ namespace {
 // A backend record's answer; 0 when anything fails (no exception crosses the C boundary).
 template <class Fn>
 int ask(const char* kind, Fn fn) {
-  try {
+  TERN_TRY {
     const tern::backends::Record* r = tern::backends::record(kind);
     return r ? fn(*r) : 0;
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return 0;
   }
 }
@@ -118,10 +119,11 @@ int tern_is_flash_attention_available(void) {
 
 const char* tern_backend_unavailable_reason(const char* name) {
   thread_local std::string text;
-  try {
+  TERN_TRY {
     if (!name || !unavailable_reason(name, &text)) return nullptr;
     return text.c_str();
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return nullptr;
   }
 }

@@ -68,14 +68,67 @@ function(tern_resolve_selected_ops out ops models)
   set(${out} "${ops}" PARENT_SCOPE)
 endfunction()
 
-# tern_generate_registrations(DIR OPS OUT_TEXT): DIR/register_ops.cpp and
+# tern_resolve_selected_dtypes(OUT DTYPES MODELS): DTYPES plus the element types
+# scripts/selected_ops.py --dtypes finds in MODELS; empty for every type (both empty, or a .tern
+# model, whose intermediate types only the planner knows).
+function(tern_resolve_selected_dtypes out dtypes models)
+  if(NOT models STREQUAL "")
+    execute_process(
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/selected_ops.py --cmake --dtypes ${models}
+      OUTPUT_VARIABLE from ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "scripts/selected_ops.py --dtypes ${models} failed: ${err}")
+    endif()
+    if(from STREQUAL "all")
+      set(${out} "" PARENT_SCOPE)
+      return()
+    endif()
+    list(APPEND dtypes ${from})
+  endif()
+  if(dtypes)
+    list(APPEND dtypes float32 int64)  # (half kernels widen to float32; shapes are int64)
+  endif()
+  list(REMOVE_DUPLICATES dtypes)
+  list(SORT dtypes)
+  set(${out} "${dtypes}" PARENT_SCOPE)
+endfunction()
+
+# tern_dtype_mask(OUT DTYPES): the C++ expression of kBuiltDTypes (core/dtype.h) for DTYPES
+# (every type when empty): bit N for the dtype numbered N.
+function(tern_dtype_mask out)
+  set(numbers float32=1 uint8=2 int8=3 uint16=4 int16=5 int32=6 int64=7 string=8 bool=9
+    float16=10 float64=11 uint32=12 uint64=13 bfloat16=16)
+  if(NOT ARGN)
+    set(${out} "~uint64_t{0}" PARENT_SCOPE)
+    return()
+  endif()
+  set(mask 0)
+  foreach(dt IN LISTS ARGN)
+    set(n "")
+    foreach(pair IN LISTS numbers)
+      if(pair MATCHES "^${dt}=([0-9]+)$")
+        set(n ${CMAKE_MATCH_1})
+      endif()
+    endforeach()
+    if(n STREQUAL "")
+      message(FATAL_ERROR "Selective build: no dtype '${dt}' (float32, int64, ...; core/dtype.h)")
+    endif()
+    math(EXPR mask "${mask} | (1 << ${n})" OUTPUT_FORMAT HEXADECIMAL)
+  endforeach()
+  set(${out} "uint64_t{${mask}}" PARENT_SCOPE)
+endfunction()
+
+# tern_generate_registrations(DIR OPS OUT_TEXT [DTYPES...]): DIR/register_ops.cpp and
 # DIR/register_cpu_kernels.cpp, calling every op and CPU kernel source's register function, or
 # for a selection (OPS) those registering a selected op, then the registries' selection. OUT_TEXT:
 # "selected ops=N" for a selection, else empty. Reads TERN_OP_SOURCES, TERN_CPU_KERNEL_SOURCES.
 function(tern_generate_registrations dir ops out_text)
+  # The element types kernels are instantiated for (core/dtype.h, dtype_built).
+  tern_dtype_mask(mask ${ARGN})
+  set(define "extern const uint64_t kBuiltDTypes = ${mask};")
   if(NOT ops)
     tern_generate_registration(${dir}/register_ops.cpp "core/op_registry.h"
-      register_all_ops OpRegistry register_op_ ${TERN_OP_SOURCES})
+      register_all_ops OpRegistry register_op_ ${TERN_OP_SOURCES} DEFINE "${define}")
     tern_generate_registration(${dir}/register_cpu_kernels.cpp "core/kernel_registry.h"
       register_cpu_kernels KernelRegistry register_cpu_ ${TERN_CPU_KERNEL_SOURCES})
     set(${out_text} "" PARENT_SCOPE)
@@ -95,14 +148,25 @@ function(tern_generate_registrations dir ops out_text)
   tern_cxx_string_list(left_out_text ${left_out})
   tern_generate_registration(${dir}/register_ops.cpp "core/op_registry.h"
     register_all_ops OpRegistry register_op_ ${op_sources}
-    EPILOGUE "r.select({${selected_text}}, {${left_out_text}})")
+    EPILOGUE "r.select({${selected_text}}, {${left_out_text}})" DEFINE "${define}")
   tern_generate_registration(${dir}/register_cpu_kernels.cpp "core/kernel_registry.h"
     register_cpu_kernels KernelRegistry register_cpu_ ${kernel_sources}
     EPILOGUE "r.keep_ops(\"cpu\", {${selected_text}})")
   list(LENGTH ops count)
   string(JOIN ";" joined ${ops})
-  message(STATUS "Selective build (${dir}): ${count} ops (${joined})")
-  set(${out_text} "selected ops=${count}" PARENT_SCOPE)
+  string(JOIN ";" dtypes_joined ${ARGN})
+  if(ARGN)
+    set(dtypes_text " (dtypes ${dtypes_joined})")
+  else()
+    set(dtypes_text "")
+  endif()
+  message(STATUS "Selective build (${dir}): ${count} ops (${joined})${dtypes_text}")
+  list(LENGTH ARGN dtype_count)
+  if(ARGN)
+    set(${out_text} "selected ops=${count}, selected dtypes=${dtype_count}" PARENT_SCOPE)
+  else()
+    set(${out_text} "selected ops=${count}" PARENT_SCOPE)
+  endif()
 endfunction()
 
 # tern_cxx_string_list(OUT ITEMS...): `"a", "b"` for a braced C++ initializer.

@@ -41,6 +41,18 @@ enum class DType : int32_t {
   kOptional = 0x1002,
 };
 
+// The element types this build has kernels for: bit N for the dtype numbered N. Every type,
+// except in a selective build given TERN_SELECTED_DTYPES or ONNX models (README, mobile). The
+// generated registration (register_ops.cpp) defines it, so a selective library linked from the
+// same objects has its own, and link-time optimisation folds it into the kernels' dtype dispatch
+// (ops/common/op_utils.h): the other types' instantiations are dropped.
+extern const uint64_t kBuiltDTypes;
+// False for a tensor dtype a selective build left out (values that are not tensors: true).
+[[gnu::always_inline]] inline bool dtype_built(DType t, uint64_t built = kBuiltDTypes) {
+  const auto v = static_cast<uint32_t>(t);
+  return v == 0 || v >= 64 || ((built >> v) & 1) != 0;
+}
+
 // True for the values listed above other than kUndefined.
 bool dtype_is_valid(int32_t value);
 // True for the types of tern_dtype in the C API (float32 ... uint64, bfloat16).
@@ -55,7 +67,7 @@ size_t dtype_size(DType t);
 int dtype_file_bits(DType t);
 // "float32", "int64", ...; "undefined(N)" for values outside the enum.
 const char* dtype_name(DType t);
-bool dtype_is_float(DType t);  // float32/64, float16, bfloat16
+bool dtype_is_float(DType t);      // float32/64, float16, bfloat16
 bool dtype_is_low_float(DType t);  // the float8 and float4 types
 bool dtype_is_signed_int(DType t);
 bool dtype_is_unsigned_int(DType t);  // bool excluded

@@ -6,11 +6,11 @@
 #include <exception>
 #include <list>
 #include <mutex>
-#include <thread>
-#include <vector>
 
+#include "core/exceptions.h"
 #include "core/flags.h"
 #include "core/spin_wait.h"
+#include "core/threading.h"
 
 namespace tern {
 
@@ -39,9 +39,10 @@ int64_t work_on(Job& job, int slot) {
   for (;;) {
     const int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job.chunks) break;
-    try {
+    TERN_TRY {
       job.fn(job.context, c, slot);
-    } catch (...) {
+    }
+    TERN_CATCH_ALL {
       std::lock_guard<std::mutex> lock(job.error_mu);
       if (!job.error) job.error = std::current_exception();
     }
@@ -58,7 +59,7 @@ struct IntraOpPool::Impl {
   std::condition_variable done_cv;      // callers wait here
   std::list<Job*> jobs;                 // regions with chunks left to claim
   std::atomic<uint64_t> generation{0};  // bumped when a job is posted (spinning threads watch it)
-  std::vector<std::thread> threads;
+  int threads = 0;                      // started (detached: they run until exit)
   int sleeping = 0;
 
   // A job whose chunks are not all claimed and that may take another thread, or null.
@@ -118,7 +119,7 @@ IntraOpPool::Impl* IntraOpPool::impl() const {
 int IntraOpPool::size() const {
   Impl* im = impl();
   std::lock_guard<std::mutex> lock(im->mu);
-  return static_cast<int>(im->threads.size());
+  return im->threads;
 }
 
 bool in_intra_op_region() {
@@ -142,13 +143,9 @@ void IntraOpPool::run(int64_t chunks, int threads, ChunkFn chunk, void* context)
     std::lock_guard<std::mutex> lock(im->mu);
     // Grow to the threads asked for (a thread that cannot be created leaves its share to the
     // others: the chunks are claimed, never assigned).
-    while (static_cast<int>(im->threads.size()) < threads - 1) {
-      try {
-        im->threads.emplace_back([im] { im->worker(); });
-        im->threads.back().detach();
-      } catch (...) {
-        break;
-      }
+    while (im->threads < threads - 1 &&
+           start_detached_thread([](void* p) { static_cast<Impl*>(p)->worker(); }, im)) {
+      ++im->threads;
     }
     im->jobs.push_back(&job);
     im->generation.fetch_add(1, std::memory_order_release);

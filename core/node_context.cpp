@@ -60,6 +60,9 @@ Status make_node_context(const Graph& g, const Node& node, const std::string& wh
         !ctx->outputs_from_run) {
       return internal_error(ctx->where, ": shape inference left output ", i, " untyped");
     }
+    if (ctx->outputs[i].present && !dtype_built(ctx->outputs[i].dtype)) {
+      return require_dtype_built(ctx->outputs[i].dtype, str_cat(ctx->where, ": output ", i));
+    }
   }
   return Status::ok();
 }

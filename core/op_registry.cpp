@@ -121,4 +121,11 @@ Status infer_node(const OpSchema& schema, OpContext& ctx) {
   return Status::ok();
 }
 
+Status require_dtype_built(DType t, std::string_view what, uint64_t built) {
+  if (dtype_built(t, built)) return Status::ok();
+  return unsupported(what, " is ", dtype_name(t),
+                     ", a dtype left out of this selective build of Tern (TERN_SELECTED_DTYPES); "
+                     "rebuild with it selected");
+}
+
 }  // namespace tern

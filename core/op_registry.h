@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/kernel.h"
@@ -80,5 +81,9 @@ Status check_arity(const OpSchema& schema, const std::vector<bool>& inputs_prese
 // another opset or op); both name the attribute, prefixed by `where`.
 Status check_attributes(const OpSchema& schema, const Attributes& attributes, int64_t opset,
                         const std::string& where);
+
+// UNSUPPORTED when `t` is a tensor dtype this selective build left out (kBuiltDTypes): "WHAT is
+// float64, a dtype left out of this selective build of Tern (TERN_SELECTED_DTYPES) ...".
+Status require_dtype_built(DType t, std::string_view what, uint64_t built = kBuiltDTypes);
 
 }  // namespace tern

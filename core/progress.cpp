@@ -1,5 +1,7 @@
 #include "core/progress.h"
 
+#include "core/exceptions.h"
+
 namespace tern {
 namespace {
 thread_local const ProgressSink* t_sink = nullptr;
@@ -22,10 +24,10 @@ const ProgressSink* progress_sink() {
 
 void report_progress(const char* stage, size_t done, size_t total) {
   if (!t_sink) return;
-  try {
+  TERN_TRY {
     (*t_sink)(stage, done, total);
-  } catch (...) {  // a tool's bar never fails a session
   }
+  TERN_CATCH_ALL {}  // a tool's bar never fails a session
 }
 
 }  // namespace tern

@@ -5,13 +5,14 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "core/exceptions.h"
 #include "core/flags.h"
 #include "core/memory_budget.h"
 #include "core/progress.h"
 #include "core/spin_wait.h"
+#include "core/threading.h"
 
 namespace tern {
 
@@ -62,11 +63,12 @@ struct Home {
       };
       Status st;
       std::exception_ptr caught;
-      try {
+      TERN_TRY {
         BudgetScope scope(std::move(charged_to));
         ProgressScope progress(relayed ? &relay_sink : nullptr);
         st = (*body)();
-      } catch (...) {
+      }
+      TERN_CATCH_ALL {
         caught = std::current_exception();
       }
       lock.lock();
@@ -120,14 +122,10 @@ Status RunHomes::run(const std::function<Status()>& body) {
       }
     }
     if (!home && im.homes.size() < kMaxHomes) {
-      try {
-        auto h = std::make_unique<Home>();
-        Home* raw = h.get();
-        std::thread([raw] { raw->loop(); }).detach();  // std::system_error: no thread
+      auto h = std::make_unique<Home>();
+      if (start_detached_thread([](void* p) { static_cast<Home*>(p)->loop(); }, h.get())) {
+        home = h.get();
         im.homes.push_back(std::move(h));
-        home = raw;
-      } catch (const std::system_error&) {
-        home = nullptr;
       }
     }
     if (home) home->busy = true;
@@ -162,7 +160,9 @@ Status RunHomes::run(const std::function<Status()>& body) {
     std::lock_guard<std::mutex> guard(im.mu);
     home->busy = false;
   }
+#if TERN_HAVE_EXCEPTIONS
   if (error) std::rethrow_exception(error);
+#endif
   return st;
 }
 

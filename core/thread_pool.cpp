@@ -4,11 +4,12 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "core/exceptions.h"
 #include "core/flags.h"
 #include "core/spin_wait.h"
+#include "core/threading.h"
 
 namespace tern {
 
@@ -40,10 +41,10 @@ struct InterOpPool::Impl {
       auto task = std::move(queue.front());
       queue.pop_front();
       lock.unlock();
-      try {
+      TERN_TRY {
         task();
-      } catch (...) {  // a task must not throw; the thread survives one that does
       }
+      TERN_CATCH_ALL {}  // a task must not throw; the thread survives one that does
       lock.lock();
     }
   }
@@ -61,9 +62,10 @@ InterOpPool::Impl* InterOpPool::impl() {
 
 int InterOpPool::launch(int n, const std::function<void()>& task) noexcept {
   Impl* im = nullptr;
-  try {
+  TERN_TRY {
     im = impl();
-  } catch (...) {
+  }
+  TERN_CATCH_ALL {
     return 0;
   }
   std::lock_guard<std::mutex> lock(im->mu);
@@ -71,15 +73,16 @@ int InterOpPool::launch(int n, const std::function<void()>& task) noexcept {
   // Each task is queued only once a thread is there to take it: a task never waits behind
   // another run's task, and none is left queued when a thread cannot be made.
   for (; launched < n; ++launched) {
-    try {
+    TERN_TRY {
       if (static_cast<int>(im->queue.size()) >= im->idle + im->starting) {
-        std::thread([im] { im->worker(); }).detach();  // std::system_error: no thread
+        if (!start_detached_thread([](void* p) { static_cast<Impl*>(p)->worker(); }, im)) break;
         ++im->threads;
         ++im->starting;
       }
       im->queue.push_back(task);
       im->posted.fetch_add(1, std::memory_order_release);
-    } catch (...) {  // or std::bad_alloc
+    }
+    TERN_CATCH_ALL {  // std::bad_alloc
       break;
     }
   }

@@ -1,5 +1,7 @@
 #include "core/threading.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,12 +9,41 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 
 namespace tern {
+
+bool start_detached_thread(void (*fn)(void*), void* arg) noexcept {
+  struct Start {
+    void (*fn)(void*);
+    void* arg;
+  };
+  auto* start = new (std::nothrow) Start{fn, arg};
+  if (!start) return false;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) {
+    delete start;
+    return false;
+  }
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, &attr,
+      [](void* p) -> void* {
+        const Start s = *static_cast<Start*>(p);
+        delete static_cast<Start*>(p);
+        s.fn(s.arg);
+        return nullptr;
+      },
+      start);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) delete start;
+  return rc == 0;
+}
 
 namespace {
 

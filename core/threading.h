@@ -9,6 +9,10 @@
 
 namespace tern {
 
+// Starts fn(arg) on a detached thread; false when none can be made. Never throws (std::thread
+// reports a failure by throwing, which builds without exceptions cannot catch).
+bool start_detached_thread(void (*fn)(void*), void* arg) noexcept;
+
 // Physical cores of this machine (logical CPUs when the topology cannot be read).
 int physical_core_count();
 // Physical cores among `cpus` (hyper-threads of one core count once): sysfs topology, else the

@@ -176,6 +176,7 @@ void convert(const Stored<From>* in, Stored<To>* out, int64_t n) {
 template <class T>
 bool visit_fast(DType t, T&& fn) {
   if (t != DType::kBool) return ops::visit_numeric(t, fn);
+  if (!dtype_built(DType::kBool)) return false;  // (a selective build without bool)
   fn(BoolByte{});
   return true;
 }

@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include "core/exceptions.h"
 #include "ops/common/elementwise.h"
 
 namespace tern {
@@ -209,15 +210,16 @@ Expected<std::unique_ptr<Kernel>> make_split(const OpContext& ctx) {
 
 // ---- RegexFullMatch -----------------------------------------------------------------------------
 
-struct RegexParams {
-  std::shared_ptr<const std::regex> re;
-};
-
 Status infer_regex(OpContext& ctx) {
   TERN_RETURN_IF_ERROR(require_strings(ctx, 0));
   ctx.set_output(0, DType::kBool, ctx.inputs[0].shape);
   return Status::ok();
 }
+
+#if TERN_HAVE_EXCEPTIONS
+struct RegexParams {
+  std::shared_ptr<const std::regex> re;
+};
 
 Status run_regex(const RegexParams& p, const KernelArgs& a, const ExecContext&) {
   const Tensor& x = *a.inputs[0];
@@ -226,8 +228,10 @@ Status run_regex(const RegexParams& p, const KernelArgs& a, const ExecContext&) 
   }
   return Status::ok();
 }
+#endif
 
 Expected<std::unique_ptr<Kernel>> make_regex(const OpContext& ctx) {
+#if TERN_HAVE_EXCEPTIONS
   TERN_ASSIGN_OR_RETURN(std::string pattern, ctx.attrs().get_string("pattern", ""));
   try {
     return make_kernel("reference", RegexParams{std::make_shared<const std::regex>(pattern)},
@@ -236,6 +240,11 @@ Expected<std::unique_ptr<Kernel>> make_regex(const OpContext& ctx) {
     return unsupported(ctx.where, ": pattern '", pattern, "' is not a supported regex (", e.what(),
                        ")");
   }
+#else
+  // std::regex reports a bad pattern, or a match past its limits, only by throwing.
+  return unsupported(ctx.where, ": RegexFullMatch is left out of builds without C++ exceptions ",
+                     "(TERN_MINIMAL): std::regex reports bad patterns by throwing");
+#endif
 }
 
 }  // namespace

@@ -8,9 +8,12 @@ branches, Loop and Scan bodies), and adds the ops Tern's optimizer makes of what
 selective build runs the models as fast as a full one. The optimizer also checks that a fusion's
 op is built before making it (core/opt/graph_util.h, op_built).
 
-Usage: scripts/selected_ops.py [--cmake] [--no-fusions] MODEL...
+Usage: scripts/selected_ops.py [--cmake] [--no-fusions] [--dtypes] MODEL...
   prints "domain op_type" lines (the domain "ai.onnx" for ONNX's default one), or with --cmake
   one CMake list ("Add;Conv;..."), as CMakeLists.txt reads it.
+  --dtypes: the element types instead (float32, int64, ...: every tensor's of every graph, by
+  ONNX's type inference), with float32 and int64 always (widened half kernels, shapes); "all"
+  when a model is a .tern file, whose intermediate values' types only Tern's planner knows.
 """
 import argparse
 import struct
@@ -161,6 +164,51 @@ def tern_ops(path):
     return ops
 
 
+# ONNX's TensorProto.DataType numbers as Tern's dtype_name spells them (core/dtype.cpp).
+DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+               7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32",
+               13: "uint64", 16: "bfloat16"}
+
+
+def onnx_dtypes(path):
+    """The element types of every value of every graph, or None for a type Tern has no name for."""
+    import onnx
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
+    found = set()
+
+    def elem(t):
+        which = t.WhichOneof("value")
+        if which == "tensor_type":
+            found.add(t.tensor_type.elem_type)
+        elif which == "sequence_type":
+            elem(t.sequence_type.elem_type)
+        elif which == "optional_type":
+            elem(t.optional_type.elem_type)
+
+    def walk(graph):
+        for v in list(graph.input) + list(graph.output) + list(graph.value_info):
+            elem(v.type)
+        for i in graph.initializer:
+            found.add(i.data_type)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    found.add(attr.t.data_type)
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    walk(attr.g)
+                for sub in attr.graphs:
+                    walk(sub)
+                if node.op_type == "Cast" and attr.name == "to":
+                    found.add(attr.i)
+
+    walk(model.graph)
+    found.discard(0)  # (a value ONNX could not type: its producer's type is among the others)
+    if any(t not in DTYPE_NAMES for t in found):
+        return None
+    return {DTYPE_NAMES[t] for t in found}
+
+
 def model_ops(path):
     with open(path, "rb") as f:
         head = f.read(8)
@@ -171,8 +219,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cmake", action="store_true", help="print one CMake list of op types")
     ap.add_argument("--no-fusions", action="store_true", help="leave out the optimizer's ops")
+    ap.add_argument("--dtypes", action="store_true", help="print the element types instead")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
+    if args.dtypes:
+        dtypes = {"float32", "int64"}
+        for path in args.models:
+            with open(path, "rb") as f:
+                found = None if f.read(8)[4:8] == b"TERN" else onnx_dtypes(path)
+            if found is None:
+                print("all")
+                return
+            dtypes |= found
+        print((";" if args.cmake else "\n").join(sorted(dtypes)))
+        return
     ops = set()
     for path in args.models:
         ops |= model_ops(path)

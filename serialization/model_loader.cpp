@@ -22,6 +22,10 @@ bool is_tern(const uint8_t* data, size_t size) {
 // alike).
 Status check_ops_known(const Graph& g) {
   const OpRegistry& ops = OpRegistry::global();
+  for (const Value& v : g.values) {  // (a selective build's left-out dtypes)
+    const DType t = v.constant ? v.constant->dtype() : v.type.dtype;
+    if (!dtype_built(t)) return require_dtype_built(t, str_cat("value '", shorten(v.name), "'"));
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.op_type.empty()) return invalid_model(g.describe_node(i), ": the node has no op type");

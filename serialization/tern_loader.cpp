@@ -55,9 +55,7 @@ struct GraphReader {
       if (val.name.empty() || !names.insert(val.name).second) {
         return invalid_model(where, ": names must be non-empty and unique");
       }
-      const auto composite = [](int32_t d) {
-        return dtype_is_composite(static_cast<DType>(d));
-      };
+      const auto composite = [](int32_t d) { return dtype_is_composite(static_cast<DType>(d)); };
       if (v->dtype() != 0 && !dtype_is_valid(v->dtype()) && !composite(v->dtype())) {
         return invalid_model(where, ": dtype ", v->dtype(), " is not valid");
       }
@@ -93,10 +91,11 @@ struct GraphReader {
         auto n = checked_numel(shape);
         if (!n) return invalid_model(where, ": ", n.status().message());
         const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v->segment()));
-        const uint64_t bytes = static_cast<uint64_t>(*n) * dtype_size(val.type.dtype);
-        if (bytes != s->length()) {
-          return invalid_model(where, ": shape ", shape_str(shape), " needs ", bytes,
-                               " bytes, its segment holds ", s->length());
+        // (By division: n * size may wrap around, 2^61 int64s "needing" 0 bytes.)
+        const uint64_t elem = dtype_size(val.type.dtype);
+        if (s->length() % elem != 0 || static_cast<uint64_t>(*n) != s->length() / elem) {
+          return invalid_model(where, ": shape ", shape_str(shape), " needs ", *n, " elements of ",
+                               elem, " bytes, its segment holds ", s->length(), " bytes");
         }
         void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
         val.constant = Tensor::wrap(val.type.dtype, shape, ptr, keep);
@@ -215,17 +214,20 @@ struct GraphReader {
       case fb::AttributeKind::Tensor: {
         const fb::InlineTensor* t = a.t();
         if (!t || !dtype_is_valid(t->dtype()) ||
-            t->dtype() == static_cast<int32_t>(DType::kString)) {
+            t->dtype() == static_cast<int32_t>(DType::kString) ||
+            dtype_size(static_cast<DType>(t->dtype())) == 0) {
           return invalid_model(where, ": tensor has no valid non-string dtype");
         }
         const Shape shape = read_longs(t->shape());
         auto n = checked_numel(shape);
         if (!n) return invalid_model(where, ": ", n.status().message());
-        size_t bytes = static_cast<size_t>(*n) * dtype_size(static_cast<DType>(t->dtype()));
-        size_t have = t->data() ? t->data()->size() : 0;
-        if (have != bytes) {
-          return invalid_model(where, ": tensor holds ", have, " bytes, its shape needs ", bytes);
+        const size_t elem = dtype_size(static_cast<DType>(t->dtype()));
+        const size_t have = t->data() ? t->data()->size() : 0;
+        if (have % elem != 0 || static_cast<uint64_t>(*n) != have / elem) {  // (no wrap-around)
+          return invalid_model(where, ": tensor holds ", have, " bytes, its shape needs ", *n,
+                               " elements of ", elem, " bytes");
         }
+        const size_t bytes = have;
         TERN_ASSIGN_OR_RETURN(out.t, Tensor::allocate(static_cast<DType>(t->dtype()), shape));
         if (bytes) std::memcpy(out.t.raw(), t->data()->data(), bytes);
         break;

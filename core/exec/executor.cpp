@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/cpu_set.h"
+#include "core/exceptions.h"
 #include "core/plan/schedule.h"
 #include "core/thread_budget.h"
 #include "core/thread_pool.h"
@@ -362,16 +363,13 @@ Status Executor::execute_concurrent(const Plan& plan, std::vector<Tensor>& tenso
       lock.unlock();
       // On a pool thread an exception would end the process: it becomes the run's error.
       Status r = check_step(exec, plan.steps[static_cast<size_t>(s)]);
-      try {
-        if (r.is_ok()) {
-          r = run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1, exec);
-        }
-      } catch (const std::bad_alloc&) {
-        r = out_of_memory(plan.steps[static_cast<size_t>(s)].label, ": out of memory");
-      } catch (const std::exception& e) {
-        r = internal_error(plan.steps[static_cast<size_t>(s)].label, ": ", e.what());
-      } catch (...) {
-        r = internal_error(plan.steps[static_cast<size_t>(s)].label, ": unexpected exception");
+      if (r.is_ok()) {
+        r = status_of_call(
+            [&] {
+              return run_step(plan, plan.steps[static_cast<size_t>(s)], tensors, base, nullptr, 1,
+                              exec);
+            },
+            plan.steps[static_cast<size_t>(s)].label);
       }
       lock.lock();
       --st.running;

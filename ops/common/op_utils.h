@@ -21,40 +21,40 @@ std::vector<int64_t> read_ints(const Tensor& t);
 // Output tensor of a known-value shape computation.
 Tensor make_int64_tensor(const std::vector<int64_t>& v, Shape shape);
 
+// fn(T{}) for the dtype `dt` of one case of the visitors below, or false where a selective build
+// left `dt` out (core/dtype.h, dtype_built): with `dt` a constant the check folds, and link-time
+// optimisation drops the instantiations of the types left out.
+template <class T, class Fn>
+[[gnu::always_inline]] inline bool visit_as(DType dt, Fn& fn) {
+  if (!dtype_built(dt)) return false;
+  fn(T{});
+  return true;
+}
+
 // Calls fn(T{}) for the C++ type of dt; returns false for dtypes outside the list.
 template <class Fn>
 bool visit_numeric(DType dt, Fn&& fn) {
   switch (dt) {
     case DType::kFloat32:
-      fn(float{});
-      return true;
+      return visit_as<float>(DType::kFloat32, fn);
     case DType::kFloat64:
-      fn(double{});
-      return true;
+      return visit_as<double>(DType::kFloat64, fn);
     case DType::kInt8:
-      fn(int8_t{});
-      return true;
+      return visit_as<int8_t>(DType::kInt8, fn);
     case DType::kUInt8:
-      fn(uint8_t{});
-      return true;
+      return visit_as<uint8_t>(DType::kUInt8, fn);
     case DType::kInt16:
-      fn(int16_t{});
-      return true;
+      return visit_as<int16_t>(DType::kInt16, fn);
     case DType::kUInt16:
-      fn(uint16_t{});
-      return true;
+      return visit_as<uint16_t>(DType::kUInt16, fn);
     case DType::kInt32:
-      fn(int32_t{});
-      return true;
+      return visit_as<int32_t>(DType::kInt32, fn);
     case DType::kUInt32:
-      fn(uint32_t{});
-      return true;
+      return visit_as<uint32_t>(DType::kUInt32, fn);
     case DType::kInt64:
-      fn(int64_t{});
-      return true;
+      return visit_as<int64_t>(DType::kInt64, fn);
     case DType::kUInt64:
-      fn(uint64_t{});
-      return true;
+      return visit_as<uint64_t>(DType::kUInt64, fn);
     default:
       return false;
   }
@@ -114,11 +114,9 @@ template <class Fn>
 bool visit_any_float(DType dt, Fn&& fn) {
   switch (dt) {
     case DType::kFloat16:
-      fn(Float16{});
-      return true;
+      return visit_as<Float16>(DType::kFloat16, fn);
     case DType::kBFloat16:
-      fn(BFloat16{});
-      return true;
+      return visit_as<BFloat16>(DType::kBFloat16, fn);
     default:
       return visit_float(dt, fn);
   }
@@ -129,11 +127,9 @@ template <class Fn>
 bool visit_all_numeric(DType dt, Fn&& fn) {
   switch (dt) {
     case DType::kFloat16:
-      fn(Float16{});
-      return true;
+      return visit_as<Float16>(DType::kFloat16, fn);
     case DType::kBFloat16:
-      fn(BFloat16{});
-      return true;
+      return visit_as<BFloat16>(DType::kBFloat16, fn);
     default:
       return visit_numeric(dt, fn);
   }
@@ -168,11 +164,9 @@ template <class Fn>
 bool visit_float(DType dt, Fn&& fn) {
   switch (dt) {
     case DType::kFloat32:
-      fn(float{});
-      return true;
+      return visit_as<float>(DType::kFloat32, fn);
     case DType::kFloat64:
-      fn(double{});
-      return true;
+      return visit_as<double>(DType::kFloat64, fn);
     default:
       return false;
   }

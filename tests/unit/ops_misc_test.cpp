@@ -390,6 +390,25 @@ TEST_SUITE("ops") {
 }
 
 TEST_SUITE("bad_input") {
+  TEST_CASE("RegexFullMatch: a bad pattern is refused, or the op where libtern has no exceptions") {
+    Attributes at;
+    Attribute pattern;
+    pattern.kind = Attribute::Kind::kString;
+    pattern.s = "(unclosed";
+    at.set("pattern", pattern);
+    Status s = status({"RegexFullMatch", at, {strings({2}, {"a", "(unclosed"})}, {}, 20});
+    CHECK(s.code() == Code::kUnsupported);
+#if defined(TERN_LIBRARY_NO_EXCEPTIONS)
+    // (TERN_MINIMAL: std::regex reports a bad pattern only by throwing.)
+    CHECK(s.message().find("left out of builds without C++ exceptions") != std::string::npos);
+#else
+    CHECK(s.message().find("is not a supported regex") != std::string::npos);
+    pattern.s = "a+";
+    at.set("pattern", pattern);
+    CHECK(status({"RegexFullMatch", at, {strings({2}, {"aa", "ab"})}, {}, 20}).is_ok());
+#endif
+  }
+
   TEST_CASE("DeformConv rejects offsets, masks and weights that do not fit, and other ranks") {
     std::mt19937 rng(7);
     const Tensor x = random_f32({1, 4, 5, 5}, rng), w = random_f32({2, 4, 3, 3}, rng);

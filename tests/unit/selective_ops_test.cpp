@@ -101,4 +101,23 @@ TEST_SUITE("ops") {
     CHECK(r.op_types("cuda") == std::vector<std::string>{"Relu"});
     CHECK_FALSE(r.has_op("Relu", "cpu"));
   }
+  TEST_CASE("a dtype a selective build left out is refused, and the message says so") {
+    const uint64_t f32_i64 = (uint64_t{1} << 1) | (uint64_t{1} << 7);  // bit N: dtype N
+    CHECK(dtype_built(DType::kFloat32, f32_i64));
+    CHECK(dtype_built(DType::kInt64, f32_i64));
+    CHECK_FALSE(dtype_built(DType::kFloat64, f32_i64));
+    CHECK_FALSE(dtype_built(DType::kBFloat16, f32_i64));
+    CHECK(dtype_built(DType::kSequence, f32_i64));   // not a tensor type
+    CHECK(dtype_built(DType::kUndefined, f32_i64));  // not known yet
+    const Status s = require_dtype_built(DType::kFloat64, "value 'x'", f32_i64);
+    CHECK(s.code() == Code::kUnsupported);
+    CHECK(s.message() ==
+          "value 'x' is float64, a dtype left out of this selective build of Tern "
+          "(TERN_SELECTED_DTYPES); rebuild with it selected");
+    CHECK(require_dtype_built(DType::kInt64, "value 'x'", f32_i64).is_ok());
+    // This build (the tests') has every type.
+    for (DType t : {DType::kFloat16, DType::kFloat64, DType::kInt8, DType::kUInt64, DType::kBool}) {
+      CHECK(dtype_built(t));
+    }
+  }
 }
