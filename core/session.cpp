@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "core/op_registry.h"
 #include "core/plan/static_prefix.h"
@@ -74,10 +75,26 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   std::shared_ptr<MemoryBudget> budget;
   if (config.max_memory_bytes) budget = std::make_shared<MemoryBudget>(config.max_memory_bytes);
   BudgetScope scope(budget);
-  auto s = create_charged(std::move(model), std::move(config));
+  std::optional<Expected<std::unique_ptr<Session>>> made;
+  auto make = [&] { made.emplace(create_charged(std::move(model), std::move(config))); };
+#if defined(TERN_HAVE_OPENMP)
+  // A CPU session prepares its kernels (weight reorders, folding) with OpenMP: on a run home, as
+  // its runs will, so that the calling thread gets no OpenMP team of its own (core/run_homes.h).
+  const bool cpu_only =
+      std::all_of(config.backends.begin(), config.backends.end(),
+                  [](const Backend* b) { return std::string(b->name()) == "cpu"; });
+  if (cpu_only && Flags::global().get(FlagId::kCpuRunHomes) != 0) {
+    TERN_RETURN_IF_ERROR(RunHomes::global().run([&] {
+      make();
+      return Status::ok();
+    }));
+  }
+#endif
+  if (!made) make();
+  Expected<std::unique_ptr<Session>>& s = *made;
   if (!s) return with_budget_note(s.status(), budget.get());
   (*s)->budget_ = std::move(budget);
-  return s;
+  return std::move(s);
 }
 
 Status Session::run(const std::vector<std::string>& input_names,
