@@ -543,8 +543,9 @@ typedef enum {
  * it tries more now and then (1 run in 16, backing off to 1 in 256), but not while the process's
  * CPUs had no idle time for them (/proc/stat). Where kernels run on OpenMP, a run with several
  * intra-op threads is planned and run on one of a few long-lived Tern threads ("cpu.run_homes",
- * default on) while the calling thread waits: OpenMP gives every calling thread a team of its
- * own, and more team threads than CPUs make every team sleep at each parallel region.
+ * default on) while the calling thread waits, and a CPU session is created there too: OpenMP
+ * gives every calling thread a team of its own, and more team threads than CPUs make every team
+ * sleep at each parallel region.
  * tern_parallel_info reports the budget.
  * Defaults (both): the physical cores among the CPUs this process may use (its sched_getaffinity
  * mask, or under OMP_PROC_BIND the CPUs of all OpenMP places), at most the process's cgroup CPU

@@ -14,7 +14,6 @@
 
 #include "backends_util.h"
 #include "core/cpu_idle.h"
-#include "core/exceptions.h"
 #include "core/memory_budget.h"
 #include "core/progress.h"
 #include "core/run_control.h"
@@ -286,7 +285,7 @@ TEST_SUITE("concurrency") {
     for (const std::thread::id& id : reported_on) CHECK(id == caller);
     CHECK(st.code() == Code::kInvalidArgument);
     CHECK(st.message() == "from the home");
-#if TERN_HAVE_EXCEPTIONS  // (the minimal build has none)
+#if !defined(TERN_LIBRARY_NO_EXCEPTIONS)  // (TERN_MINIMAL: an exception there ends the process)
     CHECK_THROWS_AS(RunHomes::global().run([]() -> Status { throw std::runtime_error("thrown"); }),
                     std::runtime_error);
 #endif
