@@ -73,7 +73,9 @@ struct Home {
       }
       lock.lock();
       result = std::move(st);
-      error = caught;
+      // Moved, not copied: the caller holds the only reference from here, so the exception is
+      // freed on the caller's thread (libstdc++'s reference counts are invisible to TSan).
+      error = std::move(caught);
       done = true;
       lock.unlock();
       done_cv.notify_one();
