@@ -68,6 +68,12 @@ Status check_composite(const IOInfo& info, const Tensor& t) {
   return Status::ok();
 }
 
+// Whether every backend of a session is the CPU's.
+bool only_cpu(const std::vector<Backend*>& backends) {
+  return std::all_of(backends.begin(), backends.end(),
+                     [](const Backend* b) { return std::string(b->name()) == "cpu"; });
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
@@ -80,10 +86,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
 #if defined(TERN_HAVE_OPENMP)
   // A CPU session prepares its kernels (weight reorders, folding) with OpenMP: on a run home, as
   // its runs will, so that the calling thread gets no OpenMP team of its own (core/run_homes.h).
-  const bool cpu_only =
-      std::all_of(config.backends.begin(), config.backends.end(),
-                  [](const Backend* b) { return std::string(b->name()) == "cpu"; });
-  if (cpu_only && Flags::global().get(FlagId::kCpuRunHomes) != 0) {
+  if (only_cpu(config.backends) && Flags::global().get(FlagId::kCpuRunHomes) != 0) {
     TERN_RETURN_IF_ERROR(RunHomes::global().run([&] {
       make();
       return Status::ok();
@@ -127,8 +130,7 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   s->model_ = std::move(model);
   s->config_ = std::move(config);
   s->planning_backends_ = s->config_.backends;
-  s->cpu_only_ = std::all_of(s->config_.backends.begin(), s->config_.backends.end(),
-                             [](const Backend* b) { return std::string(b->name()) == "cpu"; });
+  s->cpu_only_ = only_cpu(s->config_.backends);
   const auto& run_on = s->config_.backends;
   if (s->config_.planning_host &&
       std::none_of(run_on.begin(), run_on.end(), [](Backend* b) { return b->is_host(); })) {
