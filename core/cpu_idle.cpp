@@ -1,6 +1,7 @@
 #include "core/cpu_idle.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,6 +57,13 @@ std::string read_proc_stat() {
   return text;
 }
 
+// The CPU time of all of this process's threads, in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 }  // namespace
 
 IdleCpuMeter::Reading IdleCpuMeter::read(double min_window_ms) {
@@ -68,16 +76,19 @@ IdleCpuMeter::Reading IdleCpuMeter::read(double min_window_ms) {
   const int64_t jiffies = idle_jiffies_of(read_proc_stat(), process_cpu_affinity());
   if (jiffies < 0) return r;
   r.known = true;
+  const double cpu_s = process_cpu_seconds();
   if (started_) {
     const long hz = ::sysconf(_SC_CLK_TCK);
     const double seconds = std::chrono::duration<double>(now - t0_).count();
     r.ready = true;
     r.idle_cpus =
         static_cast<double>(jiffies - jiffies0_) / static_cast<double>(hz > 0 ? hz : 100) / seconds;
+    r.own_cpus = std::max(0.0, cpu_s - process_cpu_s0_) / seconds;
   }
   started_ = true;
   t0_ = now;
   jiffies0_ = jiffies;
+  process_cpu_s0_ = cpu_s;
   return r;
 }
 

@@ -243,13 +243,14 @@ std::vector<FlagDef> make_defs() {
        "the others; off: it never waits"},
       {FlagId::kCpuAdaptiveThreads, "cpu.adaptive_threads", T::kBool, S::kSession, P::kNone, "cpu",
        1, "TERN_ADAPTIVE_THREADS",
-       "a session's runs measure their latency per input shapes and thread count and use fewer "
-       "intra-op threads (halving down to 1) while that is faster, as when other processes "
-       "keep the cores busy and a run's threads cannot all get one (slow runs try fewer, kept "
-       "unless clearly slower); they try the larger counts again now and then (1 run in 16, "
-       "backing off to 1 in 256 while the choice holds), not while the CPUs the process may use "
-       "had no idle time for them. Off: every run uses num_threads (as granted by "
-       "cpu.thread_budget)"},
+       "a session's runs use fewer intra-op threads (halving down to 1) while other processes "
+       "hold the CPUs their threads would need: at once when, over the last ~100 ms, the CPUs "
+       "other processes left to this one (idle ones plus those it used itself, from /proc/stat) "
+       "are fewer than the threads by over half a CPU; and while runs are measured faster so "
+       "(per input shapes and thread count: slow runs try fewer, kept unless clearly slower). "
+       "They try the larger counts again now and then (1 run in 16, backing off to 1 in 256 "
+       "while the choice holds), not while those would not fit. Off: every run uses num_threads "
+       "(as granted by cpu.thread_budget)"},
       {FlagId::kCpuSpinUs,
        "cpu.spin_us",
        T::kInt,

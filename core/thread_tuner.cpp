@@ -19,6 +19,9 @@ constexpr double kContended = 1.5;
 constexpr double kCollapsed = 3;
 // A calling thread on a core of its own gets nearly all of a run's wall time on it.
 constexpr double kCpuShare = 0.75;
+// A thread count fits in the CPUs other processes left to this one within half a CPU (the
+// counters' noise over a 100 ms window is about a tenth).
+constexpr double kFitSlack = 0.5;
 
 }  // namespace
 
@@ -43,16 +46,35 @@ ThreadTuner::Entry& ThreadTuner::entry(const std::vector<Shape>& shapes, int wan
 }
 
 bool ThreadTuner::cores_busy(Entry& e) {
-  // More threads gain only where the CPUs had idle time for them: at least half a CPU per thread
-  // added, on average over the last reading's window. Without a reading (no /proc/stat, or none
-  // yet), try.
+  // More threads gain only where other processes left the CPUs for them: the level tried must fit
+  // in the CPUs this process could have had over the last reading's window (the yield rule's
+  // measure, so a try is not undone at once). Without a reading (no /proc/stat, or none yet), try.
   const bool up = e.probe_up || e.current + 1 >= e.levels.size();
   if (!up || !last_idle_.ready) return false;
-  const double added = e.levels[e.current - 1].threads - e.levels[e.current].threads;
-  if (last_idle_.idle_cpus >= 0.5 * added) return false;
+  if (e.levels[e.current - 1].threads <= last_idle_.free_cpus() + kFitSlack) return false;
   e.next_probe = e.runs + e.interval;  // look again later, as if the try had been made
   ++skipped_;
   return true;
+}
+
+void ThreadTuner::yield_to_others(Entry& e) {
+  // Other processes hold CPUs that this run's threads would need: with more threads than the CPUs
+  // left to this process, each parallel region waits for the thread that shares a core with them
+  // (latency jumps, or collapses to hundreds of ms). Move at once to the most threads that fit,
+  // without waiting for slow runs to show it. The tries of more threads (cores_busy) come back
+  // once the CPUs are free.
+  if (!last_idle_.ready) return;
+  const double fit = last_idle_.free_cpus() + kFitSlack;
+  size_t to = e.current;
+  while (to + 1 < e.levels.size() && e.levels[to].threads > fit) ++to;
+  if (to == e.current) return;
+  e.current = to;
+  e.interval = kFirstInterval;
+  e.next_probe = e.runs + e.interval;
+  e.again = e.probing = e.contended_probe = -1;
+  e.alarm = false;
+  e.slow_bits = 0;
+  ++yields_;
 }
 
 int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
@@ -60,10 +82,10 @@ int ThreadTuner::choose(const std::vector<Shape>& shapes, int want) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entry(shapes, want);
   ++e.runs;
-  if (e.current > 0) {  // below the count asked for: keep the idle reading fresh
-    const IdleCpuMeter::Reading r = idle_ ? idle_() : meter_.read();
-    if (r.ready || !r.known) last_idle_ = r;
-  }
+  // Keep the CPU reading fresh (the meter reads /proc/stat at most once per 100 ms window).
+  const IdleCpuMeter::Reading r = idle_ ? idle_() : meter_.read();
+  if (r.ready || !r.known) last_idle_ = r;
+  yield_to_others(e);
   size_t level = e.current;
   if (e.again >= 0) {  // a probe's first run planned: measure it now
     level = static_cast<size_t>(e.again);
@@ -159,6 +181,11 @@ std::vector<ThreadTuner::LevelStats> ThreadTuner::levels(const std::vector<Shape
 int64_t ThreadTuner::skipped_probes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return skipped_;
+}
+
+int64_t ThreadTuner::yields() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return yields_;
 }
 
 int64_t ThreadTuner::reduced_runs() const {

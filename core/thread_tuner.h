@@ -3,13 +3,16 @@
 // with the fastest. Where other processes keep the cores busy, a run whose threads cannot all get
 // a core waits at every parallel region for the one that was preempted; its latency then jumps
 // from milliseconds to hundreds, and the tuner moves it to fewer threads, which degrade towards
-// the 1-thread time instead. Two of four runs at the current count that took over 1.5x the
-// fastest seen at it, or whose calling thread got under 3/4 of the wall time on a core, probe
-// fewer threads at once (contention), taken unless clearly slower; below the count asked for it
-// tries more now and then (1 run in 16, backing off to 1 in 256 while the choice holds), so it
-// moves back when the cores come free. Such a try waits while the process's CPUs had no idle time
-// to give the extra threads (/proc/stat, core/cpu_idle.h): with every core busy it would only cost
-// a slow run.
+// the 1-thread time instead:
+// - at once, when the CPUs other processes left to this one over the last ~100 ms (idle ones plus
+//   those it used itself: /proc/stat and its CPU time, core/cpu_idle.h) are fewer than the
+//   threads by over half a CPU: it moves to the most threads that fit;
+// - where no such reading exists, or the contention does not show in it: two of four runs at
+//   the current count that took over 1.5x the fastest seen at it, or whose calling thread got
+//   under 3/4 of the wall time on a core, probe fewer threads (taken unless clearly slower).
+// Below the count asked for it tries more now and then (1 run in 16, backing off to 1 in 256
+// while the choice holds), so it moves back when the cores come free; a try waits while the
+// count it would try does not fit in the CPUs left to this process.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,8 @@ class ThreadTuner {
   int64_t reduced_runs() const;
   // Tries of more threads put off because the CPUs had no idle time for them.
   int64_t skipped_probes() const;
+  // Moves to fewer threads made because other processes held the CPUs.
+  int64_t yields() const;
 
  private:
   static constexpr int kFirstInterval = 16, kMaxInterval = 256;
@@ -73,13 +78,15 @@ class ThreadTuner {
   Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_
   // Whether the try of more threads due now waits, the CPUs being busy (then scheduled later).
   bool cores_busy(Entry& e);  // under mu_
+  // Moves the current level down to the threads that fit in the CPUs left to this process.
+  void yield_to_others(Entry& e);  // under mu_
 
   mutable std::mutex mu_;
-  IdleSource idle_;  // read while some entry runs below its count (under mu_)
+  IdleSource idle_;  // read at every choice (under mu_)
   IdleCpuMeter meter_;
   IdleCpuMeter::Reading last_idle_;
   std::map<std::vector<Shape>, Entry> entries_;
-  int64_t reduced_ = 0, skipped_ = 0;
+  int64_t reduced_ = 0, skipped_ = 0, yields_ = 0;
 };
 
 }  // namespace tern

@@ -535,13 +535,14 @@ typedef enum {
  * "cpu.thread_budget_wait" flag a run that finds nothing free waits (its deadline and
  * cancellation still apply) and the process keeps at most the budget busy. The run's plan is
  * made for the thread count it got (a first run at a new count plans, as a new shape does).
- * Contention: with "cpu.adaptive_threads" (default on) a session measures its runs' latency per
- * input shapes and thread count and runs with fewer threads (halving down to 1) while that is
- * measured faster, as when other processes keep the cores busy and a run's threads cannot all
- * get one (each parallel region then waits for a preempted thread). Slow runs (two of four over
- * 1.5x the best at their count, or one over 3x) try fewer threads, kept unless clearly slower;
- * it tries more now and then (1 run in 16, backing off to 1 in 256), but not while the process's
- * CPUs had no idle time for them (/proc/stat). Where kernels run on OpenMP, a run with several
+ * Contention: with "cpu.adaptive_threads" (default on) a session runs with fewer threads
+ * (halving down to 1) while other processes hold the CPUs its threads would need (each parallel
+ * region would wait for a preempted thread): at once when the CPUs other processes left to this
+ * one over the last ~100 ms (idle ones plus those it used itself, /proc/stat) are fewer than its
+ * threads by over half a CPU; and, per input shapes and thread count, while that is measured
+ * faster: slow runs (two of four over 1.5x the best at their count, or one over 3x) try fewer
+ * threads, kept unless clearly slower. It tries more now and then (1 run in 16, backing off to
+ * 1 in 256), but not while they would not fit in the CPUs left to it. Where kernels run on OpenMP, a run with several
  * intra-op threads is planned and run on one of a few long-lived Tern threads ("cpu.run_homes",
  * default on) while the calling thread waits, and a CPU session is created there too: OpenMP
  * gives every calling thread a team of its own, and more team threads than CPUs make every team

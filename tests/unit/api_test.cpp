@@ -224,6 +224,9 @@ TEST_SUITE("api") {
     const std::string path = std::filesystem::temp_directory_path() / "tern_api_profile.json";
     std::filesystem::remove(path);
     REQUIRE(tern_session_options_enable_profiling(o, path.c_str()) == TERN_OK);
+    // One thread count for both runs (adaptive threads would plan a second one where another
+    // process keeps a core busy).
+    REQUIRE(tern_session_options_set_flag(o, "cpu.adaptive_threads", "0") == TERN_OK);
     tern_model* m = nullptr;
     REQUIRE(tern_model_load_file((model_dir("ppocr_cls") + "/model.onnx").c_str(), &m) == TERN_OK);
     tern_session *s = nullptr, *plain = nullptr;

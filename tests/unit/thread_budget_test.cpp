@@ -384,28 +384,51 @@ TEST_SUITE("concurrency") {
     CHECK(t.choose(shapes, 2) == 2);
   }
 
-  TEST_CASE("adaptive threads: no try of more threads while the CPUs have no idle time") {
-    double idle = 0.1;  // CPUs idle on average: another process keeps the other core busy
-    ThreadTuner t([&] { return IdleCpuMeter::Reading{true, true, idle}; });
+  TEST_CASE("adaptive threads: fewer threads at once while other processes hold the CPUs") {
+    // Two CPUs; another process keeps `others` threads busy. The kernel shares the CPUs between
+    // the runnable threads: this process's last run's threads and the other's.
+    int others = 1, last = 2;
+    ThreadTuner t([&] {
+      IdleCpuMeter::Reading r{true, true};
+      const int runnable = last + others;
+      r.own_cpus = runnable <= 2 ? last : 2.0 * last / runnable;
+      r.idle_cpus = runnable <= 2 ? 2.0 - runnable : 0.0;
+      return r;
+    });
     const std::vector<Shape> shapes = {{2, 5}};
-    auto ms = [&](int threads) { return threads == 2 ? (idle < 0.5 ? 30.0 : 4.0) : 8.0; };
-    auto cpu = [&](int threads) { return threads == 2 && idle < 0.5 ? 8.0 : ms(threads); };
+    // 2 threads sharing a core with the other process wait at every parallel region.
+    auto ms = [&](int threads) { return threads == 2 ? (others > 0 ? 30.0 : 4.0) : 8.0; };
+    auto cpu = [&](int threads) { return threads == 2 && others > 0 ? 8.0 : ms(threads); };
+    auto loop = [&](int runs, int from, int* at2) {
+      for (int i = 0; i < runs; ++i) {
+        const int c = t.choose(shapes, 2);
+        if (i >= from && c == 2) ++*at2;
+        t.record(shapes, 2, c, ms(c), cpu(c));
+        last = c;
+      }
+    };
     int at2 = 0;
-    for (int i = 0; i < 400; ++i) {
-      const int c = t.choose(shapes, 2);
-      if (i >= 20 && c == 2) ++at2;
-      t.record(shapes, 2, c, ms(c), cpu(c));
-    }
-    CHECK(at2 == 0);  // moved to 1 thread early, never tried 2 again
-    CHECK(t.skipped_probes() > 0);
-    idle = 1.0;  // the other core comes free
+    loop(400, 0, &at2);
+    CHECK(at2 == 0);                // contended from the start: 1 thread from the first run
+    CHECK(t.yields() == 1);         // one move
+    CHECK(t.skipped_probes() > 0);  // no try of 2 while they cannot fit
+    others = 0;                     // the other core comes free: back to 2, and there it stays
     int later2 = 0;
-    for (int i = 0; i < 400; ++i) {
-      const int c = t.choose(shapes, 2);
-      if (i >= 300 && c == 2) ++later2;
-      t.record(shapes, 2, c, ms(c), cpu(c));
+    loop(400, 300, &later2);
+    CHECK(later2 == 100);
+    others = 1;  // contention again: the next run moves
+    int contended2 = 0;
+    loop(50, 0, &contended2);
+    CHECK(contended2 == 0);
+    CHECK(t.yields() == 2);
+    // Busy cores of this process's own (other sessions, other application threads) are not
+    // contention: with nothing idle but all of it used by the process, 2 threads stay.
+    ThreadTuner own([] { return IdleCpuMeter::Reading{true, true, 0.0, 2.0}; });
+    for (int i = 0; i < 100; ++i) {
+      REQUIRE(own.choose(shapes, 2) == 2);
+      own.record(shapes, 2, 2, 4.0, 4.0);
     }
-    CHECK(later2 >= 95);
+    CHECK(own.yields() == 0);
   }
 
   TEST_CASE("idle CPU readings: /proc/stat's per-CPU idle and iowait of the process's CPUs") {
@@ -431,10 +454,17 @@ TEST_SUITE("concurrency") {
     }
     CHECK_FALSE(first.ready);
     CHECK_FALSE(m.read(50).ready);
-    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    // This thread busy for 80 ms: the process's own CPUs count it.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(80);
+    volatile uint64_t spins = 0;
+    while (std::chrono::steady_clock::now() < until) spins = spins + 1;
     const IdleCpuMeter::Reading r = m.read(50);
+    const double cpus = static_cast<double>(process_cpu_affinity().size());
     CHECK(r.ready);
     CHECK(r.idle_cpus >= 0);
-    CHECK(r.idle_cpus <= static_cast<double>(process_cpu_affinity().size()) + 0.5);
+    CHECK(r.idle_cpus <= cpus + 0.5);
+    CHECK(r.own_cpus > 0.05);  // a busy thread gets some of a CPU even on a loaded machine
+    CHECK(r.own_cpus <= cpus + 0.5);
+    CHECK(r.free_cpus() <= cpus + 0.5);
   }
 }
