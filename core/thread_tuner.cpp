@@ -25,7 +25,12 @@ constexpr double kFitSlack = 0.5;
 
 }  // namespace
 
-ThreadTuner::ThreadTuner(IdleSource idle) : idle_(std::move(idle)) {}
+ThreadTuner::ThreadTuner(IdleSource idle) : idle_(std::move(idle)) {
+  // The first window starts now (with the session), so that the first reading, after 100 ms, can
+  // come within a few runs of the first: a small model runs hundreds of times in 100 ms, and
+  // under contention each of those at too many threads may take tens of ms.
+  if (!idle_) meter_.read();
+}
 
 ThreadTuner::Entry& ThreadTuner::entry(const std::vector<Shape>& shapes, int want) {
   auto it = entries_.find(shapes);
