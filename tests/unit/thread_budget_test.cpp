@@ -431,6 +431,36 @@ TEST_SUITE("concurrency") {
     CHECK(own.yields() == 0);
   }
 
+  TEST_CASE("adaptive threads in a session: every run recorded at the count it ran, results kept") {
+    // The test binary runs with adaptive threads off (tests/test_main.cpp); here a session turns
+    // them on. Which counts it uses depends on this machine's load at the time, so the check is
+    // the wiring: each successful run is recorded at a level of 2 or 1 thread, and every run's
+    // output matches the 1-thread run's to float rounding.
+    FlagRestore restore;
+    REQUIRE(tern_set_num_threads(1) == TERN_OK);
+    int y = 0;
+    std::unique_ptr<Session> one = matmul_conv_session(&y);
+    const Tensor x = random_f32({128, 256}, 3);
+    const std::string out = one->model().graph().value_name(y);
+    const Tensor ref = run(*one, {"x"}, {&x}, out)[0];
+    REQUIRE(tern_set_num_threads(2) == TERN_OK);
+    REQUIRE(tern_flag_set("cpu.adaptive_threads", "1") == TERN_OK);
+    std::unique_ptr<Session> s = matmul_conv_session(&y);
+    constexpr int kRuns = 24;
+    for (int i = 0; i < kRuns; ++i) {
+      const Tensor got = run(*s, {"x"}, {&x}, out)[0];
+      REQUIRE(max_abs_diff(got, ref) < 1e-3f);
+    }
+    const std::vector<ThreadTuner::LevelStats> levels = s->thread_tuner().levels({{128, 256}});
+    REQUIRE(levels.size() == 2);
+    int64_t recorded = 0;
+    for (const ThreadTuner::LevelStats& l : levels) {
+      CHECK((l.threads == 2 || l.threads == 1));
+      recorded += l.runs;
+    }
+    CHECK(recorded == kRuns);
+  }
+
   TEST_CASE("idle CPU readings: /proc/stat's per-CPU idle and iowait of the process's CPUs") {
     const std::string stat =
         "cpu  100 0 50 9000 20 0 0 0 0 0\n"
