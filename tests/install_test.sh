@@ -5,6 +5,10 @@
 # with find_package and with pkg-config. Each program runs a model and must print the same.
 # Usage: install_test.sh BUILD_DIR [MODEL ARGS...]
 set -euo pipefail
+# Runs at the thread count asked for (as the unit tests: tests/test_main.cpp): the outputs of
+# separate processes are compared bitwise, and adaptive threads would move one to 1 thread
+# while other processes keep the CPUs busy.
+export TERN_ADAPTIVE_THREADS="${TERN_ADAPTIVE_THREADS:-0}"
 build="$(cd "$1" && pwd)"
 shift
 src="$(cd "$(dirname "$0")/.." && pwd)"

@@ -3,6 +3,10 @@
 # (samples/c) prints for the same model: same inputs, same outputs, same formatting.
 # Usage: sample_cpp_test.sh C_PROGRAM CPP_PROGRAM MODEL [DIM ...]
 set -euo pipefail
+# Runs at the thread count asked for (as the unit tests: tests/test_main.cpp): the outputs of
+# separate processes are compared bitwise, and adaptive threads would move one to 1 thread
+# while other processes keep the CPUs busy.
+export TERN_ADAPTIVE_THREADS="${TERN_ADAPTIVE_THREADS:-0}"
 c_prog="$1" cpp_prog="$2"
 shift 2
 c_out=$("$c_prog" "$@")
