@@ -7,6 +7,7 @@
 
 #include "api/api_internal.h"
 #include "backends/registry.h"
+#include "core/built_dtypes.h"
 #include "core/threading.h"
 #include "serialization/model_io.h"
 
@@ -107,6 +108,11 @@ const char* tern_config_show(void) {
         s = tern::str_cat("Tern ", TERN_VERSION_STRING, " (ABI ", tern_abi_version(),
                           ", .tern format ", tern_format_version(), ")\n");
         s += tern::str_cat("  build: ", TERN_BUILD_CONFIG, "\n");
+        const std::string dtypes = tern::built_dtypes_text();
+        if (!dtypes.empty()) {
+          s += tern::str_cat("  element types: ", dtypes, " (the others left out of this ",
+                             tern::kBuiltDTypesBuild, " build: TERN_SELECTED_DTYPES)\n");
+        }
         const tern::backends::Record* cpu = tern::backends::record("cpu");
         s += tern::str_cat("  CPU capability: ", cpu->capability(), " (cap cpu.max_capability=",
                            Flags::global().text(FlagId::kCpuMaxCapability), " [",

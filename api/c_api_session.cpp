@@ -331,6 +331,9 @@ tern_status tern_session_save_optimized(const tern_session* s, const char* path,
   return tern::api::guard([&]() -> Status {
     TERN_API_REQUIRE(s, "session is NULL");
     TERN_API_REQUIRE(path, "path is NULL");
+    if (!tern::serialization::tern_writer_built()) {
+      return tern::serialization::tern_writer_refusal(path);
+    }
     tern::Graph g;
     const size_t packed = s->s->optimized_graph(&g);
     TERN_RETURN_IF_ERROR(tern::serialization::save_tern(g, path));

@@ -68,10 +68,20 @@ function(tern_resolve_selected_ops out ops models)
   set(${out} "${ops}" PARENT_SCOPE)
 endfunction()
 
+# The element types a minimal build has kernels for unless TERN_SELECTED_DTYPES (or a selective
+# build's models) says otherwise: those TensorFlow Lite's kernels cover (README, mobile).
+set(TERN_MINIMAL_DTYPES float32 float16 int8 uint8 int16 int32 int64 bool)
+
 # tern_resolve_selected_dtypes(OUT DTYPES MODELS): DTYPES plus the element types
-# scripts/selected_ops.py --dtypes finds in MODELS; empty for every type (both empty, or a .tern
-# model, whose intermediate types only the planner knows).
+# scripts/selected_ops.py --dtypes finds in MODELS; empty for every type: DTYPES `all`, or both
+# empty, or a .tern model, whose intermediate types only the planner knows. In a minimal build
+# every type is TERN_MINIMAL_DTYPES unless DTYPES is `all`.
 function(tern_resolve_selected_dtypes out dtypes models)
+  if(dtypes STREQUAL "all")
+    set(${out} "" PARENT_SCOPE)
+    return()
+  endif()
+  set(from "")
   if(NOT models STREQUAL "")
     execute_process(
       COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/selected_ops.py --cmake --dtypes ${models}
@@ -79,11 +89,15 @@ function(tern_resolve_selected_dtypes out dtypes models)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "scripts/selected_ops.py --dtypes ${models} failed: ${err}")
     endif()
-    if(from STREQUAL "all")
-      set(${out} "" PARENT_SCOPE)
-      return()
-    endif()
+  endif()
+  if(from STREQUAL "all" AND NOT dtypes)
+    set(dtypes "")
+  else()
+    list(REMOVE_ITEM from all)
     list(APPEND dtypes ${from})
+  endif()
+  if(NOT dtypes AND TERN_MINIMAL)
+    set(dtypes ${TERN_MINIMAL_DTYPES})
   endif()
   if(dtypes)
     list(APPEND dtypes float32 int64)  # (half kernels widen to float32; shapes are int64)
@@ -118,6 +132,33 @@ function(tern_dtype_mask out)
   set(${out} "uint64_t{${mask}}" PARENT_SCOPE)
 endfunction()
 
+# tern_optimizer_ops_mask(OUT OPS): the C++ expression of kBuiltOptimizerOps (core/opt/graph_util.h)
+# for the selection OPS (every op when empty): bit N for the op named by OptOp's Nth enumerator.
+function(tern_optimizer_ops_mask out ops)
+  if(NOT ops)
+    set(${out} "~uint64_t{0}" PARENT_SCOPE)
+    return()
+  endif()
+  set(header ${CMAKE_CURRENT_SOURCE_DIR}/core/opt/graph_util.h)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${header})
+  file(READ ${header} text)
+  string(REGEX MATCH "enum class OptOp : uint32_t {[^}]*}" block "${text}")
+  string(REGEX MATCHALL "k[A-Z][A-Za-z0-9]*" names "${block}")
+  if(NOT names)
+    message(FATAL_ERROR "cmake/TernSelectiveOps.cmake: no OptOp list in ${header}")
+  endif()
+  set(mask 0)
+  set(n 0)
+  foreach(name IN LISTS names)
+    string(SUBSTRING "${name}" 1 -1 op)
+    if(op IN_LIST ops)
+      math(EXPR mask "${mask} | (1 << ${n})" OUTPUT_FORMAT HEXADECIMAL)
+    endif()
+    math(EXPR n "${n} + 1")
+  endforeach()
+  set(${out} "uint64_t{${mask}}" PARENT_SCOPE)
+endfunction()
+
 # tern_generate_registrations(DIR OPS OUT_TEXT [DTYPES...]): DIR/register_ops.cpp and
 # DIR/register_cpu_kernels.cpp, calling every op and CPU kernel source's register function, or
 # for a selection (OPS) those registering a selected op, then the registries' selection. OUT_TEXT:
@@ -125,7 +166,16 @@ endfunction()
 function(tern_generate_registrations dir ops out_text)
   # The element types kernels are instantiated for (core/dtype.h, dtype_built).
   tern_dtype_mask(mask ${ARGN})
-  set(define "extern const uint64_t kBuiltDTypes = ${mask};")
+  # (What a left-out type's refusal calls this build: core/built_dtypes.h.)
+  if(ops)
+    set(kind selective)
+  elseif(TERN_MINIMAL)
+    set(kind minimal)
+  else()
+    set(kind full)  # (every type: nothing is refused)
+  endif()
+  tern_optimizer_ops_mask(opt_mask "${ops}")
+  set(define "extern const uint64_t kBuiltDTypes = ${mask};\nextern const char kBuiltDTypesBuild[] = \"${kind}\";\nextern const uint64_t kBuiltOptimizerOps = ${opt_mask};")
   if(NOT ops)
     tern_generate_registration(${dir}/register_ops.cpp "core/op_registry.h"
       register_all_ops OpRegistry register_op_ ${TERN_OP_SOURCES} DEFINE "${define}")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/built_dtypes.h"
 #include "core/onnx_schema.h"
 
 namespace tern {
@@ -123,9 +124,23 @@ Status infer_node(const OpSchema& schema, OpContext& ctx) {
 
 Status require_dtype_built(DType t, std::string_view what, uint64_t built) {
   if (dtype_built(t, built)) return Status::ok();
-  return unsupported(what, " is ", dtype_name(t),
-                     ", a dtype left out of this selective build of Tern (TERN_SELECTED_DTYPES); "
-                     "rebuild with it selected");
+  return unsupported(what, " is ", dtype_name(t), ", a dtype left out of this ", kBuiltDTypesBuild,
+                     " build of Tern (TERN_SELECTED_DTYPES); rebuild with it selected");
+}
+
+std::string built_dtypes_text() {
+  std::string text;
+  bool all = true;
+  for (int32_t v = 1; v < 64; ++v) {
+    if (!dtype_is_valid(v)) continue;
+    if (!dtype_built(static_cast<DType>(v))) {
+      all = false;
+      continue;
+    }
+    if (!text.empty()) text += ' ';
+    text += dtype_name(static_cast<DType>(v));
+  }
+  return all ? std::string() : text;
 }
 
 }  // namespace tern

@@ -307,8 +307,10 @@ Status run_reference(const RnnParams& p, const KernelArgs& a) {
 }
 
 Status run_recurrent(const RnnParams& p, const KernelArgs& a, const ExecContext&) {
-  return a.inputs[kRnnX]->dtype() == DType::kFloat64 ? run_reference<double>(p, a)
-                                                     : run_reference<float>(p, a);
+  // (dtype_built: the float64 loops are dropped where the build left float64 out.)
+  return dtype_built(DType::kFloat64) && a.inputs[kRnnX]->dtype() == DType::kFloat64
+             ? run_reference<double>(p, a)
+             : run_reference<float>(p, a);
 }
 
 template <RnnKind K>

@@ -250,6 +250,9 @@ Expected<std::unique_ptr<Kernel>> make_regex(const OpContext& ctx) {
 }  // namespace
 
 void register_op_strings(OpRegistry& r) {
+  // Every op here reads strings: a build that left the type out (the minimal build's default,
+  // core/dtype.h) refuses their models at load by the values' type, so they are left out too.
+  if (!dtype_built(DType::kString)) return;
   r.add({"StringConcat", 2, 2, 1, 1, infer_concat, make_concat, {}, attrs({})});
   r.add({"StringNormalizer",
          1,

@@ -18,6 +18,11 @@ Expected<std::shared_ptr<const Model>> load_model_file(const std::string& path);
 Expected<std::shared_ptr<const Model>> load_model_memory(const void* data, size_t size);
 // Writes the graph as .tern (atomically: a temporary file renamed into place).
 Status save_tern(const Graph& graph, const std::string& path);
+// False in the minimal libtern.so, which leaves the writer out
+// (serialization/tern_writer_absent.cpp): save_tern refuses there, and tern_writer_refusal(path)
+// says why (a constant, so link-time optimisation drops what would only feed the writer).
+bool tern_writer_built();
+Status tern_writer_refusal(const std::string& path);
 
 // Builds a graph from a verified .tern image; constants point into `data`, kept alive by `keep`.
 Expected<Graph> load_tern(std::shared_ptr<void> keep, const uint8_t* data, size_t size);

@@ -79,7 +79,8 @@ class Builder {
     }
     return fb::CreateValue(b_, b_.CreateString(v.name), static_cast<int32_t>(dtype),
                            v.type.has_shape, b_.CreateVector(dims), segment, const_shape, packed,
-                           static_cast<int32_t>(v.type.elem), static_cast<int32_t>(v.type.seq_elem));
+                           static_cast<int32_t>(v.type.elem),
+                           static_cast<int32_t>(v.type.seq_elem));
   }
 
   flatbuffers::Offset<fb::Attribute> attribute(const std::string& name, const Attribute& a) {
@@ -142,6 +143,14 @@ void build(flatbuffers::FlatBufferBuilder& b, const Graph& g, const SegmentPlan&
 }
 
 }  // namespace
+
+bool tern_writer_built() {
+  return true;
+}
+
+Status tern_writer_refusal(const std::string&) {
+  return Status::ok();
+}
 
 Status save_tern(const Graph& g, const std::string& path) {
   SegmentPlan plan;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/opt/graph_util.h"
+
 namespace tern {
 
 namespace {
@@ -115,6 +117,7 @@ void find_three_d(const Graph& g, const Uses& u, AttentionMatch* m) {
 std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
                                                     const std::vector<bool>& constant) {
   std::vector<AttentionMatch> out;
+  if (!op_built(OptOp::kAttention)) return out;  // a selective build without it
   const Uses u = count_uses(g);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& mm2 = g.nodes[n];

@@ -9,6 +9,7 @@
 namespace tern {
 
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report) {
+  if (!op_built(OptOp::kBatchNormalization)) return Status::ok();  // a selective build without it
   auto consumers = value_consumers(g);
   auto producers = value_producers(g);
   auto is_output = graph_output_mask(g);

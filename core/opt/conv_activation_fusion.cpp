@@ -51,7 +51,7 @@ Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation
 }  // namespace
 
 Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
-  if (!op_built("FusedConv")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kFusedConv)) return Status::ok();  // a selective build without it
   auto consumers = value_consumers(g);
   auto producers = value_producers(g);
   auto is_output = graph_output_mask(g);

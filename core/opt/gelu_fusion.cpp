@@ -9,7 +9,7 @@
 namespace tern {
 
 Status fuse_gelu(Graph& g, OptimizerReport* report) {
-  if (!op_built("Gelu")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kGelu)) return Status::ok();  // a selective build without it
   PatternView pv{g};
   auto near = [&](int v, float want) {
     auto x = scalar_of(g, v);

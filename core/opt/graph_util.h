@@ -2,6 +2,7 @@
 // id, adding a constant, erasing nodes, and PatternView, the view a pattern-matching pass walks.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,32 @@ bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
 // True when this build registers `op_type`: a pass makes no node of an op a selective build
 // (TERN_SELECTED_OPS) left out.
 bool op_built(const std::string& op_type);
+
+// The ops a pass looks for or makes, which decide whether it can do anything: a graph has no node
+// of an op the build left out (loading refuses it), and a pass makes none. Numbered for
+// kBuiltOptimizerOps; cmake/TernSelectiveOps.cmake reads the names from this list.
+enum class OptOp : uint32_t {
+  kAttention,
+  kBatchNormalization,
+  kDequantizeLinear,
+  kDropout,
+  kFusedConv,
+  kFusedMatMul,
+  kGelu,
+  kGroupNormalization,
+  kHardSwish,
+  kLayerNormalization,
+  kPad,
+  kSwish,
+  kTranspose,
+};
+// Bit N: OptOp N is registered (every bit but in a selective build). The generated registration
+// defines it, so link-time optimisation folds op_built(OptOp) and drops the passes a selective
+// build cannot use, as kBuiltDTypes drops kernels of left-out types (core/dtype.h).
+extern const uint64_t kBuiltOptimizerOps;
+[[gnu::always_inline]] inline bool op_built(OptOp op) {
+  return ((kBuiltOptimizerOps >> static_cast<uint32_t>(op)) & 1) != 0;
+}
 // A new constant value named after `name` (made unique); returns its id.
 int add_constant(Graph& g, std::string name, Tensor t);
 

@@ -9,7 +9,7 @@
 namespace tern {
 
 Status fuse_group_norm(Graph& g, OptimizerReport* report) {
-  if (!op_built("GroupNormalization")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kGroupNormalization)) return Status::ok();  // a selective build without it
   PatternView pv{g};
   // An int64 constant [0, G, -1] with G > 0 (the batch copied, each group one row).
   auto group_split = [&](int v) -> int64_t {

@@ -10,7 +10,7 @@
 namespace tern {
 
 Status fuse_hardswish(Graph& g, OptimizerReport* report) {
-  if (!op_built("HardSwish")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kHardSwish)) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t d = 0; d < g.nodes.size(); ++d) {
     Node& div = g.nodes[d];

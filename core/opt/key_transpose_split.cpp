@@ -28,6 +28,7 @@ bool leads_to_softmax(const Graph& g, const std::vector<std::vector<size_t>>& co
 }  // namespace
 
 Status split_key_transposes(Graph& g, OptimizerReport* report) {
+  if (!op_built(OptOp::kTranspose)) return Status::ok();  // a selective build without it
   const auto consumers = value_consumers(g);
   const size_t count = g.nodes.size();
   for (size_t t = 0; t < count; ++t) {

@@ -9,7 +9,7 @@
 namespace tern {
 
 Status fuse_layer_norm(Graph& g, OptimizerReport* report) {
-  if (!op_built("LayerNormalization")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kLayerNormalization)) return Status::ok();  // a selective build without it
   PatternView pv{g};
   // ReduceMean over the last axis only, keeping it (opset < 18: axes is an attribute).
   auto last_axis_mean = [&](const Node* n) {

@@ -9,7 +9,7 @@
 namespace tern {
 
 Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report) {
-  if (!op_built("FusedMatMul")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kFusedMatMul)) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t a = 0; a < g.nodes.size(); ++a) {
     Node& add = g.nodes[a];

@@ -55,10 +55,10 @@ void optimize_plan_graph(PlanGraph& pg, const std::vector<AttentionMatch>& atten
                          const std::function<bool(const OpContext&)>& runnable) {
   if (!pg.flags->on(FlagId::kGraphOptimize)) return;  // the graph as imported
   // (A selective build makes no node of an op it left out.)
-  if (pg.flags->on(FlagId::kMhaFastpath) && op_built("Attention")) {
+  if (pg.flags->on(FlagId::kMhaFastpath) && op_built(OptOp::kAttention)) {
     fuse_attention(pg, attention, runnable);
   }
-  if (op_built("FusedConv")) fuse_residual_adds(pg);
+  if (op_built(OptOp::kFusedConv)) fuse_residual_adds(pg);
 }
 
 }  // namespace tern

@@ -75,6 +75,8 @@ void make_identity(Node& n, int input, int output) {
 }  // namespace
 
 Status fold_pads(Graph& g, OptimizerReport* report) {
+  // (a selective build without either)
+  if (!op_built(OptOp::kPad) && !op_built(OptOp::kDropout)) return Status::ok();
   PatternView pv{g};
   const bool identity = op_built("Identity");  // a selective build may leave it out
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -240,6 +240,8 @@ Expected<bool> fuse_qdq_gemm(PatternView& pv, size_t qi, Node& gemm) {
 }  // namespace
 
 Status fuse_qdq_add(Graph& g, OptimizerReport* report) {
+  // (no QDQ in a selective build without it)
+  if (!op_built(OptOp::kDequantizeLinear)) return Status::ok();
   if (!op_built("QLinearAdd")) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
@@ -281,6 +283,8 @@ Status fuse_qdq_add(Graph& g, OptimizerReport* report) {
 }
 
 Status fold_qdq_moves(Graph& g, OptimizerReport* report) {
+  // (no QDQ in a selective build without it)
+  if (!op_built(OptOp::kDequantizeLinear)) return Status::ok();
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];
@@ -326,6 +330,8 @@ Status fold_qdq_moves(Graph& g, OptimizerReport* report) {
 }
 
 Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
+  // (no QDQ in a selective build without it)
+  if (!op_built(OptOp::kDequantizeLinear)) return Status::ok();
   if (!op_built("QLinearMatMul")) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
@@ -374,6 +380,8 @@ Status fuse_qdq_matmul(Graph& g, OptimizerReport* report) {
 }
 
 Status fuse_qdq_conv(Graph& g, OptimizerReport* report) {
+  // (no QDQ in a selective build without it)
+  if (!op_built(OptOp::kDequantizeLinear)) return Status::ok();
   PatternView pv{g};
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];

@@ -6,7 +6,7 @@
 namespace tern {
 
 Status fuse_swish(Graph& g, OptimizerReport* report) {
-  if (!op_built("Swish")) return Status::ok();  // a selective build without it
+  if (!op_built(OptOp::kSwish)) return Status::ok();  // a selective build without it
   PatternView pv{g};
   for (size_t m = 0; m < g.nodes.size(); ++m) {
     Node& mul = g.nodes[m];

@@ -398,6 +398,11 @@ TEST_SUITE("bad_input") {
     at.set("pattern", pattern);
     Status s = status({"RegexFullMatch", at, {strings({2}, {"a", "(unclosed"})}, {}, 20});
     CHECK(s.code() == Code::kUnsupported);
+    if (!dtype_built(DType::kString)) {
+      // (The minimal build's default types leave strings out, and the string ops with them.)
+      CHECK(s.message().find("RegexFullMatch") != std::string::npos);
+      return;
+    }
 #if defined(TERN_LIBRARY_NO_EXCEPTIONS)
     // (TERN_MINIMAL: std::regex reports a bad pattern only by throwing.)
     CHECK(s.message().find("left out of builds without C++ exceptions") != std::string::npos);

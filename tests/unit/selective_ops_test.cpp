@@ -4,12 +4,22 @@
 // the registries' selection keeps the selected ops and names the others as left out.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "c_api.h"
+#include "core/built_dtypes.h"
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
+#include "core/opt/graph_util.h"
+#include "serialization/model_io.h"
 
 namespace tern::generated {
 // A source's register function and the op types CMake read from it (generated tables below).
@@ -101,6 +111,32 @@ TEST_SUITE("ops") {
     CHECK(r.op_types("cuda") == std::vector<std::string>{"Relu"});
     CHECK_FALSE(r.has_op("Relu", "cpu"));
   }
+  TEST_CASE("the optimizer's op set (kBuiltOptimizerOps, from CMake) agrees with the registry") {
+    // The passes skip themselves by it (and link-time optimisation drops them): each bit must be
+    // set exactly when the op is registered, or a pass would be dropped that could still fire.
+    const std::pair<OptOp, const char*> ops[] = {
+        {OptOp::kAttention, "Attention"},
+        {OptOp::kBatchNormalization, "BatchNormalization"},
+        {OptOp::kDequantizeLinear, "DequantizeLinear"},
+        {OptOp::kDropout, "Dropout"},
+        {OptOp::kFusedConv, "FusedConv"},
+        {OptOp::kFusedMatMul, "FusedMatMul"},
+        {OptOp::kGelu, "Gelu"},
+        {OptOp::kGroupNormalization, "GroupNormalization"},
+        {OptOp::kHardSwish, "HardSwish"},
+        {OptOp::kLayerNormalization, "LayerNormalization"},
+        {OptOp::kPad, "Pad"},
+        {OptOp::kSwish, "Swish"},
+        {OptOp::kTranspose, "Transpose"},
+    };
+    for (const auto& [op, name] : ops) {
+      INFO(name);
+      CHECK(op_built(op) == op_built(std::string(name)));
+    }
+    // Every enumerator is listed above (the last one's number).
+    CHECK(static_cast<size_t>(OptOp::kTranspose) + 1 == std::size(ops));
+  }
+
   TEST_CASE("a dtype a selective build left out is refused, and the message says so") {
     const uint64_t f32_i64 = (uint64_t{1} << 1) | (uint64_t{1} << 7);  // bit N: dtype N
     CHECK(dtype_built(DType::kFloat32, f32_i64));
@@ -112,12 +148,51 @@ TEST_SUITE("ops") {
     const Status s = require_dtype_built(DType::kFloat64, "value 'x'", f32_i64);
     CHECK(s.code() == Code::kUnsupported);
     CHECK(s.message() ==
-          "value 'x' is float64, a dtype left out of this selective build of Tern "
-          "(TERN_SELECTED_DTYPES); rebuild with it selected");
+          str_cat("value 'x' is float64, a dtype left out of this ", kBuiltDTypesBuild,
+                  " build of Tern (TERN_SELECTED_DTYPES); rebuild with it selected"));
     CHECK(require_dtype_built(DType::kInt64, "value 'x'", f32_i64).is_ok());
-    // This build (the tests') has every type.
-    for (DType t : {DType::kFloat16, DType::kFloat64, DType::kInt8, DType::kUInt64, DType::kBool}) {
-      CHECK(dtype_built(t));
+    if (std::strcmp(kBuiltDTypesBuild, "full") == 0) {  // (the minimal build's have fewer)
+      for (DType t :
+           {DType::kFloat16, DType::kFloat64, DType::kInt8, DType::kUInt64, DType::kBool}) {
+        CHECK(dtype_built(t));
+      }
+      CHECK(built_dtypes_text().empty());
     }
+  }
+}
+
+TEST_SUITE("serialization") {
+  TEST_CASE("a model of a dtype the build left out is refused at load (the minimal default)") {
+    // The minimal build's default element types leave float64 out (TERN_MINIMAL_DTYPES); a full
+    // build has it. Either way the loader and `tern info` agree with dtype_built.
+    Graph g;
+    g.opset = 13;
+    const int x = g.add_value("x", ValueType{DType::kFloat64, true, {Dim{2, ""}}});
+    const int y = g.add_value("y", ValueType{DType::kFloat64, true, {Dim{2, ""}}});
+    g.nodes.push_back(Node{"relu", "Relu", "", {x}, {y}, {}});
+    g.inputs = {x};
+    g.outputs = {y};
+    const std::string path = "/tmp/tern_dtype_left_out_" + std::to_string(::getpid()) + ".tern";
+    REQUIRE(serialization::save_tern(g, path).is_ok());
+    auto m = serialization::load_model_file(path);
+    std::remove(path.c_str());
+    const std::string info = tern_config_show();
+    if (dtype_built(DType::kFloat64)) {
+      CHECK(m.has_value());
+    } else {
+      REQUIRE_FALSE(m.has_value());
+      CHECK(m.status().code() == Code::kUnsupported);
+      // ("'PATH': " first.)
+      CHECK(m.status().message() ==
+            str_cat("'", path, "': value 'x' is float64, a dtype left out of this ",
+                    kBuiltDTypesBuild,
+                    " build of Tern (TERN_SELECTED_DTYPES); rebuild with it selected"));
+      CHECK(info.find("element types: ") != std::string::npos);
+      CHECK(info.find(built_dtypes_text()) != std::string::npos);
+      CHECK(built_dtypes_text().find("float64") == std::string::npos);
+    }
+    // float32 and int64 are in every selection (shapes are int64).
+    CHECK(dtype_built(DType::kFloat32));
+    CHECK(dtype_built(DType::kInt64));
   }
 }
