@@ -20,6 +20,7 @@ classifier="$(pwd)/../shared/models/ppocr_cls/model.onnx"
 selective=""
 [ -f "$classifier" ] && selective="$classifier"
 cmake -S . -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERN_MINIMAL=ON \
+  "-DTERN_TEST_SUITES=core;api;serialization;models;bad_input;concurrency;cpu_kernels" \
   -DTERN_SELECTIVE_LIBRARY_FROM="$selective" \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake > "$out/configure.log" \
   || { cat "$out/configure.log"; exit 1; }
