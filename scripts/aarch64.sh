@@ -43,7 +43,7 @@ fi
 qemu_suites="core|api|serialization|models|bad_input|concurrency|cpu_kernels_isa"
 qemu_suites+="|fault_injection|exported_symbols|header_c_cxx"
 (cd "$out" && TERN_TEST_TERN_MODELS="$models" ctest --output-on-failure --timeout 900 \
-  -R "^($qemu_suites)\$")
+  -j "$(nproc)" -R "^($qemu_suites)\$")
 # The classifier through the aarch64 CLI and C sample too (under qemu).
 qemu=(qemu-aarch64-static -L /usr/aarch64-linux-gnu)
 if [ -n "$models" ]; then
