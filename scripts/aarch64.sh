@@ -20,6 +20,7 @@ classifier="$(pwd)/../shared/models/ppocr_cls/model.onnx"
 selective=""
 [ -f "$classifier" ] && selective="$classifier"
 cmake -S . -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERN_MINIMAL=ON \
+  "-DTERN_TEST_SUITES=core;api;serialization;models;bad_input;concurrency;cpu_kernels" \
   -DTERN_SELECTIVE_LIBRARY_FROM="$selective" \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake > "$out/configure.log" \
   || { cat "$out/configure.log"; exit 1; }
@@ -42,7 +43,7 @@ fi
 qemu_suites="core|api|serialization|models|bad_input|concurrency|cpu_kernels_isa"
 qemu_suites+="|fault_injection|exported_symbols|header_c_cxx"
 (cd "$out" && TERN_TEST_TERN_MODELS="$models" ctest --output-on-failure --timeout 900 \
-  -R "^($qemu_suites)\$")
+  -j "$(nproc)" -R "^($qemu_suites)\$")
 # The classifier through the aarch64 CLI and C sample too (under qemu).
 qemu=(qemu-aarch64-static -L /usr/aarch64-linux-gnu)
 if [ -n "$models" ]; then

@@ -13,9 +13,18 @@ cd "$(dirname "$0")/.."
 mode="${1:-address}"
 build_dir="${TERN_SANITIZE_BUILD_DIR:-build-$mode}"
 extra=()
+# What each mode builds: ASan every unit suite, the conformance runner, the CLI (the cli suite
+# starts it) and the fuzz targets; TSan the test files of the suites it runs only
+# (TERN_TEST_SUITES), neither the CLI nor the runner, which those suites do not start.
 case "$mode" in
-  address) extra+=(-DTERN_FUZZ=ON) ;;
-  thread) extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON) ;;
+  address)
+    extra+=(-DTERN_FUZZ=ON -DTERN_TEST_SUITES=all)
+    targets=(tern_unit_tests tern-conformance tern)
+    ;;
+  thread)
+    extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON "-DTERN_TEST_SUITES=concurrency;api")
+    targets=(tern_unit_tests)
+    ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac
 # -O1 with line tables only: what the sanitizers' documentation recommends, enough for symbolized
@@ -25,7 +34,7 @@ flags="-O1 -gline-tables-only -DNDEBUG"
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" \
   -DTERN_SANITIZE="$mode" -DTERN_WERROR=OFF "${extra[@]}" > /dev/null
-cmake --build "$build_dir" --parallel "$(nproc)" --target tern_unit_tests tern-conformance tern
+cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 corpus="$(pwd)/../shared/conformance/onnx-node"
 # clang builds run on LLVM's OpenMP runtime, whose idle workers spin for 200 ms after a parallel
 # region (GCC's libgomp, which release builds use, sleeps within milliseconds): without this the
