@@ -129,9 +129,9 @@ TEST_SUITE("ops") {
         {OptOp::kSwish, "Swish"},
         {OptOp::kTranspose, "Transpose"},
     };
-    for (const auto& [op, name] : ops) {
-      INFO(name);
-      CHECK(op_built(op) == op_built(std::string(name)));
+    for (const auto& entry : ops) {  // no structured binding: clang 14 cannot capture one in INFO
+      INFO(entry.second);
+      CHECK(op_built(entry.first) == op_built(std::string(entry.second)));
     }
     // Every enumerator is listed above (the last one's number).
     CHECK(static_cast<size_t>(OptOp::kTranspose) + 1 == std::size(ops));
