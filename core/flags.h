@@ -58,6 +58,7 @@ enum class FlagId : int {
   kCpuRunHomes,
   kBlasVerbose,
   kSdpFp16Bf16ReductionMath,
+  kCpuConvWinograd,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

@@ -675,6 +675,20 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
+  // A convolution site as the planner describes it to the backend.
+  Backend::ConvSite conv_site(const Node& node, int64_t in, int64_t out, int64_t pixels,
+                              std::vector<int64_t> kernel = {},
+                              std::vector<int64_t> out_spatial = {}) {
+    Backend::ConvSite c;
+    c.node = &node;
+    c.in_channels = in;
+    c.out_channels = out;
+    c.out_pixels = pixels;
+    c.kernel = std::move(kernel);
+    c.out_spatial = std::move(out_spatial);
+    return c;
+  }
+
   TEST_CASE("cpu conv_layout: channels-last where channel counts would leave convolutions plain") {
     const Backend* cpu = backends::get("cpu").value();
     FlagValues flags = Flags::global().resolve(nullptr, nullptr);
@@ -685,21 +699,55 @@ TEST_SUITE("cpu_kernels") {
     Node dense{"c", "Conv", "", {}, {0}, {}}, grouped = dense;
     grouped.attrs.set("group", attr_int(4));
     // Grouped convolutions of whole blocks: blocked (16 or 8).
-    const int whole = cpu->conv_layout(
-        flags, {{&dense, 3, 32, 4096}, {&grouped, 32, 32, 1024}, {&dense, 32, 64, 1024}});
+    const int whole =
+        cpu->conv_layout(flags, {conv_site(dense, 3, 32, 4096), conv_site(grouped, 32, 32, 1024),
+                                 conv_site(dense, 32, 64, 1024)});
     CHECK((whole == 8 || whole == 16));
     // ShuffleNet-like: most of the work on 58 / 116 channels.
-    const int shuffle = cpu->conv_layout(flags, {{&dense, 3, 24, 4096},
-                                                 {&grouped, 24, 24, 1024},
-                                                 {&dense, 58, 58, 1024},
-                                                 {&grouped, 116, 116, 256},
-                                                 {&dense, 116, 116, 256}});
+    const int shuffle =
+        cpu->conv_layout(flags, {conv_site(dense, 3, 24, 4096), conv_site(grouped, 24, 24, 1024),
+                                 conv_site(dense, 58, 58, 1024), conv_site(grouped, 116, 116, 256),
+                                 conv_site(dense, 116, 116, 256)});
     CHECK(shuffle == Backend::kChannelsLast);
     // Squeeze-excite's narrow 1x1 convolutions on one pixel weigh nothing.
-    const int se = cpu->conv_layout(
-        flags,
-        {{&grouped, 32, 32, 4096}, {&dense, 32, 4, 1}, {&dense, 4, 32, 1}, {&dense, 32, 64, 4096}});
+    const int se =
+        cpu->conv_layout(flags, {conv_site(grouped, 32, 32, 4096), conv_site(dense, 32, 4, 1),
+                                 conv_site(dense, 4, 32, 1), conv_site(dense, 32, 64, 4096)});
     CHECK((se == 8 || se == 16));
+  }
+
+  TEST_CASE("cpu conv_layout: blocked where Winograd takes a third of the work (AVX-512)") {
+    const Backend* cpu = backends::get("cpu").value();
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
+      MESSAGE("skipped: needs oneDNN and AVX-512");
+      return;
+    }
+    Node dense{"c", "Conv", "", {}, {0}, {}};
+    Node strided = dense;
+    strided.attrs.set("strides", attr_ints({2, 2}));
+    // ResNet-like: 3x3 stride-1 convolutions on 56x56 and 28x28 maps do most of the work.
+    const std::vector<Backend::ConvSite> resnet = {
+        conv_site(dense, 3, 64, 12544, {7, 7}, {112, 112}),
+        conv_site(dense, 64, 64, 3136, {3, 3}, {56, 56}),
+        conv_site(strided, 64, 128, 784, {3, 3}, {28, 28}),
+        conv_site(dense, 128, 128, 784, {3, 3}, {28, 28}),
+        conv_site(dense, 64, 128, 784, {1, 1}, {28, 28})};
+    // 1x1 convolutions, and 3x3 ones on maps under 4x4, give it nothing.
+    const std::vector<Backend::ConvSite> pointwise = {
+        conv_site(dense, 64, 256, 3136, {1, 1}, {56, 56}),
+        conv_site(dense, 256, 64, 3136, {1, 1}, {56, 56}),
+        conv_site(dense, 512, 512, 4, {3, 3}, {2, 2})};
+    FlagValues on = Flags::global().resolve(nullptr, nullptr);
+    FlagOverrides no_wino;
+    no_wino.set(FlagId::kCpuConvWinograd, 0);
+    FlagValues off = Flags::global().resolve(&no_wino, nullptr);
+    if (!on.on(FlagId::kCpuConvWinograd)) {
+      MESSAGE("skipped: cpu.conv.winograd is off in this environment");
+      return;
+    }
+    CHECK(cpu->conv_layout(on, resnet) == 16);
+    CHECK(cpu->conv_layout(off, resnet) == Backend::kChannelsLast);
+    CHECK(cpu->conv_layout(on, pointwise) == Backend::kChannelsLast);
   }
 
   TEST_CASE("oneDNN pooling: 1-D to 3-D windows, ends short of the input or of the padding") {

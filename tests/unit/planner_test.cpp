@@ -44,10 +44,12 @@ std::shared_ptr<const Model> mlp_model(std::mt19937& rng) {
 }
 
 std::unique_ptr<Session> cpu_session(std::shared_ptr<const Model> model,
-                                     uint64_t plan_cache = SessionConfig::kDefaultPlanCacheBytes) {
+                                     uint64_t plan_cache = SessionConfig::kDefaultPlanCacheBytes,
+                                     bool winograd = true) {
   SessionConfig cfg;
   cfg.backends = {backends::get("cpu").value()};
   cfg.overrides.set(FlagId::kNumThreads, 2);
+  cfg.overrides.set(FlagId::kCpuConvWinograd, winograd);
   cfg.plan_cache_bytes = plan_cache;
   return Session::create(std::move(model), cfg).value();
 }
@@ -346,25 +348,39 @@ TEST_SUITE("core") {
     const int y = m.node("Relu", {m.node("Add", {c2, x})});
     m.g.outputs = {y};
     auto model = Model::create(std::move(m.g), nullptr, "res").value();
-    auto s = cpu_session(model);
     const std::string yn = model->graph().value_name(y);
-    size_t packed = 0;
-    for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 8}, {5, 11}, {17, 3}, {40, 40}}) {
-      const Tensor in = random_f32({1, 16, h, w}, rng);
-      const std::vector<float> got = run_one(*s, "x", in, yn);
-      auto fresh = cpu_session(model);
-      const std::vector<float> want = run_one(*fresh, "x", in, yn);
-      const Comparison c = compare(got.data(), want.data(), want.size(), 1e-5, 1e-5);
-      CHECK(c.mismatches == 0);
-      CHECK(s->last_plan()->fused_residuals == 1);
-      // The convolutions' weights: packed once for the session, none by the plans themselves.
-      if (packed == 0) packed = s->memory().packed_weight_bytes;
-      CHECK(s->memory().packed_weight_bytes == packed);
-      CHECK(s->last_plan()->packed_weight_bytes == 0);
+    using Size = std::pair<int64_t, int64_t>;
+    const std::vector<Size> sizes = {{8, 8}, {5, 11}, {17, 3}, {40, 40}};
+    // Direct convolutions: one packed copy of the weights serves every size. Winograd (AVX-512)
+    // packs its own transformed layouts, one per kernel variant it picks (F(2x2,3x3) or
+    // F(4x4,3x3)); the 17x3 map is below its sizes, so the direct layout comes too.
+    for (bool winograd : {false, true}) {
+      CAPTURE(winograd);
+      auto s = cpu_session(model, SessionConfig::kDefaultPlanCacheBytes, winograd);
+      size_t packed = 0;
+      for (int pass = 0; pass < 2; ++pass) {
+        for (const Size& hw : sizes) {
+          const Tensor in = random_f32({1, 16, hw.first, hw.second}, rng);
+          const std::vector<float> got = run_one(*s, "x", in, yn);
+          auto fresh = cpu_session(model, SessionConfig::kDefaultPlanCacheBytes, winograd);
+          const std::vector<float> want = run_one(*fresh, "x", in, yn);
+          const Comparison c = compare(got.data(), want.data(), want.size(), 1e-5, 1e-5);
+          CHECK(c.mismatches == 0);
+          CHECK(s->last_plan()->fused_residuals == 1);
+          // The convolutions' weights: packed by the session (once per layout), none by the
+          // plans themselves.
+          if (!winograd && packed == 0) packed = s->memory().packed_weight_bytes;
+          if (!winograd) CHECK(s->memory().packed_weight_bytes == packed);
+          CHECK(s->last_plan()->packed_weight_bytes == 0);
+        }
+        // The second pass over the same sizes packs nothing more.
+        if (pass == 0) packed = s->memory().packed_weight_bytes;
+        CHECK(s->memory().packed_weight_bytes == packed);
+      }
+      if (tern_onednn_is_available()) CHECK(packed > 0);
+      CHECK(s->memory().full_plans == 1);
+      CHECK(s->memory().template_plans == 3);
     }
-    if (tern_onednn_is_available()) CHECK(packed > 0);
-    CHECK(s->memory().full_plans == 1);
-    CHECK(s->memory().template_plans == 3);
   }
 
   TEST_CASE("C API: the plan cache option and the memory stats") {

@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn/onednn_common.h"
+#include "backends/cpu/onednn/winograd.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "ops/common/window.h"
@@ -286,6 +287,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       // The primitive for `merge` groups computed as one (block-diagonal weights) in layout
       // `dst_block`; its plain weight layout in `plain_w`.
       dnnl::memory::desc plain_w;
+      dnnl::algorithm conv_alg = alg::convolution_direct;
       auto make = [&](int dst_block, int64_t merge) -> Pd {
         set_layout(dst_block);
         const int64_t g = p.group / merge;
@@ -305,9 +307,9 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         plain_w = dnnl::memory::desc(wdims, dt::f32, wtag);
         auto make_pd = [&](const dnnl::memory::desc& w_md) {
           auto desc = dnnl::convolution_forward::desc(
-              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, k->src_md_,
-              w_md, b_md, k->dst_md_, onednn::to_dims(p.win.strides), dil,
-              onednn::to_dims(p.win.pads_begin), onednn::to_dims(p.win.pads_end));
+              dnnl::prop_kind::forward_inference, conv_alg, k->src_md_, w_md, b_md, k->dst_md_,
+              onednn::to_dims(p.win.strides), dil, onednn::to_dims(p.win.pads_begin),
+              onednn::to_dims(p.win.pads_end));
           return Pd(desc, attr, onednn::engine());
         };
         // Constant weights: a layout the session packed them in for another shape or thread
@@ -394,6 +396,25 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           break;
         }
         make(layout, merge);
+      }
+      // cpu.conv.winograd: 3x3 stride-1 convolutions (onednn::winograd_shape) run oneDNN's
+      // Winograd kernels (AVX-512, float32, 16-channel blocks) where it has one: F(2x2,3x3) or
+      // F(4x4,3x3), 2.25-4x fewer multiplications; the planner picks blocked layouts where they
+      // do a third of the work (cpu_backend.cpp).
+      if (wconst && avx512 && cdt == dt::f32 && s == 2 && p.group == 1 && merge == 1 &&
+          layout == 16 && variant(tap0, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
+          onednn::winograd_shape({p.w[2], p.w.size() > 3 ? p.w[3] : 0}, p.win.strides,
+                                 p.win.dilations, {p.y.begin() + 2, p.y.end()})) {
+        conv_alg = alg::convolution_winograd;
+        try {
+          std::optional<Pd> candidate = make(layout, merge);
+          if (!is_ref(*candidate)) chosen = std::move(candidate);
+        } catch (const dnnl::error&) {  // no Winograd kernel for this shape or post-op chain
+        }
+        if (std::string(chosen->impl_info_str()).find("wino") == std::string::npos) {
+          conv_alg = alg::convolution_direct;
+        }
+        make(layout, merge);  // the layouts of the chosen candidate (the same: blocks of 16)
       }
       const Pd& pd = *chosen;
       k->prim_ = dnnl::convolution_forward(pd);
