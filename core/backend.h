@@ -58,8 +58,6 @@ class Backend {
     const Node* node = nullptr;
     int64_t in_channels = 0, out_channels = 0;  // 0 when not known while planning
     int64_t out_pixels = 0;                     // output elements per channel
-    std::vector<int64_t> kernel;                // the weights' spatial dims, empty when not known
-    std::vector<int64_t> out_spatial;           // the output's spatial dims, empty when not known
   };
   virtual int conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const {
     return 0;

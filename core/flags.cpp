@@ -293,12 +293,12 @@ std::vector<FlagDef> make_defs() {
        "or float32"},
       {FlagId::kCpuConvWinograd, "cpu.conv.winograd", T::kBool, S::kSession, P::kKernels, "cpu", 1,
        "TERN_CPU_CONV_WINOGRAD",
-       "float32 3x3 stride-1 Conv (and fused convolutions) with constant weights and outputs of "
-       "4x4 or more use oneDNN's Winograd kernels (2.25-4x fewer multiplications, 1.5-2.8x "
-       "faster; results differ from direct convolution by rounding) on CPUs with AVX-512, and "
-       "the planner keeps activations in 16-channel blocks where these do a third of the "
-       "convolution work; off: direct convolution only. No effect under "
-       "cpu.max_capability=AVX2 (oneDNN 2.6 has no AVX2 Winograd kernel)"},
+       "float32 3x3 stride-1 Conv (and fused convolutions) with constant weights, outputs of "
+       "12x12 or more and 64+ channels (or activations in 16-channel blocks) run oneDNN's "
+       "Winograd kernels on CPUs with AVX-512 (2.25-4x fewer multiplications; transformed "
+       "weights take 1.8-4x the memory; results differ from direct convolution by rounding); "
+       "off: direct convolution only. No effect under cpu.max_capability=AVX2 (oneDNN 2.6 has "
+       "no AVX2 Winograd kernel)"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

@@ -24,8 +24,6 @@ extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 #endif
 #if defined(TERN_HAVE_ONEDNN)
 #include <dnnl.h>
-
-#include "backends/cpu/onednn/winograd.h"
 #endif
 
 namespace tern {
@@ -134,37 +132,6 @@ Expected<std::unique_ptr<Kernel>> CpuBackend::prepare(const OpContext& ctx) cons
                      "; through float32: ", widened.status().message());
 }
 
-#if defined(TERN_HAVE_ONEDNN)
-namespace {
-
-// The share of float32 convolution work (multiply-adds, as far as the planner knows the shapes)
-// in convolutions oneDNN's Winograd kernels take: see onednn::winograd_shape.
-double winograd_work_share(const std::vector<CpuBackend::ConvSite>& convs) {
-  double work = 0, wino = 0;
-  for (const CpuBackend::ConvSite& c : convs) {
-    const std::string& op = c.node->op_type;
-    if ((op != "Conv" && op != "FusedConv") || c.in_channels <= 0 || c.out_channels <= 0 ||
-        c.out_pixels <= 0 || c.kernel.empty()) {
-      continue;
-    }
-    auto group = c.node->attrs.get_int("group", 1);
-    const int64_t g = group && *group > 0 ? *group : 1;
-    const double w = static_cast<double>(c.in_channels / g) * static_cast<double>(c.out_channels) *
-                     static_cast<double>(c.out_pixels) * static_cast<double>(numel(c.kernel));
-    work += w;
-    auto strides = c.node->attrs.get_ints("strides", {});
-    auto dilations = c.node->attrs.get_ints("dilations", {});
-    if (g == 1 && strides && dilations &&
-        onednn::winograd_shape(c.kernel, *strides, *dilations, c.out_spatial)) {
-      wino += w;
-    }
-  }
-  return work > 0 ? wino / work : 0;
-}
-
-}  // namespace
-#endif
-
 int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const {
 #if defined(TERN_HAVE_ONEDNN)
   // oneDNN's direct convolutions want channels blocked by the vector width. With deterministic
@@ -180,10 +147,6 @@ int CpuBackend::conv_layout(const FlagValues& flags, const std::vector<ConvSite>
   if (format == 2) return kChannelsLast;
   if (format == 1) return block;
   if (block == 16) {
-    // Blocked where oneDNN's Winograd kernels (nChw16c only; cpu.conv.winograd) would do a
-    // third or more of the convolutions' work: they run those 2-2.5x faster than any direct
-    // kernel, more than channels-last gains on the rest.
-    if (flags.on(FlagId::kCpuConvWinograd) && winograd_work_share(convs) >= 1.0 / 3) return block;
     const bool dense = std::all_of(convs.begin(), convs.end(), [](const ConvSite& c) {
       auto group = c.node->attrs.get_int("group", 1);
       return group && *group == 1;

@@ -20,23 +20,17 @@ void choose_layouts(PlanGraph& pg, const std::vector<Backend*>& backends) {
     if (!pg.ctxs[n] || pg.removed[n]) continue;
     const Node& node = *pg.ctxs[n]->node;
     if (host->layout_role(node) != LayoutRole::kConvolution) continue;
-    Backend::ConvSite site;
-    site.node = &node;
+    Backend::ConvSite site{&node, 0, 0};
     auto channels = [&](int v) -> int64_t {
       if (v < 0) return 0;
       const PlannedValue& pv = pg.value(v);
       return pv.shape.size() >= 2 ? pv.shape[1] : 0;
     };
     if (!node.inputs.empty()) site.in_channels = channels(node.inputs[0]);
-    if (node.inputs.size() > 1 && node.inputs[1] >= 0) {
-      const Shape& w = pg.value(node.inputs[1]).shape;
-      if (w.size() > 2) site.kernel.assign(w.begin() + 2, w.end());
-    }
     if (!node.outputs.empty() && node.outputs[0] >= 0) {
       site.out_channels = channels(node.outputs[0]);
       const Shape& y = pg.value(node.outputs[0]).shape;
       site.out_pixels = y.size() >= 2 ? numel(Shape(y.begin() + 2, y.end())) : 0;
-      if (y.size() > 2) site.out_spatial.assign(y.begin() + 2, y.end());
     }
     convs.push_back(site);
   }

@@ -111,6 +111,59 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
+  TEST_CASE("oneDNN Conv: Winograd for 3x3 stride-1 float32, from blocked and channels-last") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
+      MESSAGE("skipped: oneDNN's Winograd kernels need AVX-512");
+      return;
+    }
+    std::mt19937 rng(5);
+    struct Case {
+      int64_t c, m, hw, stride, block;
+      bool wino;
+      const char* what;
+    };
+    const Case cases[] = {
+        {64, 64, 12, 1, 64, true, "channels-last, 64 channels: reordered to blocks"},
+        {64, 96, 7, 1, 16, false, "16-blocked, 7x7 map: direct"},
+        {32, 48, 20, 1, 16, true, "16-blocked, 20x20 map"},
+        {32, 32, 20, 1, 32, false, "channels-last under 64 channels: direct"},
+        {64, 64, 12, 2, 64, false, "stride 2: direct"},
+        {64, 64, 16, 1, 16, true, "16-blocked, 16x16 map"},
+    };
+    for (const Case& cs : cases) {
+      for (bool residual : {false, true}) {
+        Tensor x = random_f32({1, cs.c, cs.hw, cs.hw}, rng);
+        Tensor wt = random_f32({cs.m, cs.c, 3, 3}, rng);
+        Tensor b = random_f32({cs.m}, rng);
+        Attributes a;
+        a.set("pads", attr_ints({1, 1, 1, 1}));
+        a.set("strides", attr_ints({cs.stride, cs.stride}));
+        RefContext ref_ctx("Conv", a, {&x, &wt, &b});
+        auto params = ops::parse_conv(ref_ctx.ctx).value();
+        std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+        ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+        const int out_block = cs.block == cs.c ? static_cast<int>(cs.m) : 16;
+        Tensor z = random_f32(params.y, rng);
+        Tensor xin = to_blocked(x, cs.block);
+        std::vector<Tensor*> ins = {&xin, &wt, &b};
+        std::vector<bool> constant = {false, true, true};
+        if (residual) {
+          ins.push_back(&z);  // plain: the kernel reorders it into its destination
+          constant.push_back(false);
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] += z.data<float>()[i];
+        }
+        Prepared p = run_cpu(residual ? "FusedConv" : "Conv", a, ins, constant,
+                             static_cast<int>(cs.block), out_block);
+        CHECK_MESSAGE((p.kernel.find("wino") != std::string::npos) == cs.wino, std::string(cs.what),
+                      " residual ", residual, ": ", p.kernel);
+        std::vector<float> got = from_blocked(p.outputs[0], out_block);
+        Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+        CHECK_MESSAGE(c.mismatches == 0, std::string(cs.what), " residual ", residual, ": max abs ",
+                      c.max_abs);
+      }
+    }
+  }
+
   TEST_CASE("oneDNN Conv between layouts: plain, 8/16-blocked and channels-last, either side") {
     if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
       MESSAGE("skipped: needs oneDNN and AVX2 or better");
@@ -675,20 +728,6 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  // A convolution site as the planner describes it to the backend.
-  Backend::ConvSite conv_site(const Node& node, int64_t in, int64_t out, int64_t pixels,
-                              std::vector<int64_t> kernel = {},
-                              std::vector<int64_t> out_spatial = {}) {
-    Backend::ConvSite c;
-    c.node = &node;
-    c.in_channels = in;
-    c.out_channels = out;
-    c.out_pixels = pixels;
-    c.kernel = std::move(kernel);
-    c.out_spatial = std::move(out_spatial);
-    return c;
-  }
-
   TEST_CASE("cpu conv_layout: channels-last where channel counts would leave convolutions plain") {
     const Backend* cpu = backends::get("cpu").value();
     FlagValues flags = Flags::global().resolve(nullptr, nullptr);
@@ -699,55 +738,21 @@ TEST_SUITE("cpu_kernels") {
     Node dense{"c", "Conv", "", {}, {0}, {}}, grouped = dense;
     grouped.attrs.set("group", attr_int(4));
     // Grouped convolutions of whole blocks: blocked (16 or 8).
-    const int whole =
-        cpu->conv_layout(flags, {conv_site(dense, 3, 32, 4096), conv_site(grouped, 32, 32, 1024),
-                                 conv_site(dense, 32, 64, 1024)});
+    const int whole = cpu->conv_layout(
+        flags, {{&dense, 3, 32, 4096}, {&grouped, 32, 32, 1024}, {&dense, 32, 64, 1024}});
     CHECK((whole == 8 || whole == 16));
     // ShuffleNet-like: most of the work on 58 / 116 channels.
-    const int shuffle =
-        cpu->conv_layout(flags, {conv_site(dense, 3, 24, 4096), conv_site(grouped, 24, 24, 1024),
-                                 conv_site(dense, 58, 58, 1024), conv_site(grouped, 116, 116, 256),
-                                 conv_site(dense, 116, 116, 256)});
+    const int shuffle = cpu->conv_layout(flags, {{&dense, 3, 24, 4096},
+                                                 {&grouped, 24, 24, 1024},
+                                                 {&dense, 58, 58, 1024},
+                                                 {&grouped, 116, 116, 256},
+                                                 {&dense, 116, 116, 256}});
     CHECK(shuffle == Backend::kChannelsLast);
     // Squeeze-excite's narrow 1x1 convolutions on one pixel weigh nothing.
-    const int se =
-        cpu->conv_layout(flags, {conv_site(grouped, 32, 32, 4096), conv_site(dense, 32, 4, 1),
-                                 conv_site(dense, 4, 32, 1), conv_site(dense, 32, 64, 4096)});
+    const int se = cpu->conv_layout(
+        flags,
+        {{&grouped, 32, 32, 4096}, {&dense, 32, 4, 1}, {&dense, 4, 32, 1}, {&dense, 32, 64, 4096}});
     CHECK((se == 8 || se == 16));
-  }
-
-  TEST_CASE("cpu conv_layout: blocked where Winograd takes a third of the work (AVX-512)") {
-    const Backend* cpu = backends::get("cpu").value();
-    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
-      MESSAGE("skipped: needs oneDNN and AVX-512");
-      return;
-    }
-    Node dense{"c", "Conv", "", {}, {0}, {}};
-    Node strided = dense;
-    strided.attrs.set("strides", attr_ints({2, 2}));
-    // ResNet-like: 3x3 stride-1 convolutions on 56x56 and 28x28 maps do most of the work.
-    const std::vector<Backend::ConvSite> resnet = {
-        conv_site(dense, 3, 64, 12544, {7, 7}, {112, 112}),
-        conv_site(dense, 64, 64, 3136, {3, 3}, {56, 56}),
-        conv_site(strided, 64, 128, 784, {3, 3}, {28, 28}),
-        conv_site(dense, 128, 128, 784, {3, 3}, {28, 28}),
-        conv_site(dense, 64, 128, 784, {1, 1}, {28, 28})};
-    // 1x1 convolutions, and 3x3 ones on maps under 4x4, give it nothing.
-    const std::vector<Backend::ConvSite> pointwise = {
-        conv_site(dense, 64, 256, 3136, {1, 1}, {56, 56}),
-        conv_site(dense, 256, 64, 3136, {1, 1}, {56, 56}),
-        conv_site(dense, 512, 512, 4, {3, 3}, {2, 2})};
-    FlagValues on = Flags::global().resolve(nullptr, nullptr);
-    FlagOverrides no_wino;
-    no_wino.set(FlagId::kCpuConvWinograd, 0);
-    FlagValues off = Flags::global().resolve(&no_wino, nullptr);
-    if (!on.on(FlagId::kCpuConvWinograd)) {
-      MESSAGE("skipped: cpu.conv.winograd is off in this environment");
-      return;
-    }
-    CHECK(cpu->conv_layout(on, resnet) == 16);
-    CHECK(cpu->conv_layout(off, resnet) == Backend::kChannelsLast);
-    CHECK(cpu->conv_layout(on, pointwise) == Backend::kChannelsLast);
   }
 
   TEST_CASE("oneDNN pooling: 1-D to 3-D windows, ends short of the input or of the padding") {

@@ -398,23 +398,30 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         make(layout, merge);
       }
       // cpu.conv.winograd: 3x3 stride-1 convolutions (onednn::winograd_shape) run oneDNN's
-      // Winograd kernels (AVX-512, float32, 16-channel blocks) where it has one: F(2x2,3x3) or
-      // F(4x4,3x3), 2.25-4x fewer multiplications; the planner picks blocked layouts where they
-      // do a third of the work (cpu_backend.cpp).
+      // Winograd kernels (AVX-512, float32) where it has one: F(2x2,3x3) or F(4x4,3x3), 2.25-4x
+      // fewer multiplications. They read and write 16-channel blocks: from channels-last
+      // activations through reorders in the workspace, which cost what the transform saves
+      // below 64 channels.
+      const bool wino_layout =
+          layout == 16 || (layout != 0 && layout != 8 && std::min(p.x[1], p.y[1]) >= 64);
       if (wconst && avx512 && cdt == dt::f32 && s == 2 && p.group == 1 && merge == 1 &&
-          layout == 16 && variant(tap0, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
-          onednn::winograd_shape({p.w[2], p.w.size() > 3 ? p.w[3] : 0}, p.win.strides,
-                                 p.win.dilations, {p.y.begin() + 2, p.y.end()})) {
+          wino_layout && variant(tap0, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
+          onednn::winograd_shape({p.w[2], p.w[3]}, p.win.strides, p.win.dilations,
+                                 {p.y.begin() + 2, p.y.end()})) {
         conv_alg = alg::convolution_winograd;
         try {
-          std::optional<Pd> candidate = make(layout, merge);
-          if (!is_ref(*candidate)) chosen = std::move(candidate);
+          std::optional<Pd> candidate = make(16, merge);
+          if (std::string(candidate->impl_info_str()).find("wino") != std::string::npos) {
+            chosen = std::move(candidate);
+            layout = 16;
+          }
         } catch (const dnnl::error&) {  // no Winograd kernel for this shape or post-op chain
         }
-        if (std::string(chosen->impl_info_str()).find("wino") == std::string::npos) {
+        if (layout != 16 ||
+            std::string(chosen->impl_info_str()).find("wino") == std::string::npos) {
           conv_alg = alg::convolution_direct;
         }
-        make(layout, merge);  // the layouts of the chosen candidate (the same: blocks of 16)
+        make(layout, merge);  // the layouts and reorders of the chosen candidate
       }
       const Pd& pd = *chosen;
       k->prim_ = dnnl::convolution_forward(pd);

@@ -9,9 +9,11 @@
 
 namespace tern::onednn {
 
-// A 2-D 3x3 kernel, stride 1, no dilation, an output map of at least 4x4 (oneDNN 2.6, AVX-512,
-// one thread: 2-2.8x faster than its direct kernel from 20x20 on, 1.5-1.9x on 4x4 to 10x10 maps;
-// smaller maps are mostly tile padding). Attributes left empty mean their default, 1.
+// A 2-D 3x3 kernel, stride 1, no dilation, an output map of at least 12x12. oneDNN 2.6's kernels
+// alone (AVX-512, weights in cache) beat its direct ones 2-3x on any map from 4x4; inside whole
+// networks (transformed weights 1.8-4x larger, workspace reorders) maps under 12x12 gained
+// nothing at one thread and lost at two: GoogLeNet at 80x80, 2 threads, 5.4 ms instead of 4.9
+// with them, 4.9 without. Attributes left empty mean their default, 1.
 inline bool winograd_shape(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations,
                            const std::vector<int64_t>& out_spatial) {
@@ -22,7 +24,7 @@ inline bool winograd_shape(const std::vector<int64_t>& kernel, const std::vector
     if (v != 1) return false;
   for (int64_t v : dilations)
     if (v != 1) return false;
-  return out_spatial[0] >= 4 && out_spatial[1] >= 4;
+  return out_spatial[0] >= 12 && out_spatial[1] >= 12;
 }
 
 // Packs float32 weights `w` (oc x ic x 3 x 3, plain) into the Winograd layout `d` a primitive
