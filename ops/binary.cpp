@@ -157,14 +157,14 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
   return st;
 }
 
-template <BinaryKind K>
-Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx, BinaryKind kind) {
   DType dt = ctx.inputs[0].dtype;
   if (!ops::visit_all_numeric(dt, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "float types and the integer types");
   }
   BinaryParams p{
-      K, dt, ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+      kind, dt,
+      ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
   const Shape& out = ctx.outputs[0].shape;
   if (ctx.outputs[0].block > 0) {
     // Blocked: same-shape inputs in the output's layout compute elementwise as plain ones do;
@@ -207,6 +207,11 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
     }
   }
   return make_kernel("reference", std::move(p), run_binary);
+}
+
+template <BinaryKind K>
+Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
+  return make_binary(ctx, K);
 }
 
 }  // namespace
