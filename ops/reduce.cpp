@@ -403,8 +403,8 @@ Expected<std::unique_ptr<Kernel>> make_cum(const OpContext& ctx) {
 }  // namespace
 
 void register_op_reduce(OpRegistry& r) {
-  auto add = [&](const char* name, KernelFactory f, OpAttributes a) {
-    r.add({name, 1, 2, 1, 1, infer_reduce, f, {1}, std::move(a)});
+  auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
+    r.add({name, 1, 2, 1, 1, infer_reduce, f, {1}, a});
   };
   add("ReduceSum", make_reduce<R::kSum>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
   add("ReduceMean", make_reduce<R::kMean>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));

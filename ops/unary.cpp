@@ -327,8 +327,8 @@ Expected<std::unique_ptr<Kernel>> make_not(const OpContext& ctx) {
 }  // namespace
 
 void register_op_unary(OpRegistry& r) {
-  auto add = [&](const char* name, KernelFactory f, OpAttributes a) {
-    r.add({name, 1, 1, 1, 1, infer_same, f, {}, std::move(a)});
+  auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
+    r.add({name, 1, 1, 1, 1, infer_same, f, {}, a});
   };
   add("Abs", make_unary<U::kAbs>, attrs({}));
   add("Neg", make_unary<U::kNeg>, attrs({}));
