@@ -194,14 +194,14 @@ function(tern_generate_registrations dir ops out_text)
   set(left_out ${all_ops})
   list(REMOVE_ITEM left_out ${ops})
   list(SORT left_out)
-  tern_cxx_string_list(selected_text ${ops})
-  tern_cxx_string_list(left_out_text ${left_out})
+  tern_cxx_name_list(selected_text ${ops})
+  tern_cxx_name_list(left_out_text ${left_out})
   tern_generate_registration(${dir}/register_ops.cpp "core/op_registry.h"
     register_all_ops OpRegistry register_op_ ${op_sources}
-    EPILOGUE "r.select({${selected_text}}, {${left_out_text}})" DEFINE "${define}")
+    EPILOGUE "r.select_packed(${selected_text}, ${left_out_text})" DEFINE "${define}")
   tern_generate_registration(${dir}/register_cpu_kernels.cpp "core/kernel_registry.h"
     register_cpu_kernels KernelRegistry register_cpu_ ${kernel_sources}
-    EPILOGUE "r.keep_ops(\"cpu\", {${selected_text}})")
+    EPILOGUE "r.keep_ops_packed(\"cpu\", ${selected_text})")
   list(LENGTH ops count)
   string(JOIN ";" joined ${ops})
   string(JOIN ";" dtypes_joined ${ARGN})
@@ -224,6 +224,16 @@ function(tern_cxx_string_list out)
   set(text "")
   foreach(item IN LISTS ARGN)
     string(APPEND text "\"${item}\", ")
+  endforeach()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# tern_cxx_name_list(OUT NAMES...): the names as one C++ string of NUL-ended names (split_names in
+# core/op_registry.h): "Conv\0" "Relu\0" (the literal's own NUL ends the list).
+function(tern_cxx_name_list out)
+  set(text "\"\"")
+  foreach(item IN LISTS ARGN)
+    string(APPEND text " \"${item}\\0\"")
   endforeach()
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()

@@ -158,27 +158,46 @@ class Kernel {
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);
 using InferFn = Status (*)(OpContext& ctx);
 
-// A kernel made of parsed params and a function; most kernels are this.
-template <class Params, class RunFn>
+// A kernel made of parsed params and a function; most kernels are this. One class for every
+// params type: the params and the function live in a box behind a plain pointer, with a run and a
+// destroy function per type, so each kind of kernel costs those two small functions, not a
+// vtable (8 slots, each a dynamic relocation) and five virtual functions of its own.
 class FunctionKernel final : public Kernel {
  public:
+  template <class Params, class RunFn>
   FunctionKernel(std::string name, Params params, RunFn run, size_t workspace, int inplace = -1)
       : name_(std::move(name)),
-        params_(std::move(params)),
-        run_(std::move(run)),
+        box_(new Box<Params, RunFn>{std::move(params), std::move(run)}),
+        run_(&Box<Params, RunFn>::call),
+        destroy_(&Box<Params, RunFn>::destroy),
         workspace_(workspace),
         inplace_(inplace) {}
+  FunctionKernel(const FunctionKernel&) = delete;
+  FunctionKernel& operator=(const FunctionKernel&) = delete;
+  ~FunctionKernel() override { destroy_(box_); }
   const char* name() const override { return name_.c_str(); }
   Status run(const KernelArgs& args, const ExecContext& exec) const override {
-    return run_(params_, args, exec);
+    return run_(box_, args, exec);
   }
   size_t workspace_bytes() const override { return workspace_; }
   int inplace_input() const override { return inplace_; }
 
  private:
+  template <class Params, class RunFn>
+  struct Box {
+    Params params;
+    RunFn fn;
+    static Status call(const void* box, const KernelArgs& args, const ExecContext& exec) {
+      const Box* b = static_cast<const Box*>(box);
+      return b->fn(b->params, args, exec);
+    }
+    static void destroy(void* box) { delete static_cast<Box*>(box); }
+  };
+
   std::string name_;
-  Params params_;
-  RunFn run_;
+  void* box_;
+  Status (*run_)(const void*, const KernelArgs&, const ExecContext&);
+  void (*destroy_)(void*);
   size_t workspace_;
   int inplace_;
 };
@@ -186,16 +205,16 @@ class FunctionKernel final : public Kernel {
 template <class Params, class RunFn>
 std::unique_ptr<Kernel> make_kernel(std::string name, Params params, RunFn run,
                                     size_t workspace = 0) {
-  return std::make_unique<FunctionKernel<Params, RunFn>>(std::move(name), std::move(params),
-                                                         std::move(run), workspace);
+  return std::make_unique<FunctionKernel>(std::move(name), std::move(params), std::move(run),
+                                          workspace);
 }
 
 // An element-wise kernel whose output may overwrite input `input` (Kernel::inplace_input).
 template <class Params, class RunFn>
 std::unique_ptr<Kernel> make_elementwise_kernel(std::string name, Params params, RunFn run,
                                                 int input = 0) {
-  return std::make_unique<FunctionKernel<Params, RunFn>>(std::move(name), std::move(params),
-                                                         std::move(run), 0, input);
+  return std::make_unique<FunctionKernel>(std::move(name), std::move(params), std::move(run), 0,
+                                          input);
 }
 
 }  // namespace tern

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "core/op_registry.h"
+
 namespace tern {
 
 KernelRegistry& KernelRegistry::global() {
@@ -10,10 +12,10 @@ KernelRegistry& KernelRegistry::global() {
   return registry;
 }
 
-void KernelRegistry::add(const std::string& op_type, const std::string& backend, DType dtype,
+void KernelRegistry::add(std::string_view op_type, std::string_view backend, DType dtype,
                          KernelFactory factory, int priority) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& list = kernels_[{op_type, backend, static_cast<int>(dtype)}];
+  auto& list = kernels_[{std::string(op_type), std::string(backend), static_cast<int>(dtype)}];
   list.emplace_back(priority, factory);
   std::stable_sort(list.begin(), list.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -60,6 +62,10 @@ void KernelRegistry::keep_ops(const std::string& backend,
                       std::find(selected.begin(), selected.end(), op) == selected.end();
     it = drop ? kernels_.erase(it) : std::next(it);
   }
+}
+
+void KernelRegistry::keep_ops_packed(const std::string& backend, const char* selected) {
+  keep_ops(backend, split_names(selected));
 }
 
 }  // namespace tern

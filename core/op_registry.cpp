@@ -16,7 +16,16 @@ const OpRegistry& OpRegistry::global() {
   return registry;
 }
 
-void OpRegistry::add(OpSchema schema) {
+void OpRegistry::add(const OpDef& def) {
+  OpSchema schema{def.op_type, def.min_inputs, def.max_inputs,   def.min_outputs, def.max_outputs,
+                  def.infer,   def.reference,  def.value_inputs, std::nullopt};
+  if (def.attributes.declared) {
+    OpAttributes& a = schema.attributes.emplace();
+    a.read.assign(def.attributes.read.begin(), def.attributes.read.end());
+    for (const OpAttributeNames::Ignored& i : def.attributes.ignored) {
+      a.ignored.push_back({i.name, i.why});
+    }
+  }
   std::string key = schema.op_type;
   schemas_[key] = std::move(schema);
 }
@@ -46,6 +55,16 @@ void OpRegistry::select(const std::vector<std::string>& selected,
   std::sort(left_out.begin(), left_out.end());
   left_out.erase(std::unique(left_out.begin(), left_out.end()), left_out.end());
   left_out_ = std::move(left_out);
+}
+
+void OpRegistry::select_packed(const char* selected, const char* left_out) {
+  select(split_names(selected), split_names(left_out));
+}
+
+std::vector<std::string> split_names(const char* names) {
+  std::vector<std::string> out;
+  for (const char* p = names; *p != '\0'; p += out.back().size() + 1) out.emplace_back(p);
+  return out;
 }
 
 bool OpRegistry::left_out(const std::string& op_type) const {

@@ -2,6 +2,7 @@
 // ops/<op>.cpp defines register_op_<op>(OpRegistry&); CMake generates register_all_ops().
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,10 +27,23 @@ struct OpAttributes {
   std::vector<IgnoredAttribute> ignored;
 };
 
+// What a registration declares (OpDef::attributes): string literals, which OpRegistry::add copies
+// into the schema's OpAttributes. Made by attrs() within the registration's own expression (the
+// lists' arrays live until its end).
+struct OpAttributeNames {
+  struct Ignored {
+    const char* name;
+    const char* why;
+  };
+  bool declared = false;
+  std::initializer_list<const char*> read;
+  std::initializer_list<Ignored> ignored;
+};
+
 // An op with no attributes declares attrs({}).
-inline OpAttributes attrs(std::vector<std::string> read,
-                          std::vector<IgnoredAttribute> ignored = {}) {
-  return OpAttributes{std::move(read), std::move(ignored)};
+inline OpAttributeNames attrs(std::initializer_list<const char*> read,
+                              std::initializer_list<OpAttributeNames::Ignored> ignored = {}) {
+  return OpAttributeNames{true, read, ignored};
 }
 
 struct OpSchema {
@@ -48,17 +62,37 @@ struct OpSchema {
   std::optional<OpAttributes> attributes;
 };
 
+// One op's registration, as ops/<op>.cpp writes it: r.add({"Concat", 1, 1 << 20, 1, 1,
+// infer_concat, make_concat, {}, attrs({"axis"})}). Literals and plain values only, so that each
+// registration is little code; OpRegistry::add makes the OpSchema (fields as there).
+struct OpDef {
+  const char* op_type;
+  int min_inputs = 1, max_inputs = 1;
+  int min_outputs = 1, max_outputs = 1;
+  InferFn infer = nullptr;
+  KernelFactory reference = nullptr;
+  std::initializer_list<int> value_inputs;
+  OpAttributeNames attributes;
+};
+
+// The names of a list packed as one string, each ended by a NUL, the list by an empty name:
+// "Conv\0" "Relu\0" (a literal's own NUL ends it).
+std::vector<std::string> split_names(const char* names);
+
 class OpRegistry {
  public:
   // The process-wide registry, filled by register_all_ops() on first use.
   static const OpRegistry& global();
-  void add(OpSchema schema);
+  void add(const OpDef& def);
   const OpSchema* find(const std::string& op_type) const;
   std::vector<std::string> op_types() const;
   // A selective build (TERN_SELECTED_OPS): keeps the `selected` op types only, and remembers
   // Tern's other ops, `left_out`, so a model needing one is told so (the generated
   // register_all_ops calls it last).
   void select(const std::vector<std::string>& selected, std::vector<std::string> left_out);
+  // The same with each list one string of names, each ended by a NUL ("Conv\0" "Relu\0"): what
+  // the generated registration passes (a braced list of std::strings is code for every name).
+  void select_packed(const char* selected, const char* left_out);
   // True for an op Tern has that this selective build left out.
   bool left_out(const std::string& op_type) const;
 

@@ -55,15 +55,19 @@ Status run_act(const ActParams& p, const KernelArgs& a, const ExecContext& exec)
   return Status::ok();
 }
 
-template <Act A>
-Expected<std::unique_ptr<Kernel>> make_act(const OpContext& ctx) {
-  ActParams p{A, ctx.inputs[0].dtype};
+Expected<std::unique_ptr<Kernel>> make_act(const OpContext& ctx, Act act) {
+  ActParams p{act, ctx.inputs[0].dtype};
   if (!ops::visit_float(p.dtype, [](auto) {})) return ops::dtype_error(ctx, 0, "float32, float64");
-  if (A == Act::kHardSigmoid) {
+  if (act == Act::kHardSigmoid) {
     TERN_ASSIGN_OR_RETURN(p.alpha, ctx.attrs().get_float("alpha", 0.2f));
     TERN_ASSIGN_OR_RETURN(p.beta, ctx.attrs().get_float("beta", 0.5f));
   }
   return make_elementwise_kernel("reference", p, run_act);
+}
+
+template <Act A>
+Expected<std::unique_ptr<Kernel>> make_act(const OpContext& ctx) {
+  return make_act(ctx, A);
 }
 
 // Clip: bounds from attributes before opset 11, from optional scalar inputs since.

@@ -120,8 +120,7 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
   if (p.training) {
     TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
     return std::unique_ptr<Kernel>(
-        std::make_unique<FunctionKernel<BatchNormParams, decltype(&run_bn_training)>>(
-            "batch_norm_training", p, &run_bn_training, scratch, 0));
+        std::make_unique<FunctionKernel>("batch_norm_training", p, &run_bn_training, scratch, 0));
   }
   const int blk = ctx.outputs[0].block;
   if (blk > 0 || ctx.inputs[0].block > 0) {
@@ -133,9 +132,8 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
     p.block = blk;
   }
   // One multiply-add per element, vectorised; the output may overwrite the input.
-  return std::unique_ptr<Kernel>(
-      std::make_unique<FunctionKernel<BatchNormParams, decltype(&run_bn)>>(
-          p.block > 0 ? "batch_norm_blocked" : "batch_norm", p, &run_bn, scratch, 0));
+  return std::unique_ptr<Kernel>(std::make_unique<FunctionKernel>(
+      p.block > 0 ? "batch_norm_blocked" : "batch_norm", p, &run_bn, scratch, 0));
 }
 
 }  // namespace

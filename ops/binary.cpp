@@ -88,8 +88,11 @@ void run_blocked_channel(const BinaryParams& p, const float* full, const float* 
                });
 }
 
-template <class T, BinaryKind K>
-void run_rows(const ops::BroadcastRows& br, const T* a, const T* b, T* out, int threads) {
+// `kind` is a BinaryKind, or a std::integral_constant of one for a loop per kind.
+template <class T, class Kind>
+void run_rows(const ops::BroadcastRows& br, const T* a, const T* b, T* out, int threads,
+              Kind kind) {
+  const BinaryKind op = kind;
   const int64_t inner = br.inner;
   const int64_t sa = br.in_strides[0].back(), sb = br.in_strides[1].back();
   parallel_for(br.rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1)), threads,
@@ -101,15 +104,15 @@ void run_rows(const ops::BroadcastRows& br, const T* a, const T* b, T* out, int 
                    const T* pb = b + off[1];
                    T* po = out + r * inner;
                    if (sa == 1 && sb == 1) {
-                     for (int64_t i = 0; i < inner; ++i) po[i] = apply(K, pa[i], pb[i]);
+                     for (int64_t i = 0; i < inner; ++i) po[i] = apply(op, pa[i], pb[i]);
                    } else if (sa == 1) {
                      const T vb = *pb;
-                     for (int64_t i = 0; i < inner; ++i) po[i] = apply(K, pa[i], vb);
+                     for (int64_t i = 0; i < inner; ++i) po[i] = apply(op, pa[i], vb);
                    } else if (sb == 1) {
                      const T va = *pa;
-                     for (int64_t i = 0; i < inner; ++i) po[i] = apply(K, va, pb[i]);
+                     for (int64_t i = 0; i < inner; ++i) po[i] = apply(op, va, pb[i]);
                    } else {
-                     const T v = apply(K, *pa, *pb);
+                     const T v = apply(op, *pa, *pb);
                      for (int64_t i = 0; i < inner; ++i) po[i] = v;
                    }
                  }
@@ -150,21 +153,25 @@ Status run_binary(const BinaryParams& p, const KernelArgs& args, const ExecConte
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
-    with_kind(p.kind, [&](auto k) {
-      run_rows<T, decltype(k)::value>(p.rows, pa, pb, po, exec.num_threads);
-    });
+    if constexpr (std::is_floating_point_v<T>) {
+      with_kind(p.kind, [&](auto k) { run_rows(p.rows, pa, pb, po, exec.num_threads, k); });
+    } else {
+      // Integers (shape arithmetic, mostly) and the 16-bit floats (converted per element anyway):
+      // the kind chosen per element, one loop per type instead of four (code size).
+      run_rows(p.rows, pa, pb, po, exec.num_threads, p.kind);
+    }
   });
   return st;
 }
 
-template <BinaryKind K>
-Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx, BinaryKind kind) {
   DType dt = ctx.inputs[0].dtype;
   if (!ops::visit_all_numeric(dt, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "float types and the integer types");
   }
   BinaryParams p{
-      K, dt, ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+      kind, dt,
+      ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
   const Shape& out = ctx.outputs[0].shape;
   if (ctx.outputs[0].block > 0) {
     // Blocked: same-shape inputs in the output's layout compute elementwise as plain ones do;
@@ -207,6 +214,11 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
     }
   }
   return make_kernel("reference", std::move(p), run_binary);
+}
+
+template <BinaryKind K>
+Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
+  return make_binary(ctx, K);
 }
 
 }  // namespace

@@ -100,17 +100,22 @@ Status run_cmp(const CmpParams& p, const KernelArgs& a, const ExecContext& exec)
   return Status::ok();
 }
 
-template <Cmp Op>
-Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx, Cmp op) {
   const DType dt = ctx.inputs[0].dtype;
-  const bool logical = Op == Cmp::kAnd || Op == Cmp::kOr || Op == Cmp::kXor;
+  const bool logical = op == Cmp::kAnd || op == Cmp::kOr || op == Cmp::kXor;
   bool ok = logical ? dt == DType::kBool
                     : ops::visit_all_numeric(dt, [](auto) {}) || dt == DType::kBool ||
-                          (Op == Cmp::kEq && dt == DType::kString);
+                          (op == Cmp::kEq && dt == DType::kString);
   if (!ok) return ops::dtype_error(ctx, 0, logical ? "bool" : "numeric types, bool");
-  CmpParams p{Op, dt,
-              ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  CmpParams p{
+      op, dt,
+      ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
   return make_kernel("reference", std::move(p), run_cmp);
+}
+
+template <Cmp Op>
+Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx) {
+  return make_cmp(ctx, Op);
 }
 
 // ---- same-type binary ops: bitwise, BitShift, Mod, PRelu ----------------------------------------
@@ -197,29 +202,35 @@ Status run_bin(const BinParams& p, const KernelArgs& a, const ExecContext& exec)
   return Status::ok();
 }
 
-template <Bin Op>
-Expected<std::unique_ptr<Kernel>> make_bin(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_bin(const OpContext& ctx, Bin op) {
   const DType dt = ctx.inputs[0].dtype;
   const bool ints = dtype_is_signed_int(dt) || dtype_is_unsigned_int(dt);
-  if (Op == Bin::kShift && !dtype_is_unsigned_int(dt)) return ops::dtype_error(ctx, 0, "unsigned integers");
-  if ((Op == Bin::kBitAnd || Op == Bin::kBitOr || Op == Bin::kBitXor) && !ints) {
+  if (op == Bin::kShift && !dtype_is_unsigned_int(dt))
+    return ops::dtype_error(ctx, 0, "unsigned integers");
+  if ((op == Bin::kBitAnd || op == Bin::kBitOr || op == Bin::kBitXor) && !ints) {
     return ops::dtype_error(ctx, 0, "integer types");
   }
   if (!ops::visit_all_numeric(dt, [](auto) {})) return ops::dtype_error(ctx, 0, "numeric types");
-  BinParams p{Op, dt,
-              ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
-  if (Op == Bin::kShift) {
+  BinParams p{
+      op, dt,
+      ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape})};
+  if (op == Bin::kShift) {
     TERN_ASSIGN_OR_RETURN(std::string dir, ctx.attrs().get_string("direction", ""));
     if (dir != "LEFT" && dir != "RIGHT") {
       return invalid_model(ctx.where, ": direction must be LEFT or RIGHT, got '", dir, "'");
     }
     p.left = dir == "LEFT";
   }
-  if (Op == Bin::kMod) {
+  if (op == Bin::kMod) {
     TERN_ASSIGN_OR_RETURN(int64_t fm, ctx.attrs().get_int("fmod", 0));
     p.fmod = fm != 0;
   }
   return make_kernel("reference", std::move(p), run_bin);
+}
+
+template <Bin Op>
+Expected<std::unique_ptr<Kernel>> make_bin(const OpContext& ctx) {
+  return make_bin(ctx, Op);
 }
 
 // ---- Pow: base and exponent may differ in type; the output has the base's type ----------------
@@ -408,10 +419,9 @@ Status run_var(const VarParams& p, const KernelArgs& a, const ExecContext& exec)
   return Status::ok();
 }
 
-template <Var Op>
-Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx) {
-  VarParams p{Op, ctx.inputs[0].dtype, ctx.outputs[0].shape, {}, {}};
-  const bool floats_only = Op == Var::kMean;
+Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx, Var op) {
+  VarParams p{op, ctx.inputs[0].dtype, ctx.outputs[0].shape, {}, {}};
+  const bool floats_only = op == Var::kMean;
   if (floats_only ? !ops::visit_any_float(p.dtype, [](auto) {})
                   : !ops::visit_all_numeric(p.dtype, [](auto) {})) {
     return ops::dtype_error(ctx, 0, floats_only ? "float types" : "numeric types");
@@ -421,6 +431,11 @@ Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx) {
     p.rows.push_back(ops::plan_broadcast(p.out, {p.out, ctx.inputs[k].shape}));
   }
   return make_kernel("reference", std::move(p), run_var);
+}
+
+template <Var Op>
+Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx) {
+  return make_var(ctx, Op);
 }
 
 }  // namespace

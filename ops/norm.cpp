@@ -111,11 +111,10 @@ Status run_ln(const LnParams& p, const KernelArgs& a, const ExecContext& exec) {
   return Status::ok();
 }
 
-template <bool kRms>
-Expected<std::unique_ptr<Kernel>> make_ln(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_ln(const OpContext& ctx, bool rms) {
   TERN_ASSIGN_OR_RETURN(int64_t axis, ln_axis(ctx));
   const Shape& x = ctx.inputs[0].shape;
-  LnParams p{kRms, 1e-5, 1, 1, {}, {}};
+  LnParams p{rms, 1e-5, 1, 1, {}, {}};
   TERN_ASSIGN_OR_RETURN(float eps, ctx.attrs().get_float("epsilon", 1e-5f));
   p.eps = eps;
   for (int64_t d = 0; d < axis; ++d) p.outer *= x[static_cast<size_t>(d)];
@@ -131,6 +130,11 @@ Expected<std::unique_ptr<Kernel>> make_ln(const OpContext& ctx) {
     (i == 1 ? p.scale_idx : p.bias_idx) = broadcast_index(ctx.inputs[i].shape, inner);
   }
   return make_kernel("reference", std::move(p), run_ln);
+}
+
+template <bool kRms>
+Expected<std::unique_ptr<Kernel>> make_ln(const OpContext& ctx) {
+  return make_ln(ctx, kRms);
 }
 
 // ---- GroupNormalization / InstanceNormalization -------------------------------------------------

@@ -140,19 +140,27 @@ Status run_pool(const PoolParams& p, const KernelArgs& a, const ExecContext& exe
   return Status::ok();
 }
 
-template <PoolKind K, bool Global>
-Status infer_pool(OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx, K, Global));
+Status infer_pool(OpContext& ctx, PoolKind kind, bool global) {
+  TERN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx, kind, global));
   ctx.set_output(0, ctx.inputs[0].dtype, pool_out_shape(ctx, p));
   if (ctx.outputs.size() > 1) ctx.set_output(1, DType::kInt64, pool_out_shape(ctx, p));
   return Status::ok();
 }
 
 template <PoolKind K, bool Global>
-Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx) {
+Status infer_pool(OpContext& ctx) {
+  return infer_pool(ctx, K, Global);
+}
+
+Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx, PoolKind kind, bool global) {
   TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
-  TERN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx, K, Global));
+  TERN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx, kind, global));
   return make_kernel("reference", std::move(p), run_pool);
+}
+
+template <PoolKind K, bool Global>
+Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx) {
+  return make_pool(ctx, K, Global);
 }
 
 }  // namespace

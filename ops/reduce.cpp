@@ -244,16 +244,20 @@ Status run_reduce(const ReduceParams& p, const KernelArgs& a, const ExecContext&
   return Status::ok();
 }
 
-template <R Op>
-Expected<std::unique_ptr<Kernel>> make_reduce(const OpContext& ctx) {
-  ReduceParams p{Op, ctx.inputs[0].dtype, {}};
+Expected<std::unique_ptr<Kernel>> make_reduce(const OpContext& ctx, R op) {
+  ReduceParams p{op, ctx.inputs[0].dtype, {}};
   const bool ok = ops::visit_all_numeric(p.dtype, [](auto) {}) ||
-                  (p.dtype == DType::kBool && (Op == R::kMax || Op == R::kMin));
+                  (p.dtype == DType::kBool && (op == R::kMax || op == R::kMin));
   if (!ok) return ops::dtype_error(ctx, 0, "numeric types");
   TERN_ASSIGN_OR_RETURN(ReduceSpec s, reduce_spec(ctx));
   p.layout = layout_of(ctx.inputs[0].shape, s.reduced, s.keepdims);
   if (s.identity) p.layout.inner = {0};
   return make_kernel("reference", std::move(p), run_reduce);
+}
+
+template <R Op>
+Expected<std::unique_ptr<Kernel>> make_reduce(const OpContext& ctx) {
+  return make_reduce(ctx, Op);
 }
 
 // ---- ArgMax / ArgMin ----------------------------------------------------------------------------
@@ -311,14 +315,18 @@ Status run_arg(const ArgParams& p, const KernelArgs& a, const ExecContext&) {
   return Status::ok();
 }
 
-template <bool kMax>
-Expected<std::unique_ptr<Kernel>> make_arg(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_arg(const OpContext& ctx, bool max) {
   if (!ops::visit_all_numeric(ctx.inputs[0].dtype, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "numeric types");
   }
   Shape out;
-  TERN_ASSIGN_OR_RETURN(ArgParams p, arg_params(ctx, kMax, &out));
+  TERN_ASSIGN_OR_RETURN(ArgParams p, arg_params(ctx, max, &out));
   return make_kernel("reference", p, run_arg);
+}
+
+template <bool kMax>
+Expected<std::unique_ptr<Kernel>> make_arg(const OpContext& ctx) {
+  return make_arg(ctx, kMax);
 }
 
 // ---- CumSum / CumProd ---------------------------------------------------------------------------
@@ -371,8 +379,7 @@ Status run_cum(const CumParams& p, const KernelArgs& a, const ExecContext&) {
   return Status::ok();
 }
 
-template <bool kProd>
-Expected<std::unique_ptr<Kernel>> make_cum(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_cum(const OpContext& ctx, bool prod) {
   if (!ops::visit_all_numeric(ctx.inputs[0].dtype, [](auto) {})) {
     return ops::dtype_error(ctx, 0, "numeric types");
   }
@@ -382,17 +389,22 @@ Expected<std::unique_ptr<Kernel>> make_cum(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(int64_t axis, ops::normalize_axis(axis_v[0], static_cast<int64_t>(in.size())));
   TERN_ASSIGN_OR_RETURN(int64_t excl, ctx.attrs().get_int("exclusive", 0));
   TERN_ASSIGN_OR_RETURN(int64_t rev, ctx.attrs().get_int("reverse", 0));
-  CumParams p{kProd, excl != 0, rev != 0, ctx.inputs[0].dtype, 1, in[static_cast<size_t>(axis)], 1};
+  CumParams p{prod, excl != 0, rev != 0, ctx.inputs[0].dtype, 1, in[static_cast<size_t>(axis)], 1};
   for (int64_t d = 0; d < axis; ++d) p.outer *= in[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < in.size(); ++d) p.inner *= in[d];
   return make_kernel("reference", p, run_cum);
 }
 
+template <bool kProd>
+Expected<std::unique_ptr<Kernel>> make_cum(const OpContext& ctx) {
+  return make_cum(ctx, kProd);
+}
+
 }  // namespace
 
 void register_op_reduce(OpRegistry& r) {
-  auto add = [&](const char* name, KernelFactory f, OpAttributes a) {
-    r.add({name, 1, 2, 1, 1, infer_reduce, f, {1}, std::move(a)});
+  auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
+    r.add({name, 1, 2, 1, 1, infer_reduce, f, {1}, a});
   };
   add("ReduceSum", make_reduce<R::kSum>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
   add("ReduceMean", make_reduce<R::kMean>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));

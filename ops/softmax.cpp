@@ -1,5 +1,6 @@
-// Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1) and normalised over
-// the flattened trailing dims; from opset 13 it is normalised over one axis (default -1).
+// Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default
+// 1) and normalised over the flattened trailing dims; from opset 13 it is normalised over one axis
+// (default -1).
 #include <cmath>
 #include <vector>
 
@@ -99,26 +100,31 @@ void softmax_rows(const SoftmaxParams& p, const T* x, T* y, int threads) {
                });
 }
 
+Status run_softmax(const SoftmaxParams& q, const KernelArgs& a, const ExecContext& exec) {
+  if (q.axis_len == 0) return Status::ok();
+  ops::visit_any_float(q.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (q.mode == Mode::kSoftmax) {
+        softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
+        return;
+      }
+    }
+    other_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
+  });
+  return Status::ok();
+}
+
+// One kernel for the three modes (the template only names the mode): code size.
+Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx, Mode mode) {
+  TERN_ASSIGN_OR_RETURN(SoftmaxParams p, parse_softmax(ctx));
+  p.mode = mode;
+  return make_kernel("reference", p, run_softmax);
+}
+
 template <Mode M>
 Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
-  TERN_ASSIGN_OR_RETURN(SoftmaxParams p, parse_softmax(ctx));
-  p.mode = M;
-  return make_kernel(
-      "reference", p, [](const SoftmaxParams& q, const KernelArgs& a, const ExecContext& exec) {
-        if (q.axis_len == 0) return Status::ok();
-        ops::visit_any_float(q.dtype, [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (std::is_floating_point_v<T>) {
-            if (q.mode == Mode::kSoftmax) {
-              softmax_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(),
-                              exec.num_threads);
-              return;
-            }
-          }
-          other_rows<T>(q, a.inputs[0]->data<T>(), a.outputs[0]->data<T>(), exec.num_threads);
-        });
-        return Status::ok();
-      });
+  return make_softmax(ctx, M);
 }
 
 }  // namespace

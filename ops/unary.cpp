@@ -188,17 +188,16 @@ bool takes_integers(U op) {
   return op == U::kAbs || op == U::kNeg || op == U::kSign || op == U::kShrink;
 }
 
-template <U Op>
-Expected<std::unique_ptr<Kernel>> make_unary(const OpContext& ctx) {
-  UnaryParams p{Op, ctx.inputs[0].dtype};
-  const bool ok = takes_integers(Op) ? ops::visit_all_numeric(p.dtype, [](auto) {})
+Expected<std::unique_ptr<Kernel>> make_unary(const OpContext& ctx, U op) {
+  UnaryParams p{op, ctx.inputs[0].dtype};
+  const bool ok = takes_integers(op) ? ops::visit_all_numeric(p.dtype, [](auto) {})
                                      : ops::visit_any_float(p.dtype, [](auto) {});
   if (!ok) {
-    return ops::dtype_error(ctx, 0,
-                            takes_integers(Op) ? "numeric types" : "float, double, float16, bfloat16");
+    return ops::dtype_error(
+        ctx, 0, takes_integers(op) ? "numeric types" : "float, double, float16, bfloat16");
   }
   const Attributes& at = ctx.attrs();
-  switch (Op) {
+  switch (op) {
     case U::kElu:
     case U::kCelu: {
       TERN_ASSIGN_OR_RETURN(float alpha, at.get_float("alpha", 1.0f));
@@ -244,6 +243,11 @@ Expected<std::unique_ptr<Kernel>> make_unary(const OpContext& ctx) {
   return make_elementwise_kernel("reference", p, run_unary);
 }
 
+template <U Op>
+Expected<std::unique_ptr<Kernel>> make_unary(const OpContext& ctx) {
+  return make_unary(ctx, Op);
+}
+
 // IsNaN, IsInf (detect_negative / detect_positive): float in, bool out.
 struct IsParams {
   DType dtype;
@@ -269,14 +273,18 @@ Status run_is(const IsParams& p, const KernelArgs& a, const ExecContext&) {
   return Status::ok();
 }
 
-template <bool kNaN>
-Expected<std::unique_ptr<Kernel>> make_is(const OpContext& ctx) {
-  IsParams p{ctx.inputs[0].dtype, kNaN, true, true};
+Expected<std::unique_ptr<Kernel>> make_is(const OpContext& ctx, bool nan) {
+  IsParams p{ctx.inputs[0].dtype, nan, true, true};
   if (!ops::visit_any_float(p.dtype, [](auto) {})) return ops::dtype_error(ctx, 0, "float types");
   TERN_ASSIGN_OR_RETURN(int64_t neg, ctx.attrs().get_int("detect_negative", 1));
   TERN_ASSIGN_OR_RETURN(int64_t pos, ctx.attrs().get_int("detect_positive", 1));
   p.neg = neg != 0, p.pos = pos != 0;
   return make_kernel("reference", p, run_is);
+}
+
+template <bool kNaN>
+Expected<std::unique_ptr<Kernel>> make_is(const OpContext& ctx) {
+  return make_is(ctx, kNaN);
 }
 
 // Not (bool) and BitwiseNot (integers).
@@ -303,20 +311,24 @@ Status run_not(const NotParams& p, const KernelArgs& a, const ExecContext&) {
   return Status::ok();
 }
 
+Expected<std::unique_ptr<Kernel>> make_not(const OpContext& ctx, bool bitwise) {
+  const DType dt = ctx.inputs[0].dtype;
+  const bool ok =
+      bitwise ? (dtype_is_signed_int(dt) || dtype_is_unsigned_int(dt)) : dt == DType::kBool;
+  if (!ok) return ops::dtype_error(ctx, 0, bitwise ? "integer types" : "bool");
+  return make_kernel("reference", NotParams{dt}, run_not);
+}
+
 template <bool kBitwise>
 Expected<std::unique_ptr<Kernel>> make_not(const OpContext& ctx) {
-  const DType dt = ctx.inputs[0].dtype;
-  const bool ok = kBitwise ? (dtype_is_signed_int(dt) || dtype_is_unsigned_int(dt))
-                           : dt == DType::kBool;
-  if (!ok) return ops::dtype_error(ctx, 0, kBitwise ? "integer types" : "bool");
-  return make_kernel("reference", NotParams{dt}, run_not);
+  return make_not(ctx, kBitwise);
 }
 
 }  // namespace
 
 void register_op_unary(OpRegistry& r) {
-  auto add = [&](const char* name, KernelFactory f, OpAttributes a) {
-    r.add({name, 1, 1, 1, 1, infer_same, f, {}, std::move(a)});
+  auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
+    r.add({name, 1, 1, 1, 1, infer_same, f, {}, a});
   };
   add("Abs", make_unary<U::kAbs>, attrs({}));
   add("Neg", make_unary<U::kNeg>, attrs({}));

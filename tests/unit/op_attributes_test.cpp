@@ -80,7 +80,7 @@ TEST_SUITE("ops") {
 TEST_SUITE("bad_input") {
   TEST_CASE("check_attributes: undeclared ONNX attribute UNSUPPORTED, unknown name INVALID_MODEL") {
     OpSchema conv = *OpRegistry::global().find("Conv");
-    conv.attributes = attrs({"group"}, {{"kernel_shape", "from the weights"}});
+    conv.attributes = OpAttributes{{"group"}, {{"kernel_shape", "from the weights"}}};
     Attributes a;
     a.set("group", attr_int(1));
     a.set("kernel_shape", attr_ints({3, 3}));

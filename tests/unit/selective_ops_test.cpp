@@ -100,6 +100,30 @@ TEST_SUITE("ops") {
     CHECK_FALSE(OpRegistry::global().left_out("Conv"));
   }
 
+  TEST_CASE("the generated registration's packed name lists select as braced lists do") {
+    CHECK(split_names("Conv\0"
+                      "Relu\0") == std::vector<std::string>{"Conv", "Relu"});
+    CHECK(split_names("").empty());
+    OpRegistry r;
+    for (const char* op : {"Conv", "Relu", "Loop"}) {
+      r.add({op, 1, 1, 1, 1, no_infer, nullptr, {}, attrs({})});
+    }
+    r.select_packed("Conv\0",
+                    "If\0"
+                    "Where\0");
+    CHECK(r.op_types() == std::vector<std::string>{"Conv"});
+    CHECK(r.left_out("Loop"));
+    CHECK(r.left_out("Relu"));
+    CHECK(r.left_out("Where"));
+    CHECK_FALSE(r.left_out("Conv"));
+    KernelRegistry k;
+    KernelFactory f = nullptr;
+    k.add("Conv", "cpu", DType::kFloat32, f);
+    k.add("Relu", "cpu", DType::kFloat32, f);
+    k.keep_ops_packed("cpu", "Relu\0");
+    CHECK(k.op_types("cpu") == std::vector<std::string>{"Relu"});
+  }
+
   TEST_CASE("a selection keeps the selected ops' kernels of that backend only") {
     KernelRegistry r;
     KernelFactory f = nullptr;

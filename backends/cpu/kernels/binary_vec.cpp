@@ -33,8 +33,7 @@ Status run_binary_vec(const BinaryVec& k, const KernelArgs& a, const ExecContext
   return Status::ok();
 }
 
-template <int Op>
-Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx, int kind) {
   if (ctx.inputs[0].dtype != DType::kFloat32 || ctx.inputs[1].dtype != DType::kFloat32) {
     return unsupported("binary_vec takes float32");
   }
@@ -50,7 +49,7 @@ Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx) {
     }
   }
   BinaryVec k;
-  k.op = Op;
+  k.op = kind;
   k.rows = ops::plan_broadcast(out, {ctx.inputs[0].shape, ctx.inputs[1].shape});
   // An inner stride other than 0 or 1 (a transposed broadcast) is the reference kernel's.
   for (const auto& s : k.rows.in_strides) {
@@ -66,6 +65,11 @@ Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx) {
     }
   }
   return make_kernel(std::move(name), std::move(k), run_binary_vec);
+}
+
+template <int Op>
+Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx) {
+  return make_binary_vec(ctx, Op);
 }
 
 }  // namespace
