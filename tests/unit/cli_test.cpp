@@ -80,6 +80,25 @@ void check_model_via_cli(const std::string& name, const std::string& model_arg) 
 }  // namespace
 
 TEST_SUITE("cli") {
+  TEST_CASE("tern COMMAND --help prints that command's usage; tern --help all of them") {
+    for (const char* cmd : {"run", "bench", "inspect", "check", "info", "convert"}) {
+      CAPTURE(std::string(cmd));
+      Result r = run_cli(std::string(cmd) + " --help");
+      CHECK(r.code == 0);
+      CHECK(r.output.find(std::string("  tern ") + cmd + " ") != std::string::npos);
+      CHECK(r.output.find("unknown option") == std::string::npos);
+      // Only its own section.
+      const std::string other = std::string(cmd) == "run" ? "tern bench" : "tern run";
+      CHECK(r.output.find(other) == std::string::npos);
+    }
+    Result all = run_cli("--help");
+    CHECK(all.code == 0);
+    for (const char* cmd : {"run", "bench", "inspect", "check", "info", "convert", "--version"}) {
+      CHECK(all.output.find(std::string("  tern ") + cmd) != std::string::npos);
+    }
+    CHECK(run_cli("bench MODEL -h").code == 0);
+  }
+
   TEST_CASE("tern info prints version, build, backends and capability") {
     Result r = run_cli("info");
     CHECK(r.code == 0);
