@@ -21,6 +21,17 @@ inline tern::Tensor make_i64(tern::Shape shape, std::vector<int64_t> v) {
   std::copy(v.begin(), v.end(), t.data<int64_t>());
   return t;
 }
+// y = Relu(x) over a [2] tensor of `dt`, opset 13: the smallest model of a given element type.
+inline tern::Graph relu_graph(tern::DType dt) {
+  tern::Graph g;
+  g.opset = 13;
+  const int x = g.add_value("x", tern::ValueType{dt, true, {tern::Dim{2, ""}}});
+  const int y = g.add_value("y", tern::ValueType{dt, true, {tern::Dim{2, ""}}});
+  g.nodes.push_back(tern::Node{"relu", "Relu", "", {x}, {y}, {}});
+  g.inputs = {x};
+  g.outputs = {y};
+  return g;
+}
 // A float32 tensor rounded to float16 or bfloat16 (`dt`), and a half tensor widened to float32.
 inline tern::Tensor to_half_type(const tern::Tensor& t, tern::DType dt) {
   tern::Tensor h = tern::Tensor::allocate(dt, t.shape()).value();

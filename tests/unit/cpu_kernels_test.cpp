@@ -111,59 +111,6 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  TEST_CASE("oneDNN Conv: Winograd for 3x3 stride-1 float32, from blocked and channels-last") {
-    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
-      MESSAGE("skipped: oneDNN's Winograd kernels need AVX-512");
-      return;
-    }
-    std::mt19937 rng(5);
-    struct Case {
-      int64_t c, m, hw, stride, block;
-      bool wino;
-      const char* what;
-    };
-    const Case cases[] = {
-        {64, 64, 12, 1, 64, true, "channels-last, 64 channels: reordered to blocks"},
-        {64, 96, 7, 1, 16, false, "16-blocked, 7x7 map: direct"},
-        {32, 48, 20, 1, 16, true, "16-blocked, 20x20 map"},
-        {32, 32, 20, 1, 32, false, "channels-last under 64 channels: direct"},
-        {64, 64, 12, 2, 64, false, "stride 2: direct"},
-        {64, 64, 16, 1, 16, true, "16-blocked, 16x16 map"},
-    };
-    for (const Case& cs : cases) {
-      for (bool residual : {false, true}) {
-        Tensor x = random_f32({1, cs.c, cs.hw, cs.hw}, rng);
-        Tensor wt = random_f32({cs.m, cs.c, 3, 3}, rng);
-        Tensor b = random_f32({cs.m}, rng);
-        Attributes a;
-        a.set("pads", attr_ints({1, 1, 1, 1}));
-        a.set("strides", attr_ints({cs.stride, cs.stride}));
-        RefContext ref_ctx("Conv", a, {&x, &wt, &b});
-        auto params = ops::parse_conv(ref_ctx.ctx).value();
-        std::vector<float> ref(static_cast<size_t>(numel(params.y)));
-        ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
-        const int out_block = cs.block == cs.c ? static_cast<int>(cs.m) : 16;
-        Tensor z = random_f32(params.y, rng);
-        Tensor xin = to_blocked(x, cs.block);
-        std::vector<Tensor*> ins = {&xin, &wt, &b};
-        std::vector<bool> constant = {false, true, true};
-        if (residual) {
-          ins.push_back(&z);  // plain: the kernel reorders it into its destination
-          constant.push_back(false);
-          for (size_t i = 0; i < ref.size(); ++i) ref[i] += z.data<float>()[i];
-        }
-        Prepared p = run_cpu(residual ? "FusedConv" : "Conv", a, ins, constant,
-                             static_cast<int>(cs.block), out_block);
-        CHECK_MESSAGE((p.kernel.find("wino") != std::string::npos) == cs.wino, std::string(cs.what),
-                      " residual ", residual, ": ", p.kernel);
-        std::vector<float> got = from_blocked(p.outputs[0], out_block);
-        Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
-        CHECK_MESSAGE(c.mismatches == 0, std::string(cs.what), " residual ", residual, ": max abs ",
-                      c.max_abs);
-      }
-    }
-  }
-
   TEST_CASE("oneDNN Conv between layouts: plain, 8/16-blocked and channels-last, either side") {
     if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
       MESSAGE("skipped: needs oneDNN and AVX2 or better");

@@ -49,13 +49,7 @@ TEST_SUITE("api") {
       MESSAGE("no libtern.so beside the tests: skipped");
       return;
     }
-    Graph g;
-    g.opset = 13;
-    const int x = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{2, ""}}});
-    const int y = g.add_value("y", ValueType{DType::kFloat32, true, {Dim{2, ""}}});
-    g.nodes.push_back(Node{"relu", "Relu", "", {x}, {y}, {}});
-    g.inputs = {x};
-    g.outputs = {y};
+    const Graph g = tern_test::relu_graph(DType::kFloat32);
     const std::string dir = "/tmp/tern_minimal_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     REQUIRE(serialization::save_tern(g, dir + "/in.tern").is_ok());  // (libtern.a's writer)

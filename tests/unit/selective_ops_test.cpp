@@ -19,6 +19,7 @@
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
 #include "core/opt/graph_util.h"
+#include "graph_builder.h"
 #include "serialization/model_io.h"
 
 namespace tern::generated {
@@ -189,13 +190,7 @@ TEST_SUITE("serialization") {
   TEST_CASE("a model of a dtype the build left out is refused at load (the minimal default)") {
     // The minimal build's default element types leave float64 out (TERN_MINIMAL_DTYPES); a full
     // build has it. Either way the loader and `tern info` agree with dtype_built.
-    Graph g;
-    g.opset = 13;
-    const int x = g.add_value("x", ValueType{DType::kFloat64, true, {Dim{2, ""}}});
-    const int y = g.add_value("y", ValueType{DType::kFloat64, true, {Dim{2, ""}}});
-    g.nodes.push_back(Node{"relu", "Relu", "", {x}, {y}, {}});
-    g.inputs = {x};
-    g.outputs = {y};
+    const Graph g = tern_test::relu_graph(DType::kFloat64);
     const std::string path = "/tmp/tern_dtype_left_out_" + std::to_string(::getpid()) + ".tern";
     REQUIRE(serialization::save_tern(g, path).is_ok());
     auto m = serialization::load_model_file(path);

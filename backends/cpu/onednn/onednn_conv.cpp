@@ -409,18 +409,17 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           onednn::winograd_shape({p.w[2], p.w[3]}, p.win.strides, p.win.dilations,
                                  {p.y.begin() + 2, p.y.end()})) {
         conv_alg = alg::convolution_winograd;
+        bool wino = false;
         try {
           std::optional<Pd> candidate = make(16, merge);
-          if (std::string(candidate->impl_info_str()).find("wino") != std::string::npos) {
+          wino = std::string(candidate->impl_info_str()).find("wino") != std::string::npos;
+          if (wino) {
             chosen = std::move(candidate);
             layout = 16;
           }
         } catch (const dnnl::error&) {  // no Winograd kernel for this shape or post-op chain
         }
-        if (layout != 16 ||
-            std::string(chosen->impl_info_str()).find("wino") == std::string::npos) {
-          conv_alg = alg::convolution_direct;
-        }
+        if (!wino) conv_alg = alg::convolution_direct;
         make(layout, merge);  // the layouts and reorders of the chosen candidate
       }
       const Pd& pd = *chosen;

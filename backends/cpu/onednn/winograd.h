@@ -1,5 +1,5 @@
-// Which convolutions oneDNN's Winograd kernels run (cpu.conv.winograd): the kernel's choice
-// (onednn_conv.cpp) and the planner's layout choice (cpu_backend.cpp) share this rule.
+// oneDNN's Winograd convolutions (cpu.conv.winograd, onednn_conv.cpp): which shapes take them,
+// and Tern's packing of their weights.
 #pragma once
 
 #include <cstdint>
