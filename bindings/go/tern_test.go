@@ -438,30 +438,55 @@ func TestCancelAndDeadline(t *testing.T) {
 		t.Fatalf("cancelled options: %v", err)
 	}
 	r.ClearCancel()
-	// A warm run's time (the first one also planned): the cancel below lands in its first quarter.
-	t0 = time.Now()
-	if res, err := session.RunWithOptions(r, in, out); err != nil {
-		t.Fatal(err)
-	} else {
+	// A warm run's time, the fastest of three (the first run also planned).
+	whole = time.Duration(math.MaxInt64)
+	for i := 0; i < 3; i++ {
+		t0 = time.Now()
+		res, err := session.RunWithOptions(r, in, out)
+		if err != nil {
+			t.Fatal(err)
+		}
 		res[0].Close()
+		if d := time.Since(t0); d < whole {
+			whole = d
+		}
 	}
-	whole = time.Since(t0)
 	if err := r.SetDeadline(-time.Second); err == nil {
 		t.Fatal("a negative deadline was accepted")
 	}
 
-	// A context cancelled during the run, and a context deadline far shorter than the run.
-	ctx, cancel := context.WithCancel(context.Background())
-	var cancelledAt time.Time
-	go func() {
-		time.Sleep(whole / 4)
-		cancelledAt = time.Now()
-		cancel()
-	}()
-	_, err = session.RunContext(ctx, in, out)
-	latency := time.Since(cancelledAt)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled context: %v", err)
+	// A context cancelled during the run, and a context deadline far shorter than the run. On a
+	// loaded machine the cancelling goroutine can wake after the run has ended; the run then
+	// succeeds and the test tries again, cancelling earlier.
+	wait := whole / 4
+	tries := 0
+	var latency time.Duration
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan time.Time, 1)
+		go func() {
+			time.Sleep(wait)
+			at := time.Now()
+			cancel()
+			done <- at
+		}()
+		res, err := session.RunContext(ctx, in, out)
+		returned := time.Now()
+		cancelledAt := <-done
+		if err == nil {
+			res[0].Close()
+			tries++
+			if tries == 8 {
+				t.Fatalf("%d runs ended before a cancel sent %v into them", tries, wait)
+			}
+			wait /= 2
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled context: %v", err)
+		}
+		latency = returned.Sub(cancelledAt)
+		break
 	}
 	tctx, tcancel := context.WithTimeout(context.Background(), whole/10)
 	defer tcancel()
@@ -471,7 +496,8 @@ func TestCancelAndDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || took > whole/10+time.Second {
 		t.Fatalf("deadline %v: %v after %v", whole/10, err, took)
 	}
-	t.Logf("ppocr_det run %v; cancel to return %v; a %v deadline returned after %v", whole, latency, whole/10, took)
+	t.Logf("ppocr_det run %v; cancel to return %v (%d earlier runs ended first); a %v deadline returned after %v",
+		whole, latency, tries, whole/10, took)
 
 	// The session computes the same as before.
 	again, err := session.Run(in, out)

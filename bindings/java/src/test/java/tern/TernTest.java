@@ -347,33 +347,52 @@ public final class TernTest {
           check(e.status() == Status.CANCELLED, e.toString());
         }
         r.clearCancel();
-        // A warm run's time (the first one also planned): the cancel below lands in its first
-        // quarter.
-        long t0 = System.nanoTime();
-        for (Tensor t : session.run(r, in, out)) t.close();
-        long whole = System.nanoTime() - t0;
-        // Cancelled from another thread during the run.
-        long[] cancelledAt = new long[1];
-        Thread canceller = new Thread(() -> {
-          try {
-            Thread.sleep(whole / 4_000_000);
-          } catch (InterruptedException e) {
-            return;
-          }
-          cancelledAt[0] = System.nanoTime();
-          r.cancel();
-        });
-        canceller.start();
-        long returned = 0;
-        try {
-          session.run(r, in, out);
-          check(false, "the run was not cancelled");
-        } catch (TernException e) {
-          returned = System.nanoTime();
-          check(e.status() == Status.CANCELLED, e.toString());
+        // A warm run's time, the fastest of three (the first run also planned).
+        long whole = Long.MAX_VALUE;
+        for (int i = 0; i < 3; ++i) {
+          long t0 = System.nanoTime();
+          for (Tensor t : session.run(r, in, out)) t.close();
+          whole = Math.min(whole, System.nanoTime() - t0);
         }
-        canceller.join();
-        double latencyMs = (returned - cancelledAt[0]) / 1e6;
+        // Cancelled from another thread during the run. On a loaded machine the canceller can
+        // wake after the run has ended; the run then succeeds and the test tries again,
+        // cancelling earlier.
+        long waitNs = whole / 4;
+        int tries = 0;
+        double latencyMs;
+        while (true) {
+          long[] cancelledAt = new long[1];
+          long sleepNs = waitNs;
+          Thread canceller = new Thread(() -> {
+            try {
+              Thread.sleep(sleepNs / 1_000_000, (int) (sleepNs % 1_000_000));
+            } catch (InterruptedException e) {
+              return;
+            }
+            cancelledAt[0] = System.nanoTime();
+            r.cancel();
+          });
+          canceller.start();
+          long returned = 0;
+          TernException stopped = null;
+          try {
+            for (Tensor t : session.run(r, in, out)) t.close();
+          } catch (TernException e) {
+            returned = System.nanoTime();
+            stopped = e;
+          }
+          canceller.join();
+          if (stopped == null) {
+            r.clearCancel();
+            ++tries;
+            check(tries < 8, tries + " runs ended before a cancel sent " + sleepNs + " ns into them");
+            waitNs /= 2;
+            continue;
+          }
+          check(stopped.status() == Status.CANCELLED, stopped.toString());
+          latencyMs = (returned - cancelledAt[0]) / 1e6;
+          break;
+        }
         check(latencyMs < 1000, "cancel to return " + latencyMs + " ms");
         // A deadline far shorter than the run.
         try (RunOptions shortRun = new RunOptions().deadline(Duration.ofNanos(whole / 10))) {
@@ -384,9 +403,9 @@ public final class TernTest {
           } catch (TernException e) {
             check(e.status() == Status.DEADLINE_EXCEEDED, e.toString());
           }
-          System.out.printf("  ppocr_det run %.1f ms; cancel to return %.2f ms; a %.1f ms deadline"
-              + " returned after %.1f ms%n", whole / 1e6, latencyMs, whole / 1e7,
-              (System.nanoTime() - t1) / 1e6);
+          System.out.printf("  ppocr_det run %.1f ms; cancel to return %.2f ms (%d earlier runs"
+              + " ended first); a %.1f ms deadline returned after %.1f ms%n", whole / 1e6, latencyMs,
+              tries, whole / 1e7, (System.nanoTime() - t1) / 1e6);
         }
         List<Tensor> again = session.run(in, out);
         check(Arrays.equals(first.get(0).bytes(), again.get(0).bytes()), "outputs changed");
