@@ -299,6 +299,15 @@ std::vector<FlagDef> make_defs() {
        "weights take 1.8-4x the memory; results differ from direct convolution by rounding); "
        "off: direct convolution only. No effect under cpu.max_capability=AVX2 (oneDNN 2.6 has "
        "no AVX2 Winograd kernel)"},
+      {FlagId::kCpuFloat16InFloat32, "cpu.float16_in_float32", T::kBool, S::kSession, P::kNone,
+       "cpu", 1, "TERN_CPU_FLOAT16_IN_FLOAT32",
+       "a CPU-only session computes a float16 model in float32: float16 constants widened once "
+       "at creation (twice their memory), a Cast at each float16 graph input and output, the "
+       "model's own Casts to float16 kept, float32 kernels and layouts in between (as ONNX "
+       "Runtime's CPU provider does); intermediate values are no longer rounded to float16 after "
+       "each node. Off: each float16 node widens its inputs and rounds its outputs. Part of "
+       "graph.optimize; read when the session is created (a session saved with "
+       "tern_session_save_optimized keeps the float32 graph)"},
   };
   for (size_t i = 0; i < d.size(); ++i) {
     if (static_cast<size_t>(d[i].id) != i) std::abort();  // table order must match FlagId

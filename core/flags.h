@@ -59,6 +59,7 @@ enum class FlagId : int {
   kBlasVerbose,
   kSdpFp16Bf16ReductionMath,
   kCpuConvWinograd,
+  kCpuFloat16InFloat32,
   kCount
 };
 constexpr size_t kFlagCount = static_cast<size_t>(FlagId::kCount);

@@ -143,6 +143,8 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
   // plans (whose key holds it) and its graph agree whatever the global value does later.
   const bool optimize = s->flags().on(FlagId::kGraphOptimize);
   s->config_.overrides.set(FlagId::kGraphOptimize, optimize ? 1 : 0);
+  // cpu.float16_in_float32 likewise: the graph is widened (or not) once.
+  s->config_.overrides.set(FlagId::kCpuFloat16InFloat32, s->flags()[FlagId::kCpuFloat16InFloat32]);
   if (optimize) {
     TERN_RETURN_IF_ERROR(
         optimize_graph(s->graph_, s->planning_backends_, s->flags(), &s->optimizer_report_));
@@ -196,7 +198,8 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
               {"group_norms_fused", std::to_string(r.group_norms_fused)},
               {"activations_fused", std::to_string(r.activations_fused)},
               {"dead_nodes_removed", std::to_string(r.dead_nodes_removed)},
-              {"pads_folded", std::to_string(r.pads_folded)}};
+              {"pads_folded", std::to_string(r.pads_folded)},
+              {"float16_values_widened", std::to_string(r.float16_values_widened)}};
     s->profiler_->record(std::move(e));
   }
   return s;

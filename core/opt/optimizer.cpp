@@ -1,6 +1,8 @@
 #include "core/opt/optimizer.h"
 
+#include <algorithm>
 #include <iterator>
+#include <string>
 
 #include "core/opt/graph_util.h"
 #include "core/opt/residual_fusion.h"
@@ -48,6 +50,12 @@ Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const Fla
   TERN_RETURN_IF_ERROR(fold_qdq_moves(g, report));
   TERN_RETURN_IF_ERROR(remove_dead_nodes(g, report));
   TERN_RETURN_IF_ERROR(fold_constants(g, backends, flags, report));
+  const bool cpu_only = std::all_of(backends.begin(), backends.end(), [](const Backend* b) {
+    return std::string(b->name()) == "cpu";
+  });
+  if (cpu_only && flags.on(FlagId::kCpuFloat16InFloat32)) {
+    TERN_RETURN_IF_ERROR(widen_float16(g, report));
+  }
   return optimize_graph(g, report);
 }
 

@@ -1,7 +1,8 @@
 // The optimizer: every graph rewrite, one pass per file, run in one place.
 //
 // Shape-free passes run once at session creation on the session's copy of the graph, in this
-// order (optimize_graph):
+// order (optimize_graph, after the QDQ fusions, constant folding and, on CPU-only sessions,
+// widen_float16):
 //   constant_folding        nodes whose inputs are all constant are computed and become constants
 //   batch_norm_folding      Conv -> BatchNormalization becomes one Conv
 //   hardswish_fusion        x * clip(x + 3, 0, 6) / 6 becomes HardSwish
@@ -52,6 +53,8 @@ struct OptimizerReport {
   // DequantizeLinear -> Reshape / Transpose / MaxPool ... -> QuantizeLinear of the same scale and
   // zero point: the ops move the quantised values themselves
   size_t qdq_moves_folded = 0;
+  size_t float16_values_widened = 0;  // float16 values computed in float32 (widen_float16)
+  size_t float16_casts_added = 0;     // the Casts at their float16 edges
 };
 
 // Computes every node whose inputs are all constant (random ops excepted) with the host backends
@@ -73,6 +76,16 @@ Status fuse_qdq_add(Graph& g, OptimizerReport* report);
 // DequantizeLinear -> ops that only move elements (Reshape, Transpose, MaxPool...) ->
 // QuantizeLinear with the same scale and zero point: the ops run on the quantised values.
 Status fold_qdq_moves(Graph& g, OptimizerReport* report);
+// A float16 model computes in float32 (run by optimize_graph for CPU-only sessions while the flag
+// cpu.float16_in_float32 is on). The CPU has no float16 arithmetic kernels of its own: each
+// float16 node would widen its inputs, run its float32 kernel in plain layouts and round its
+// outputs back (backends/cpu/widened_kernel.h). Instead every float16 value becomes float32
+// (constants widened once) except the graph's inputs and outputs and what Casts to float16 and
+// nodes holding subgraphs or sequences write; a Cast joins each float16 edge, so the graph's
+// interface is unchanged. What the graph computes between its edges is no longer rounded to
+// float16 after each node (ONNX Runtime's CPU provider computes such models in float32 too); the
+// model's Casts to float16 still round.
+Status widen_float16(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);
 // x * Sigmoid(x) becomes one Swish node (alpha 1).
