@@ -2,8 +2,10 @@
 // perm [0, 2, 3, 1] (PyTorch folds k.transpose(1, 2).transpose(-2, -1) into it), becomes two:
 // [0, 2, 1, 3] to [batch, heads, seq, dim], then [0, 1, 3, 2]. The second is the form the mha
 // fastpath matches (attention_fusion.h), whose Attention node then reads K in the layout Q and V
-// have. Only where the Transpose feeds a MatMul's B whose output goes on to a Softmax (through a
-// scale and a mask): elsewhere the split would add a copy.
+// have. nn.MultiheadAttention's export folds the heads into the batch, K [seq, batch * heads,
+// dim] with perm [1, 2, 0]: that becomes [1, 0, 2], then [0, 2, 1]. Only where the Transpose feeds
+// a MatMul's B whose output goes on to a Softmax (through a scale and a mask): elsewhere the split
+// would add a copy.
 #include "core/opt/graph_util.h"
 #include "core/opt/optimizer.h"
 
@@ -38,7 +40,11 @@ Status split_key_transposes(Graph& g, OptimizerReport* report) {
       continue;
     }
     auto perm = tr.attrs.get_ints("perm");
-    if (!perm || *perm != std::vector<int64_t>{0, 2, 3, 1}) continue;
+    if (!perm) continue;
+    // The 4-D form, and the 3-D one of PyTorch's nn.MultiheadAttention export, whose heads are
+    // folded into the batch: K [seq, batch * heads, dim], perm [1, 2, 0].
+    const bool four = *perm == std::vector<int64_t>{0, 2, 3, 1};
+    if (!four && *perm != std::vector<int64_t>{1, 2, 0}) continue;
     const auto& readers = consumers[static_cast<size_t>(tr.outputs[0])];
     if (readers.size() != 1) continue;
     const Node& mm = g.nodes[readers[0]];
@@ -54,9 +60,9 @@ Status split_key_transposes(Graph& g, OptimizerReport* report) {
     first.outputs = {bhsd};
     Attribute p;
     p.kind = Attribute::Kind::kInts;
-    p.ints = {0, 2, 1, 3};
+    p.ints = four ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{1, 0, 2};
     first.attrs.set("perm", p);
-    p.ints = {0, 1, 3, 2};
+    p.ints = four ? std::vector<int64_t>{0, 1, 3, 2} : std::vector<int64_t>{0, 2, 1};
     Node& second = g.nodes[t];  // (the reference above may move when a node is added)
     second.attrs.set("perm", p);
     second.inputs = {bhsd};

@@ -278,6 +278,48 @@ TEST_SUITE("backends") {
     CHECK(s->plan_for(shapes, s->flags(&off)).value()->fused_attention == 0);
   }
 
+  TEST_CASE("mha fastpath: nn.MultiheadAttention's export, heads folded into the batch") {
+    FlagRestore restore;
+    // PyTorch's MultiheadAttention exports q, k, v as [seq, batch * heads, dim] and writes
+    // softmax((q^T / sqrt d) @ k.permute(1, 2, 0) + mask) @ v^T; K's Transpose [1, 2, 0] is split
+    // into [1, 0, 2] and [0, 2, 1] for the fastpath.
+    Builder b;
+    const Shape qs = {24, 6, 16}, ks = {20, 6, 16};
+    int q = b.input("q", qs), k = b.input("k", ks), v = b.input("v", ks);
+    int mask = b.input("mask", {24, 20});
+    Attribute perm;
+    perm.kind = Attribute::Kind::kInts;
+    perm.ints = {1, 0, 2};
+    int qt = b.node("Div", {b.node("Transpose", {q}, attrs1("perm", perm)),
+                            b.constant("sqrt_d", make_f32({}, {4.0f}))});
+    int vt = b.node("Transpose", {v}, attrs1("perm", perm));
+    perm.ints = {1, 2, 0};
+    int kt = b.node("Transpose", {k}, attrs1("perm", perm));
+    int scores =
+        b.node("Mul", {b.node("MatMul", {qt, kt}), b.constant("one", make_f32({}, {1.0f}))});
+    Attribute axis;
+    axis.kind = Attribute::Kind::kInt;
+    axis.i = -1;
+    int probs = b.node("Softmax", {b.node("Add", {scores, mask})}, attrs1("axis", axis));
+    int y = b.node("MatMul", {probs, vt});
+    auto s = b.session({y});
+    CHECK(s->optimizer_report().key_transposes_split == 1);
+    CHECK(s->attention_pattern_count() == 1);
+    Tensor tq = random_f32(qs, 5), tk = random_f32(ks, 6), tv = random_f32(ks, 7);
+    Tensor tm = random_f32({24, 20}, 8, -3, 0);
+    const std::vector<Shape> shapes = {qs, ks, ks, {24, 20}};
+    const std::string out = s->model().graph().value_name(y);
+    const std::vector<std::string> names = {"q", "k", "v", "mask"};
+    const std::vector<const Tensor*> ins = {&tq, &tk, &tv, &tm};
+    CHECK(s->plan_for(shapes).value()->fused_attention == 1);
+    Tensor yf = run(*s, names, ins, out)[0];
+    tern_mha_set_fastpath_enabled(0);
+    CHECK(s->plan_for(shapes).value()->fused_attention == 0);
+    Tensor yp = run(*s, names, ins, out)[0];
+    CHECK(yf.shape() == Shape{6, 24, 16});
+    CHECK(max_abs_diff(yf, yp) < 2e-5f);
+  }
+
   TEST_CASE("opt_einsum: the path changes with the flags, the result does not") {
     FlagRestore restore;
     // ab,bc,cd->ad with a=d=200, b=c... left to right makes a 200x200 intermediate.
