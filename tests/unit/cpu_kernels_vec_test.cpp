@@ -186,6 +186,44 @@ TEST_SUITE("cpu_kernels") {
       same(p.outputs[0], run_reference("Concat", a, {&x, &y, &z}), "Concat");
     }
     {
+      // Large enough for two threads: pieces of very different sizes, one empty, several rows;
+      // then split back.
+      Tensor big = random_f32({3, 9000, 7}, 26u), one = random_f32({3, 1, 7}, 27u);
+      Tensor none = random_f32({3, 0, 7}, 28u), mid = random_f32({3, 2500, 7}, 29u);
+      Attributes a;
+      a.set("axis", attr_int(1));
+      std::vector<Tensor*> ins = {&big, &one, &none, &mid};
+      auto k = inferred("Concat", a, ins, {false, false, false, false});
+      auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+      REQUIRE(kernel.has_value());
+      const Tensor want = run_reference("Concat", a, ins);
+      for (int threads : {1, 2}) {
+        const Tensor got = run_kernel(**kernel, k->ctx, ins, threads);
+        same(got, want, "Concat of uneven pieces at " + std::to_string(threads) + " threads");
+      }
+      Attributes sa;
+      sa.set("axis", attr_int(1));
+      sa.set("split", attr_ints({9000, 1, 0, 2500}));
+      Tensor joined = want;
+      auto sk = inferred("Split", sa, {&joined}, {false});
+      sk->ctx.outputs.assign(4, TensorInfo{true, DType::kUndefined, {}, nullptr});
+      sk->node.outputs = {0, 1, 2, 3};
+      sk->ctx.opset = 11;
+      REQUIRE(infer_node(*OpRegistry::global().find("Split"), sk->ctx).is_ok());
+      auto split = backends::get("cpu").value()->prepare(sk->ctx);
+      REQUIRE(split.has_value());
+      std::vector<Tensor> parts;
+      for (int i = 0; i < 4; ++i) {
+        parts.push_back(Tensor::allocate(DType::kFloat32, sk->ctx.outputs[i].shape).value());
+      }
+      KernelArgs args;
+      args.inputs = {&joined};
+      for (Tensor& t : parts) args.outputs.push_back(&t);
+      REQUIRE((*split)->run(args, ExecContext{2}).is_ok());
+      for (int i = 0; i < 4; ++i)
+        same(parts[static_cast<size_t>(i)], *ins[static_cast<size_t>(i)], "Split back");
+    }
+    {
       Attributes a;
       a.set("axis", attr_int(3));
       a.set("split", attr_ints({3, 7}));
