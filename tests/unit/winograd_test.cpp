@@ -1,5 +1,6 @@
 // oneDNN's Winograd convolutions (cpu.conv.winograd): Tern's weight packing against oneDNN's own
-// reorder into the layouts they choose, and which convolutions take them, from which layouts.
+// reorder into the layouts they choose, and which convolutions take them, from which layouts;
+// 3-D convolutions one frame deep, which run as 2-D ones (Winograd among them).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -132,6 +133,64 @@ TEST_SUITE("cpu_kernels") {
         std::vector<float> got = from_blocked(p.outputs[0], out_block);
         Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
         CHECK_MESSAGE(c.mismatches == 0, std::string(cs.what), " residual ", residual, ": max abs ",
+                      c.max_abs);
+      }
+    }
+  }
+
+  TEST_CASE("oneDNN Conv: 3-D convolutions one frame deep run as 2-D ones over their frames") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
+      MESSAGE("skipped: oneDNN's direct convolutions need AVX2 or AVX-512");
+      return;
+    }
+    const bool avx512 = std::string(tern_cpu_get_capability()) == "AVX512";
+    std::mt19937 rng(6);
+    struct Case {
+      Shape x;
+      int64_t m;
+      std::vector<int64_t> kernel, strides, pads;
+      bool framewise, wino;
+      const char* what;
+    };
+    // Winograd on AVX-512 for frames of 12x12 and more in 16-channel blocks.
+    const Case cases[] = {
+        {{2, 16, 3, 14, 14}, 32, {1, 3, 3}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}, true, avx512, "2 clips"},
+        {{1, 20, 2, 9, 11}, 24, {1, 3, 3}, {1, 2, 2}, {0, 1, 0, 0, 1, 1}, true, false, "20 -> 24"},
+        {{1, 64, 4, 16, 16}, 64, {1, 3, 3}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}, true, avx512, "64"},
+        {{1, 16, 4, 8, 8}, 16, {3, 1, 1}, {1, 1, 1}, {1, 0, 0, 1, 0, 0}, false, false, "3x1x1"},
+        // Frames of padding only: with a residual and Relu, oneDNN's 3-D kernel crashed.
+        {{1, 16, 4, 8, 8}, 16, {1, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, false, false, "pad 1"},
+    };
+    for (const Case& cs : cases) {
+      for (bool fused : {false, true}) {
+        Tensor x = random_f32(cs.x, rng);
+        Tensor wt = random_f32({cs.m, cs.x[1], cs.kernel[0], cs.kernel[1], cs.kernel[2]}, rng);
+        Tensor b = random_f32({cs.m}, rng);
+        Attributes a;
+        a.set("pads", attr_ints(cs.pads));
+        a.set("strides", attr_ints(cs.strides));
+        RefContext ref_ctx("Conv", a, {&x, &wt, &b});
+        auto params = ops::parse_conv(ref_ctx.ctx).value();
+        std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+        ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+        Tensor z = random_f32(params.y, rng);
+        std::vector<Tensor*> ins = {&x, &wt, &b};
+        std::vector<bool> constant = {false, true, true};
+        if (fused) {  // + a residual, then Relu
+          a.set("activations", attr_strings({"Relu"}));
+          ins.push_back(&z);
+          constant.push_back(false);
+          for (size_t i = 0; i < ref.size(); ++i) {
+            ref[i] = std::max(0.0f, ref[i] + z.data<float>()[i]);
+          }
+        }
+        Prepared p = run_cpu(fused ? "FusedConv" : "Conv", a, ins, constant);
+        CHECK_MESSAGE((p.kernel.find("framewise") != std::string::npos) == cs.framewise,
+                      std::string(cs.what), ": ", p.kernel);
+        CHECK_MESSAGE((p.kernel.find("winograd") != std::string::npos) == cs.wino,
+                      std::string(cs.what), ": ", p.kernel);
+        Comparison c = compare(p.outputs[0].data<float>(), ref.data(), ref.size(), 1e-4, 1e-4);
+        CHECK_MESSAGE(c.mismatches == 0, std::string(cs.what), " fused ", fused, ": max abs ",
                       c.max_abs);
       }
     }

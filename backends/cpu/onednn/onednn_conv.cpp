@@ -6,6 +6,7 @@
 // FusedConv's epilogue becomes eltwise post-ops (from a second Affine on, which oneDNN 2.6 gets
 // wrong, it runs after the primitive) and its residual a sum post-op (the residual is copied into
 // the destination first).
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -169,6 +170,18 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     }
     TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx, true));
     ops::ConvParams p = fp.conv;
+    // oneDNN 2.6's direct kernels crash (a segmentation fault in their JIT code, seen with a 3-D
+    // convolution padded by one frame around a kernel one frame deep) on a residual sum followed
+    // by an activation where some output reads only padding: such a convolution runs elsewhere.
+    if (fp.has_sum && !fp.epilogue.empty()) {
+      for (size_t d = 0; d < p.win.spatial; ++d) {
+        const int64_t extent = (p.w[d + 2] - 1) * p.win.dilations[d] + 1;
+        if (p.win.pads_begin[d] >= extent || p.win.pads_end[d] >= extent) {
+          return unsupported("oneDNN 2.6 mishandles a residual and an activation where outputs ",
+                             "read only padding");
+        }
+      }
+    }
     auto k = std::make_unique<OnednnConv>();
     // oneDNN 2.6's depthwise kernel computes a second eltwise_linear post-op in one chain wrongly:
     // the epilogue from its second Affine on runs here, on the destination, after the primitive.
@@ -508,12 +521,177 @@ class OnednnConv final : public onednn::PackedWeightKernel {
   std::vector<ops::FusedStep> tail_;  // epilogue steps oneDNN cannot take, run after it
 };
 
+// A 3-D convolution one frame deep (kernel depth 1, stride 1, no padding or dilation in depth:
+// R(2+1)D's and MC3's 1x3x3 ones) convolves each frame alone: it runs as the 2-D convolution of
+// its frames, so oneDNN's 2-D kernels take it, Winograd among them. The planned (plain NCDHW)
+// activations are reordered in the workspace into frames of channel blocks, [N][D][C/b][H][W][b]
+// (a 2-D nChw{b}c tensor of N * D images), and the result back; the 3-D kernel's reorders into
+// nCdhw{b}c cost the same.
+class FramewiseConv final : public Kernel {
+ public:
+  const char* name() const override { return name_.c_str(); }
+  size_t workspace_bytes() const override {
+    return src_bytes_ + dst_bytes_ + inner_->workspace_bytes();
+  }
+  size_t packed_bytes() const override { return inner_->packed_bytes(); }
+  std::vector<PackedWeight> packed_weights() const override { return inner_->packed_weights(); }
+
+  // UNSUPPORTED where the convolution is not one frame deep or its layouts are not plain.
+  static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx, true));
+    const ops::ConvParams& p = fp.conv;
+    const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
+    const int blk = isa == CpuIsa::kAvx512 ? 16 : isa == CpuIsa::kAvx2 ? 8 : 0;
+    const bool plain = ctx.inputs[0].block == 0 && ctx.outputs[0].block == 0 &&
+                       (!fp.has_sum || ctx.inputs[3].block == 0);
+    if (p.x.size() != 5 || p.group != 1 || p.w[2] != 1 || p.win.strides[0] != 1 ||
+        p.win.pads_begin[0] != 0 || p.win.pads_end[0] != 0 || p.win.dilations[0] != 1 ||
+        !ctx.inputs[1].value || ctx.inputs[0].dtype != DType::kFloat32 || !plain || blk == 0 ||
+        p.x[1] <= 4) {  // (a first layer's few channels: the 3-D kernel reads them plain)
+      return unsupported("not a plain float32 3-D convolution one frame deep");
+    }
+    // Epilogue steps the inner kernel runs itself after oneDNN (from a second Affine on) treat
+    // its output as whole channel blocks.
+    const auto affines =
+        std::count_if(fp.epilogue.begin(), fp.epilogue.end(),
+                      [](const ops::FusedStep& st) { return st.act == ops::FusedAct::kAffine; });
+    if (affines > 1 && (p.x[1] % blk != 0 || p.y[1] % blk != 0)) {
+      return unsupported("an epilogue run after oneDNN on channels that are not whole blocks");
+    }
+    auto k = std::make_unique<FramewiseConv>();
+    const int64_t frames = p.x[0] * p.x[2];
+    const Shape x2 = {frames, p.x[1], p.x[3], p.x[4]}, y2 = {frames, p.y[1], p.y[3], p.y[4]};
+    // The 2-D node: the same attributes over H and W.
+    k->node_ = *ctx.node;
+    Attributes attrs;
+    for (const auto& kv : ctx.attrs().all()) {
+      if (kv.first != "auto_pad") attrs.set(kv.first, kv.second);
+    }
+    const auto hw = [](const std::vector<int64_t>& v) {
+      return Attribute::of_ints(std::vector<int64_t>(v.begin() + 1, v.end()));
+    };
+    attrs.set("kernel_shape", hw(std::vector<int64_t>(p.w.begin() + 2, p.w.end())));
+    attrs.set("strides", hw(p.win.strides));
+    attrs.set("dilations", hw(p.win.dilations));
+    attrs.set("pads", Attribute::of_ints({p.win.pads_begin[1], p.win.pads_begin[2],
+                                          p.win.pads_end[1], p.win.pads_end[2]}));
+    k->node_.attrs = std::move(attrs);
+    k->weights_ = ctx.inputs[1].value->reshaped({p.w[0], p.w[1], p.w[3], p.w[4]});
+    OpContext inner = ctx;
+    inner.node = &k->node_;
+    inner.inputs[0].shape = x2;
+    inner.inputs[0].block = blk;
+    inner.inputs[1].shape = k->weights_.shape();
+    inner.inputs[1].value = &k->weights_;
+    inner.outputs[0].shape = y2;
+    inner.outputs[0].block = blk;
+    if (fp.has_sum) {
+      inner.inputs[3].shape = y2;
+      inner.inputs[3].block = blk;
+    }
+    TERN_ASSIGN_OR_RETURN(k->inner_, OnednnConv::create(inner));
+    k->name_ = std::string(k->inner_->name()) + " framewise";
+    k->x2_ = x2;
+    k->y2_ = y2;
+    k->has_sum_ = fp.has_sum;
+    try {
+      const auto plain_md = [](const Shape& s) {
+        return dnnl::memory::desc(onednn::to_dims(s), dt::f32, tag::ncdhw);
+      };
+      k->frames_src_ = frames_md(p.x, blk);
+      k->frames_dst_ = frames_md(p.y, blk);
+      auto& eng = onednn::engine();
+      k->src_in_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, plain_md(p.x), eng, k->frames_src_));
+      k->dst_out_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, k->frames_dst_, eng, plain_md(p.y)));
+      if (fp.has_sum) {
+        k->z_in_ =
+            dnnl::reorder(dnnl::reorder::primitive_desc(eng, plain_md(p.y), eng, k->frames_dst_));
+      }
+      k->src_md_ = plain_md(p.x);
+      k->dst_md_ = plain_md(p.y);
+      k->src_bytes_ = align64(k->frames_src_.get_size());
+      k->dst_bytes_ = align64(k->frames_dst_.get_size());
+    } catch (const dnnl::error& e) {
+      return unsupported("oneDNN declined the frames' reorders: ", e.what());
+    }
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(const KernelArgs& a, const ExecContext& exec) const override {
+    auto& eng = onednn::engine();
+    auto* ws = static_cast<uint8_t*>(a.workspace);
+    uint8_t* src = ws;
+    uint8_t* dst = ws + src_bytes_;
+    try {
+      dnnl::memory from(src_md_, eng, a.inputs[0]->raw()), to(frames_src_, eng, src);
+      src_in_.execute(onednn::thread_stream(), from, to);
+      if (has_sum_) {
+        dnnl::memory z(dst_md_, eng, a.inputs[3]->raw()), zf(frames_dst_, eng, dst);
+        z_in_.execute(onednn::thread_stream(), z, zf);
+      }
+    } catch (const dnnl::error& e) {
+      return internal_error("oneDNN reorder: ", e.what());
+    }
+    Tensor x2 = Tensor::wrap(DType::kFloat32, x2_, src, nullptr);
+    Tensor y2 = Tensor::wrap(DType::kFloat32, y2_, dst, nullptr);
+    KernelArgs b;
+    b.inputs = a.inputs;
+    b.inputs[0] = &x2;
+    if (has_sum_) b.inputs[3] = &y2;
+    b.outputs = {&y2};
+    b.workspace = ws + src_bytes_ + dst_bytes_;
+    TERN_RETURN_IF_ERROR(inner_->run(b, exec));
+    try {
+      dnnl::memory from(frames_dst_, eng, dst), to(dst_md_, eng, a.outputs[0]->raw());
+      dst_out_.execute(onednn::thread_stream(), from, to);
+    } catch (const dnnl::error& e) {
+      return internal_error("oneDNN reorder: ", e.what());
+    }
+    return Status::ok();
+  }
+
+ private:
+  static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+  // [N][D][C/blk][H][W][blk] as a 5-D (N, C, D, H, W) layout: nCdhw{blk}c with the depth
+  // outside the channel blocks.
+  static dnnl::memory::desc frames_md(const Shape& x, int blk) {
+    dnnl::memory::desc md(onednn::to_dims(x), dt::f32, blk == 16 ? tag::nCdhw16c : tag::nCdhw8c);
+    auto& b = md.data.format_desc.blocking;
+    const int64_t blocks = md.data.padded_dims[1] / blk, d = x[2], h = x[3], w = x[4];
+    b.strides[4] = blk;
+    b.strides[3] = w * blk;
+    b.strides[1] = h * w * blk;
+    b.strides[2] = blocks * h * w * blk;
+    b.strides[0] = d * blocks * h * w * blk;
+    return md;
+  }
+
+  std::string name_;
+  std::unique_ptr<Kernel> inner_;
+  Node node_;       // the 2-D node inner_ was made for
+  Tensor weights_;  // the weights without their depth of 1 (the model's bytes)
+  Shape x2_, y2_;
+  dnnl::memory::desc src_md_, dst_md_, frames_src_, frames_dst_;
+  dnnl::reorder src_in_, z_in_, dst_out_;
+  size_t src_bytes_ = 0, dst_bytes_ = 0;
+  bool has_sum_ = false;
+};
+
+Expected<std::unique_ptr<Kernel>> create_conv(const OpContext& ctx) {
+  auto framewise = FramewiseConv::create(ctx);
+  if (framewise || framewise.status().code() != Code::kUnsupported) return framewise;
+  return OnednnConv::create(ctx);
+}
+
 }  // namespace
 
 void register_cpu_onednn_conv(KernelRegistry& r) {
   for (DType t : {DType::kFloat32, DType::kBFloat16}) {
-    r.add("Conv", "cpu", t, OnednnConv::create);
-    r.add("FusedConv", "cpu", t, OnednnConv::create);
+    r.add("Conv", "cpu", t, create_conv);
+    r.add("FusedConv", "cpu", t, create_conv);
   }
 }
 
