@@ -24,6 +24,8 @@ struct TileArgs {
   float* c;        // the tile's top-left element of C
   int64_t ldc;
   const float* bias;  // at the tile's first column, or null
+  const float* z;     // the residual's element at the tile's top-left, or null
+  int64_t ldz;
   float alpha;
   bool relu;
   int cols;  // valid columns in the tile (the last tile of a row may be narrower)
@@ -50,6 +52,7 @@ void tile_portable(const TileArgs& t, int rows, int panels) {
     float* c = t.c + r * t.ldc;
     for (int j = 0; j < std::min(width, t.cols); ++j) {
       float v = acc[r][j] * t.alpha + (t.bias ? t.bias[j] : 0.0f);
+      if (t.z) v += t.z[r * t.ldz + j];
       c[j] = t.relu ? std::max(v, 0.0f) : v;
     }
   }
@@ -95,6 +98,7 @@ TERN_AVX512 void tile512(const TileArgs& t) {
     for (int r = 0; r < R; ++r) {
       __m512 v = U == 2 ? _mm512_add_ps(acc[0][r][p], acc[U - 1][r][p]) : acc[0][r][p];
       v = _mm512_fmadd_ps(v, alpha, bias);
+      if (t.z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t.z + r * t.ldz + p * kPanel));
       // (The all-lanes masked form: GCC 12 warns inside _mm512_max_ps.)
       if (t.relu) v = _mm512_mask_max_ps(v, 0xFFFF, v, _mm512_setzero_ps());
       _mm512_mask_storeu_ps(t.c + r * t.ldc + p * kPanel, m, v);
@@ -140,6 +144,7 @@ TERN_AVX2 void tile256(const TileArgs& t) {
     for (int r = 0; r < R; ++r) {
       __m256 v = U == 2 ? _mm256_add_ps(acc[0][r][h], acc[U - 1][r][h]) : acc[0][r][h];
       v = _mm256_fmadd_ps(v, alpha, bias);
+      if (t.z) v = _mm256_add_ps(v, _mm256_maskload_ps(t.z + r * t.ldz + h * 8, m));
       if (t.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
       _mm256_maskstore_ps(t.c + r * t.ldc + h * 8, m, v);
     }
@@ -196,6 +201,7 @@ void multiply(CpuIsa isa, const float* a, int64_t lda, const float* packed, int6
     t.k = k;
     t.ldc = ldc;
     t.bias = e.bias ? e.bias + pg * kPanel : nullptr;
+    t.ldz = e.ldz;
     t.alpha = e.alpha;
     t.relu = e.relu;
     t.cols = static_cast<int>(std::min<int64_t>(np * kPanel, n - pg * kPanel));
@@ -203,6 +209,7 @@ void multiply(CpuIsa isa, const float* a, int64_t lda, const float* packed, int6
       const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, r1 - r));
       t.a = a + r * lda;
       t.c = c + r * ldc + pg * kPanel;
+      t.z = e.z ? e.z + r * e.ldz + pg * kPanel : nullptr;
 #if defined(__x86_64__)
       if (isa == CpuIsa::kAvx512) {
         kTiles512[static_cast<size_t>(np - 1)][static_cast<size_t>(rows - 1)](t);

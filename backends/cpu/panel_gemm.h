@@ -27,11 +27,13 @@ inline int64_t packed_floats(int64_t k, int64_t n) {
 void pack(const float* b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride, float* out);
 
 // What a tile applies before it stores: C = alpha * (A B) + bias (one value per column; null:
-// none), then Relu when asked.
+// none) + Z (a residual of C's shape, row stride ldz; null: none), then Relu when asked.
 struct Epilogue {
   const float* bias = nullptr;  // at column 0
   float alpha = 1.0f;
   bool relu = false;
+  const float* z = nullptr;  // at row 0, column 0
+  int64_t ldz = 0;
 };
 
 // C[r0:r1, 16*p0 : min(16*p1, n)] of C = A B for A (rows x k, row stride lda) and packed B (k x n),

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "backends_util.h"
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
+#include "ops/conv.h"
+#include "ops/fused_conv.h"
 #include "test_util.h"
 
 namespace tern_test::cpu_kernels {
@@ -148,6 +152,71 @@ inline Tensor run_reference(const std::string& op, const Attributes& attrs,
   auto kernel = OpRegistry::global().find(op)->reference(k->ctx);
   REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
   return run_kernel(**kernel, k->ctx, ins, 1);
+}
+
+// A FusedConv over `ins` = x, w, b[, z] (w and b constant) with x in layout `x_block` and the
+// output and z in `out_block`, shape-inferred; `flags` null: the global values.
+struct FusedConvContext {
+  Node node;
+  OpContext ctx;
+};
+inline std::unique_ptr<FusedConvContext> fused_conv_context(const Attributes& attrs,
+                                                            const std::vector<Tensor*>& ins,
+                                                            int x_block, int out_block,
+                                                            const FlagValues* flags = nullptr) {
+  auto f = std::make_unique<FusedConvContext>();
+  f->node = Node{"k", "FusedConv", "", {}, {0}, attrs};
+  OpContext& ctx = f->ctx;
+  ctx.node = &f->node;
+  ctx.where = "node 'k' (FusedConv)";
+  ctx.opset = 13;
+  ctx.flags = flags;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    ctx.inputs.push_back(
+        TensorInfo{true, DType::kFloat32, ins[i]->shape(), i == 1 || i == 2 ? ins[i] : nullptr});
+    ctx.inputs.back().block = i == 0 ? x_block : i == 3 ? out_block : 0;
+    ctx.input_names.push_back("in" + std::to_string(i));
+  }
+  ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
+  REQUIRE(infer_node(*OpRegistry::global().find("FusedConv"), ctx).is_ok());
+  ctx.outputs[0].block = out_block;
+  return f;
+}
+
+// What ctx's FusedConv computes on NCHW x, w, b and z (null: no residual): the reference
+// convolution + bias (+ z), then ctx's epilogue.
+inline std::vector<float> fused_conv_reference(const OpContext& ctx, const Tensor& x,
+                                               const Tensor& w, const Tensor& b, const Tensor* z) {
+  Attributes conv;  // the convolution's own attributes
+  for (const auto& kv : ctx.attrs().all()) {
+    if (kv.first != "activations" && kv.first != "activation_params") conv.set(kv.first, kv.second);
+  }
+  RefContext ref_ctx("Conv", conv, {&x, &w, &b});
+  auto cp = ops::parse_conv(ref_ctx.ctx).value();
+  std::vector<float> ref(static_cast<size_t>(numel(cp.y)));
+  ops::conv_reference(cp, x.data<float>(), w.data<float>(), b.data<float>(), ref.data());
+  if (z) {
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] += z->data<float>()[i];
+  }
+  ops::apply_epilogue(ops::parse_fused_conv(ctx).value().epilogue, ref.data(),
+                      static_cast<int64_t>(ref.size()));
+  return ref;
+}
+
+// A second kernel for ctx finds `first`'s packed weights (input 1) where a saved optimized model
+// carries them, uses them in place (no packed bytes of its own) and writes `want` to args' output.
+inline void check_packed_weights_reused(const Kernel& first, OpContext& ctx, const KernelArgs& args,
+                                        const std::vector<float>& want) {
+  std::vector<Kernel::PackedWeight> packed = first.packed_weights();
+  REQUIRE(packed.size() == 1);
+  std::vector<PackedData> carried = {packed[0].packed};
+  ctx.inputs[1].packed = &carried;
+  auto again = backends::get("cpu").value()->prepare(ctx);
+  ctx.inputs[1].packed = nullptr;
+  REQUIRE(again.has_value());
+  CHECK((*again)->packed_bytes() == 0);
+  REQUIRE((*again)->run(args, ExecContext{2}).is_ok());
+  CHECK(std::memcmp(want.data(), args.outputs[0]->raw(), want.size() * sizeof(float)) == 0);
 }
 
 }  // namespace tern_test::cpu_kernels

@@ -133,7 +133,9 @@ TEST_SUITE("cpu_kernels") {
           Tensor xin = in_block ? to_blocked(x, in_block) : x;
           Prepared p =
               run_cpu("Conv", a, {&xin, &wt, &b}, {false, true, true}, in_block, out_block);
-          CHECK(p.kernel.rfind("onednn", 0) == 0);
+          // (Channels-last on both sides, 1x1: Tern's own conv1x1_nhwc goes first.)
+          const bool own = k == 1 && in_block == 32 && out_block == 24;
+          CHECK_MESSAGE(p.kernel.rfind(own ? "conv1x1_nhwc" : "onednn", 0) == 0, p.kernel);
           std::vector<float> got =
               out_block ? from_blocked(p.outputs[0], out_block) : values_f32(p.outputs[0]);
           Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
@@ -548,20 +550,8 @@ TEST_SUITE("cpu_kernels") {
       Tensor yb = blocked(Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value(), nan, &keep[2]);
       std::vector<Tensor*> ins = {&xb, &wt, &b};
       if (has_sum) ins.push_back(&zb);
-      Node node{"k", "FusedConv", "", {}, {0}, a};
-      OpContext ctx;
-      ctx.node = &node;
-      ctx.where = "node 'k' (FusedConv)";
-      ctx.opset = 13;
-      for (size_t i = 0; i < ins.size(); ++i) {
-        ctx.inputs.push_back(TensorInfo{true, DType::kFloat32, ins[i]->shape(),
-                                        i == 1 || i == 2 ? ins[i] : nullptr});
-        ctx.inputs.back().block = i == 0 || i == 3 ? 16 : 0;
-        ctx.input_names.push_back("in" + std::to_string(i));
-      }
-      ctx.outputs.assign(1, TensorInfo{true, DType::kUndefined, {}, nullptr});
-      REQUIRE(infer_node(*OpRegistry::global().find("FusedConv"), ctx).is_ok());
-      ctx.outputs[0].block = 16;
+      auto fc = fused_conv_context(a, ins, 16, 16);
+      OpContext& ctx = fc->ctx;
       auto kernel = backends::get("cpu").value()->prepare(ctx);
       REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
       CHECK(std::string((*kernel)->name()) == "conv1x1_avx512");
@@ -572,17 +562,7 @@ TEST_SUITE("cpu_kernels") {
       const std::vector<float> two = *keep[2];
       REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
       CHECK(std::memcmp(two.data(), keep[2]->data(), two.size() * 4) == 0);  // thread-independent
-      // Reference: conv + bias (+ residual), then the epilogue.
-      RefContext ref_ctx("Conv", {}, {&x, &wt, &b});
-      auto cp = ops::parse_conv(ref_ctx.ctx).value();
-      std::vector<float> ref(static_cast<size_t>(numel(cp.y)));
-      ops::conv_reference(cp, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
-      if (has_sum) {
-        for (size_t i = 0; i < ref.size(); ++i) ref[i] += z.data<float>()[i];
-      }
-      OpContext fctx = ctx;
-      ops::apply_epilogue(ops::parse_fused_conv(fctx).value().epilogue, ref.data(),
-                          static_cast<int64_t>(ref.size()));
+      const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
       const std::vector<float> got = from_blocked(yb, 16);
       Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
       CHECK_MESSAGE(c.mismatches == 0, shape_str(x.shape()), " -> ", oc, " sum ", has_sum,
@@ -599,15 +579,7 @@ TEST_SUITE("cpu_kernels") {
       CHECK(bad_padding == 0);
       // A second kernel finds the packed weights (as a saved optimized model carries them) and
       // uses them in place, with the same result.
-      std::vector<Kernel::PackedWeight> packed = (*kernel)->packed_weights();
-      REQUIRE(packed.size() == 1);
-      std::vector<PackedData> carried = {packed[0].packed};
-      ctx.inputs[1].packed = &carried;
-      auto again = backends::get("cpu").value()->prepare(ctx);
-      REQUIRE(again.has_value());
-      CHECK((*again)->packed_bytes() == 0);
-      REQUIRE((*again)->run(args, ExecContext{2}).is_ok());
-      CHECK(std::memcmp(two.data(), keep[2]->data(), two.size() * 4) == 0);
+      check_packed_weights_reused(**kernel, ctx, args, two);
     }
   }
 

@@ -1,0 +1,94 @@
+// conv1x1_nhwc: pointwise Conv/FusedConv on channels-last activations as one panel GEMM
+// (backends/cpu/kernels/conv1x1_nhwc.cpp), against the reference convolution.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "c_api.h"
+#include "ops/conv.h"
+#include "ops/fused_conv.h"
+#include "unit/cpu_kernel_harness.h"
+
+using namespace tern;
+using namespace tern_test;
+using namespace tern_test::cpu_kernels;
+
+TEST_SUITE("cpu_kernels") {
+  TEST_CASE(
+      "conv1x1_nhwc: pointwise FusedConv on channels-last activations matches the reference") {
+    const std::string cap = tern_cpu_get_capability();
+    if (cap != "AVX512" && cap != "AVX2") {
+      MESSAGE("skipped: the CPU lacks AVX2");
+      return;
+    }
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const std::vector<std::pair<std::vector<std::string>, std::vector<float>>> epilogues = {
+        {{}, {}},
+        {{"Relu"}, {}},
+        {{"Clip"}, {0.0f, 6.0f}},
+        {{"Affine", "HardSwish"}, {1.5f, -0.25f}},
+        {{"Sigmoid"}, {}},
+        {{"Relu", "Affine"}, {2.0f, 0.5f}}};
+    for (const char* isa : {"AVX512", "AVX2"}) {
+      if (cap == "AVX2" && std::string(isa) == "AVX512") continue;
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
+      for (int trial = 0; trial < 30; ++trial) {
+        const int64_t n = pick(1, 2), ic = pick(1, 70), oc = pick(1, 70), h = pick(1, 12),
+                      w = pick(1, 12);
+        const bool has_sum = pick(0, 1) == 1;
+        const auto& ep = epilogues[static_cast<size_t>(pick(0, 5))];
+        CAPTURE(isa);
+        CAPTURE(trial);
+        Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
+        Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, h, w}, rng);
+        Attributes a;
+        a.set("activations", attr_strings(ep.first));
+        a.set("activation_params", attr_floats(ep.second));
+        Tensor xl = to_blocked(x, ic), zl = to_blocked(z, oc);
+        Tensor yl = Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value();
+        std::vector<Tensor*> ins = {&xl, &wt, &b};
+        if (has_sum) ins.push_back(&zl);
+        FlagValues flags = Flags::global().resolve(nullptr, nullptr);
+        flags.value[static_cast<size_t>(FlagId::kNumThreads)] = 2;
+        auto fc = fused_conv_context(a, ins, static_cast<int>(ic), static_cast<int>(oc), &flags);
+        OpContext& ctx = fc->ctx;
+        auto kernel = backends::get("cpu").value()->prepare(ctx);
+        REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+        const std::string name = (*kernel)->name();
+        // (One channel in or out: channels-last is also the 16- or 8-blocked layout another
+        // kernel may take first.)
+        if (ic > 1 && oc > 1) CHECK(name.rfind("conv1x1_nhwc", 0) == 0);
+        KernelArgs args;
+        for (Tensor* t : ins) args.inputs.push_back(t);
+        args.outputs.push_back(&yl);
+        REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
+        const std::vector<float> two(yl.data<float>(), yl.data<float>() + yl.numel());
+        REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
+        CHECK(std::memcmp(two.data(), yl.raw(), two.size() * 4) == 0);  // thread-independent
+        const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
+        const std::vector<float> got = from_blocked(yl, oc);
+        Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+        CHECK_MESSAGE(c.mismatches == 0, shape_str(x.shape()), " -> ", oc, " sum ", has_sum, " (",
+                      name, "): max abs ", c.max_abs);
+        // A second kernel finds the packed weights (as a saved optimized model carries them) and
+        // uses them in place, with the same result.
+        check_packed_weights_reused(**kernel, ctx, args, two);
+        // At one thread a residual goes to oneDNN's kernel.
+        if (has_sum && ic > 1 && oc > 1 && tern_onednn_is_available()) {
+          flags.value[static_cast<size_t>(FlagId::kNumThreads)] = 1;
+          auto one = backends::get("cpu").value()->prepare(ctx);
+          REQUIRE(one.has_value());
+          CHECK(std::string((*one)->name()).rfind("conv1x1_nhwc", 0) != 0);
+        }
+      }
+    }
+  }
+}
