@@ -8,8 +8,11 @@ namespace tern {
 namespace {
 
 // Rough work of a step in nanoseconds on one core, for the executor's choice only: convolutions
-// and matrix products by their multiply-adds (~30 GFLOP/s), everything else by the elements it
-// reads and writes (~1 ns each).
+// and matrix products by their multiply-adds (~150 GFLOP/s, what one AVX-512 core's kernels
+// reach), everything else by the elements it reads and writes (~0.25 ns each). Both scales
+// matter against the fixed cost of handing a step to another thread: at 30 GFLOP/s and 1 ns,
+// SqueezeNet's and a small attention model's branches looked worth running side by side at one
+// intra-op thread, and ran 14% and 60% slower that way.
 double estimate_step_cost(const Plan& plan, const PlanStep& step) {
   auto elems = [&](int v) {
     return v < 0 ? 0.0 : static_cast<double>(numel(plan.values[static_cast<size_t>(v)].shape));
@@ -26,12 +29,12 @@ double estimate_step_cost(const Plan& plan, const PlanStep& step) {
   if ((op == "Conv" || op == "FusedConv" || op == "ConvTranspose") && w && w->size() >= 3) {
     double per_out = 1.0;  // weight elements per output channel: C/group x kernel
     for (size_t d = 1; d < w->size(); ++d) per_out *= static_cast<double>((*w)[d]);
-    return 2.0 * out * per_out / 30.0;
+    return 2.0 * out * per_out / 150.0;
   }
   if ((op == "MatMul" || op == "Gemm") && shape(0) && !shape(0)->empty()) {
-    return 2.0 * out * static_cast<double>(shape(0)->back()) / 30.0;
+    return 2.0 * out * static_cast<double>(shape(0)->back()) / 150.0;
   }
-  return in + out;
+  return 0.25 * (in + out);
 }
 
 }  // namespace
