@@ -21,7 +21,13 @@ void OpRegistry::add(const OpDef& def) {
                   def.infer,   def.reference,  def.value_inputs, std::nullopt};
   if (def.attributes.declared) {
     OpAttributes& a = schema.attributes.emplace();
-    a.read.assign(def.attributes.read.begin(), def.attributes.read.end());
+    for (const char* p = def.attributes.read; p != nullptr && *p != '\0';) {
+      while (*p == ',' || *p == ' ') ++p;
+      const char* end = p;
+      while (*end != '\0' && *end != ',' && *end != ' ') ++end;
+      if (end != p) a.read.emplace_back(p, end);
+      p = end;
+    }
     for (const OpAttributeNames::Ignored& i : def.attributes.ignored) {
       a.ignored.push_back({i.name, i.why});
     }

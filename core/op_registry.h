@@ -29,19 +29,21 @@ struct OpAttributes {
 
 // What a registration declares (OpDef::attributes): string literals, which OpRegistry::add copies
 // into the schema's OpAttributes. Made by attrs() within the registration's own expression (the
-// lists' arrays live until its end).
+// ignored list's array lives until its end).
 struct OpAttributeNames {
   struct Ignored {
     const char* name;
     const char* why;
   };
   bool declared = false;
-  std::initializer_list<const char*> read;
+  // The names read, in one literal separated by commas: "axes, keepdims" (null or "": none). An
+  // array of pointers would be relocated data in the shared library (32 bytes a name on aarch64).
+  const char* read = nullptr;
   std::initializer_list<Ignored> ignored;
 };
 
-// An op with no attributes declares attrs({}).
-inline OpAttributeNames attrs(std::initializer_list<const char*> read,
+// attrs("axis, keepdims"); an op with no attributes declares attrs({}).
+inline OpAttributeNames attrs(const char* read,
                               std::initializer_list<OpAttributeNames::Ignored> ignored = {}) {
   return OpAttributeNames{true, read, ignored};
 }
@@ -63,7 +65,7 @@ struct OpSchema {
 };
 
 // One op's registration, as ops/<op>.cpp writes it: r.add({"Concat", 1, 1 << 20, 1, 1,
-// infer_concat, make_concat, {}, attrs({"axis"})}). Literals and plain values only, so that each
+// infer_concat, make_concat, {}, attrs("axis")}). Literals and plain values only, so that each
 // registration is little code; OpRegistry::add makes the OpSchema (fields as there).
 struct OpDef {
   const char* op_type;

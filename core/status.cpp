@@ -22,6 +22,25 @@ void append_unsigned(std::string& out, unsigned long long v) {
   out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
+std::string cat_pieces(const Piece* pieces, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i) {
+    const Piece& p = pieces[i];
+    if (p.kind == Piece::kText) {
+      out.append(p.text, p.value);
+    } else if (p.kind == Piece::kSigned) {
+      append_signed(out, static_cast<long long>(p.value));
+    } else {
+      append_unsigned(out, p.value);
+    }
+  }
+  return out;
+}
+
+Status status_of(Code code, const Piece* pieces, size_t count) {
+  return Status(code, cat_pieces(pieces, count));
+}
+
 }  // namespace detail
 
 const char* code_name(Code c) {

@@ -75,14 +75,68 @@ void append_piece(std::string& out, const T& v) {
     append_text(out, os.str());
   }
 }
+
+// A piece of a message as plain data: text, or an integer (its bits) appended in decimal. A
+// message of names and numbers (nearly all) is an array of these handed to one function, rather
+// than a string built and appended to by code compiled for each list of argument types (there
+// are hundreds); other types (floats, streamable classes) go through append_piece. Inlining
+// piece() into the callers made the aarch64 library larger, not smaller.
+struct Piece {
+  enum Kind : unsigned char { kText, kSigned, kUnsigned };
+  const char* text;          // kText
+  unsigned long long value;  // kText: the length; otherwise the integer
+  Kind kind;
+};
+
+template <class T>
+constexpr bool is_piece_v = std::is_convertible_v<const T&, std::string_view> ||
+                            (std::is_integral_v<T> && !std::is_same_v<T, wchar_t>);
+
+template <class T>
+Piece piece(const T& v) {
+  if constexpr (std::is_same_v<T, const char*> || std::is_same_v<T, char*>) {
+    if (v == nullptr) return {"", 0, Piece::kText};  // (a null pointer streams as nothing)
+    const std::string_view t(v);
+    return {t.data(), t.size(), Piece::kText};
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    const std::string_view t(v);
+    return {t.data(), t.size(), Piece::kText};
+  } else if constexpr (std::is_same_v<T, char> || std::is_same_v<T, signed char> ||
+                       std::is_same_v<T, unsigned char>) {
+    return {reinterpret_cast<const char*>(&v), 1, Piece::kText};
+  } else if constexpr (std::is_signed_v<T>) {
+    return {nullptr, static_cast<unsigned long long>(static_cast<long long>(v)), Piece::kSigned};
+  } else {
+    return {nullptr, static_cast<unsigned long long>(v), Piece::kUnsigned};
+  }
+}
+
+std::string cat_pieces(const Piece* pieces, size_t count);
+Status status_of(Code code, const Piece* pieces, size_t count);
 }  // namespace detail
 
 // Concatenates anything streamable: str_cat("node '", name, "' (", op, ")").
 template <class... Args>
 std::string str_cat(const Args&... args) {
-  std::string out;
-  (detail::append_piece(out, args), ...);
-  return out;
+  if constexpr (sizeof...(Args) > 0 && (detail::is_piece_v<Args> && ...)) {
+    const detail::Piece pieces[] = {detail::piece(args)...};
+    return detail::cat_pieces(pieces, sizeof...(Args));
+  } else {
+    std::string out;
+    (detail::append_piece(out, args), ...);
+    return out;
+  }
+}
+
+// A status of `code` whose message is str_cat(a...).
+template <class... Args>
+Status make_status(Code code, const Args&... a) {
+  if constexpr (sizeof...(Args) > 0 && (detail::is_piece_v<Args> && ...)) {
+    const detail::Piece pieces[] = {detail::piece(a)...};
+    return detail::status_of(code, pieces, sizeof...(Args));
+  } else {
+    return Status(code, str_cat(a...));
+  }
 }
 
 // A caller's text as an error message quotes it: at most 200 bytes, then how long it was (a 1 MB
@@ -95,36 +149,36 @@ inline std::string shorten(std::string_view text) {
 
 template <class... Args>
 Status invalid_argument(const Args&... a) {
-  return Status(Code::kInvalidArgument, str_cat(a...));
+  return make_status(Code::kInvalidArgument, a...);
 }
 template <class... Args>
 Status invalid_model(const Args&... a) {
-  return Status(Code::kInvalidModel, str_cat(a...));
+  return make_status(Code::kInvalidModel, a...);
 }
 template <class... Args>
 Status unsupported(const Args&... a) {
-  return Status(Code::kUnsupported, str_cat(a...));
+  return make_status(Code::kUnsupported, a...);
 }
 template <class... Args>
 Status io_error(const Args&... a) {
-  return Status(Code::kIO, str_cat(a...));
+  return make_status(Code::kIO, a...);
 }
 template <class... Args>
 Status internal_error(const Args&... a) {
-  return Status(Code::kInternal, str_cat(a...));
+  return make_status(Code::kInternal, a...);
 }
 template <class... Args>
 Status out_of_memory(const Args&... a) {
-  return Status(Code::kOutOfMemory, str_cat(a...));
+  return make_status(Code::kOutOfMemory, a...);
 }
 
 template <class... Args>
 Status cancelled(const Args&... a) {
-  return Status(Code::kCancelled, str_cat(a...));
+  return make_status(Code::kCancelled, a...);
 }
 template <class... Args>
 Status deadline_exceeded(const Args&... a) {
-  return Status(Code::kDeadlineExceeded, str_cat(a...));
+  return make_status(Code::kDeadlineExceeded, a...);
 }
 
 template <class T>

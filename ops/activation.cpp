@@ -135,9 +135,9 @@ void register_op_activation(OpRegistry& r) {
          infer_same,
          make_act<Act::kHardSigmoid>,
          {},
-         attrs({"alpha", "beta"})});
+         attrs("alpha, beta")});
   r.add({"HardSwish", 1, 1, 1, 1, infer_same, make_act<Act::kHardSwish>, {}, attrs({})});
-  r.add({"Clip", 1, 3, 1, 1, infer_clip, make_clip, {}, attrs({"max", "min"})});
+  r.add({"Clip", 1, 3, 1, 1, infer_clip, make_clip, {}, attrs("max, min")});
 }
 
 }  // namespace tern

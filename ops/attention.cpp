@@ -361,8 +361,8 @@ void register_op_attention(OpRegistry& r) {
          infer_attention,
          make_reference,
          {},
-         attrs({"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale",
-                "softcap", "softmax_precision", "left_window_size", "right_window_size"})});
+         attrs("is_causal, kv_num_heads, q_num_heads, qk_matmul_output_mode, scale, softcap, "
+               "softmax_precision, left_window_size, right_window_size")});
 }
 
 }  // namespace tern

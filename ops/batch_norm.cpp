@@ -147,7 +147,7 @@ void register_op_batch_norm(OpRegistry& r) {
          infer_bn,
          make_bn,
          {},
-         attrs({"epsilon", "momentum", "spatial", "training_mode"})});
+         attrs("epsilon, momentum, spatial, training_mode")});
 }
 
 }  // namespace tern

@@ -110,7 +110,7 @@ void register_op_causal_conv_with_state(OpRegistry& r) {
          ops::infer_causal_conv,
          ops::make_causal_conv,
          {},
-         attrs({"activation"})});
+         attrs("activation")});
 }
 
 }  // namespace tern

@@ -87,7 +87,7 @@ void register_op_conv(OpRegistry& r) {
          infer_conv,
          make_conv_reference,
          {},
-         attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})});
+         attrs("auto_pad, dilations, group, kernel_shape, pads, strides")});
 }
 
 }  // namespace tern

@@ -188,20 +188,19 @@ Expected<std::unique_ptr<Kernel>> make_qconv(const OpContext& ctx) {
 }  // namespace
 
 void register_op_conv_integer(OpRegistry& r) {
-  const auto window = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+  const char* window = "auto_pad, dilations, group, kernel_shape, pads, strides";
   r.add({"ConvInteger", 2, 4, 1, 1, infer_qconv, make_qconv, {}, attrs(window)});
   r.add({"QLinearConv", 8, 9, 1, 1, infer_qconv, make_qconv, {}, attrs(window)});
   // Tern's own, made by QDQ fusion: QLinearConv with an "activation" (Relu) before rounding.
-  r.add(
-      {"FusedQLinearConv",
-       8,
-       9,
-       1,
-       1,
-       infer_qconv,
-       make_qconv,
-       {},
-       attrs({"activation", "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})});
+  r.add({"FusedQLinearConv",
+         8,
+         9,
+         1,
+         1,
+         infer_qconv,
+         make_qconv,
+         {},
+         attrs("activation, auto_pad, dilations, group, kernel_shape, pads, strides")});
 }
 
 }  // namespace tern

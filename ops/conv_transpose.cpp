@@ -151,8 +151,7 @@ void register_op_conv_transpose(OpRegistry& r) {
          infer_conv_transpose,
          make_reference,
          {},
-         attrs({"auto_pad", "dilations", "group", "output_padding", "output_shape", "pads",
-                "strides"},
+         attrs("auto_pad, dilations, group, output_padding, output_shape, pads, strides",
                {{"kernel_shape", "the weights' spatial dims are the kernel shape"}})});
 }
 

@@ -166,7 +166,7 @@ void register_op_deform_conv(OpRegistry& r) {
          ops::infer_deform_conv,
          ops::make_deform_conv,
          {},
-         attrs({"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"})});
+         attrs("dilations, group, kernel_shape, offset_group, pads, strides")});
 }
 
 }  // namespace tern

@@ -452,8 +452,8 @@ void register_op_elementwise(OpRegistry& r) {
   r.add({"BitwiseAnd", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitAnd>, {}, attrs({})});
   r.add({"BitwiseOr", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitOr>, {}, attrs({})});
   r.add({"BitwiseXor", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kBitXor>, {}, attrs({})});
-  r.add({"BitShift", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kShift>, {}, attrs({"direction"})});
-  r.add({"Mod", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kMod>, {}, attrs({"fmod"})});
+  r.add({"BitShift", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kShift>, {}, attrs("direction")});
+  r.add({"Mod", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kMod>, {}, attrs("fmod")});
   r.add({"PRelu", 2, 2, 1, 1, infer_same_type, make_bin<Bin::kPRelu>, {}, attrs({})});
   r.add({"Pow", 2, 2, 1, 1, infer_pow, make_pow, {}, attrs({})});
   r.add({"Where", 3, 3, 1, 1, infer_where, make_where, {}, attrs({})});

@@ -148,8 +148,8 @@ void register_op_fused_conv(OpRegistry& r) {
          infer_fused_conv,
          make_fused_conv_reference,
          {},
-         attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activations",
-                "activation_params"})});
+         attrs("auto_pad, dilations, group, kernel_shape, pads, strides, activations, "
+               "activation_params")});
 }
 
 }  // namespace tern

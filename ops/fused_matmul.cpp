@@ -95,7 +95,7 @@ void register_op_fused_matmul(OpRegistry& r) {
          infer_fused_matmul,
          make_fused_matmul_reference,
          {},
-         attrs({"activation"})});
+         attrs("activation")});
 }
 
 }  // namespace tern

@@ -439,7 +439,7 @@ Expected<std::unique_ptr<Kernel>> make_compress(const OpContext& ctx) {
 }  // namespace
 
 void register_op_gather(OpRegistry& r) {
-  r.add({"Gather", 2, 2, 1, 1, infer_gather, make_gather, {}, attrs({"axis"})});
+  r.add({"Gather", 2, 2, 1, 1, infer_gather, make_gather, {}, attrs("axis")});
   r.add({"GatherElements",
          2,
          2,
@@ -448,8 +448,8 @@ void register_op_gather(OpRegistry& r) {
          infer_gather_elements,
          make_gather_elements,
          {},
-         attrs({"axis"})});
-  r.add({"GatherND", 2, 2, 1, 1, infer_gather_nd, make_gather_nd, {}, attrs({"batch_dims"})});
+         attrs("axis")});
+  r.add({"GatherND", 2, 2, 1, 1, infer_gather_nd, make_gather_nd, {}, attrs("batch_dims")});
   r.add({"ScatterElements",
          3,
          3,
@@ -458,12 +458,12 @@ void register_op_gather(OpRegistry& r) {
          infer_same,
          make_scatter_elements,
          {},
-         attrs({"axis", "reduction"})});
-  r.add({"Scatter", 3, 3, 1, 1, infer_same, make_scatter_elements, {}, attrs({"axis"})});
-  r.add({"ScatterND", 3, 3, 1, 1, infer_same, make_scatter_nd, {}, attrs({"reduction"})});
+         attrs("axis, reduction")});
+  r.add({"Scatter", 3, 3, 1, 1, infer_same, make_scatter_elements, {}, attrs("axis")});
+  r.add({"ScatterND", 3, 3, 1, 1, infer_same, make_scatter_nd, {}, attrs("reduction")});
   r.add({"Expand", 2, 2, 1, 1, infer_expand, make_expand, {1}, attrs({})});
   r.add({"Tile", 2, 2, 1, 1, infer_tile, make_tile, {1}, attrs({})});
-  r.add({"Compress", 2, 2, 1, 1, infer_compress, make_compress, {1}, attrs({"axis"})});
+  r.add({"Compress", 2, 2, 1, 1, infer_compress, make_compress, {1}, attrs("axis")});
 }
 
 }  // namespace tern

@@ -330,7 +330,7 @@ void register_op_generate(OpRegistry& r) {
          infer_constant_of_shape,
          make_constant_of_shape,
          {0},
-         attrs({"value"})});
+         attrs("value")});
   r.add({"Range",
          3,
          3,
@@ -340,9 +340,9 @@ void register_op_generate(OpRegistry& r) {
          make_range,
          {0, 1, 2},
          attrs({}, {{"stash_type", "float16 and bfloat16 ranges are computed in double"}})});
-  r.add({"EyeLike", 1, 1, 1, 1, infer_eye, make_eye, {}, attrs({"dtype", "k"})});
-  r.add({"OneHot", 3, 3, 1, 1, infer_one_hot, make_one_hot, {1}, attrs({"axis"})});
-  r.add({"Trilu", 1, 2, 1, 1, infer_same, make_trilu, {1}, attrs({"upper"})});
+  r.add({"EyeLike", 1, 1, 1, 1, infer_eye, make_eye, {}, attrs("dtype, k")});
+  r.add({"OneHot", 3, 3, 1, 1, infer_one_hot, make_one_hot, {1}, attrs("axis")});
+  r.add({"Trilu", 1, 2, 1, 1, infer_same, make_trilu, {1}, attrs("upper")});
   r.add({"NonZero", 1, 1, 1, 1, infer_nonzero, make_nonzero, {0}, attrs({})});
 }
 

@@ -162,7 +162,7 @@ void register_op_grid_sample(OpRegistry& r) {
          ops::infer_grid_sample,
          ops::make_grid_sample,
          {},
-         attrs({"align_corners", "mode", "padding_mode"})});
+         attrs("align_corners, mode, padding_mode")});
 }
 
 }  // namespace tern

@@ -115,8 +115,15 @@ Expected<std::unique_ptr<Kernel>> make_image_decoder(const OpContext& ctx) {
 }  // namespace
 
 void register_op_image_decoder(OpRegistry& r) {
-  r.add({"ImageDecoder", 1, 1, 1, 1, infer_image_decoder, make_image_decoder, {},
-         attrs({"pixel_format"})});
+  r.add({"ImageDecoder",
+         1,
+         1,
+         1,
+         1,
+         infer_image_decoder,
+         make_image_decoder,
+         {},
+         attrs("pixel_format")});
 }
 
 }  // namespace tern

@@ -208,7 +208,7 @@ void register_op_linear_attention(OpRegistry& r) {
          ops::infer_linear_attention,
          ops::make_linear_attention,
          {},
-         attrs({"kv_num_heads", "q_num_heads", "scale", "update_rule"},
+         attrs("kv_num_heads, q_num_heads, scale, update_rule",
                {{"chunk_size", "a hint for chunked kernels; the result does not depend on it"}})});
 }
 

@@ -133,7 +133,7 @@ void register_op_loss(OpRegistry& r) {
          infer_loss,
          make_loss<false>,
          {},
-         attrs({"ignore_index", "reduction"})});
+         attrs("ignore_index, reduction")});
   r.add({"SoftmaxCrossEntropyLoss",
          2,
          3,
@@ -142,7 +142,7 @@ void register_op_loss(OpRegistry& r) {
          infer_loss,
          make_loss<true>,
          {},
-         attrs({"ignore_index", "reduction"})});
+         attrs("ignore_index, reduction")});
 }
 
 }  // namespace tern

@@ -121,7 +121,7 @@ void register_op_max_unpool(OpRegistry& r) {
          infer_max_unpool,
          make_max_unpool,
          {2},
-         attrs({"kernel_shape", "pads", "strides"})});
+         attrs("kernel_shape, pads, strides")});
 }
 
 }  // namespace tern

@@ -299,7 +299,7 @@ void register_op_norm(OpRegistry& r) {
          infer_ln,
          make_ln<false>,
          {},
-         attrs({"axis", "epsilon", "stash_type"})});
+         attrs("axis, epsilon, stash_type")});
   r.add({"RMSNormalization",
          2,
          2,
@@ -308,7 +308,7 @@ void register_op_norm(OpRegistry& r) {
          infer_ln,
          make_ln<true>,
          {},
-         attrs({"axis", "epsilon", "stash_type"})});
+         attrs("axis, epsilon, stash_type")});
   r.add({"GroupNormalization",
          3,
          3,
@@ -317,10 +317,10 @@ void register_op_norm(OpRegistry& r) {
          infer_same,
          make_gn<false>,
          {},
-         attrs({"epsilon", "num_groups", "stash_type"})});
-  r.add({"InstanceNormalization", 3, 3, 1, 1, infer_same, make_gn<true>, {}, attrs({"epsilon"})});
-  r.add({"LpNormalization", 1, 1, 1, 1, infer_same, make_lp, {}, attrs({"axis", "p"})});
-  r.add({"LRN", 1, 1, 1, 1, infer_same, make_lrn, {}, attrs({"alpha", "beta", "bias", "size"})});
+         attrs("epsilon, num_groups, stash_type")});
+  r.add({"InstanceNormalization", 3, 3, 1, 1, infer_same, make_gn<true>, {}, attrs("epsilon")});
+  r.add({"LpNormalization", 1, 1, 1, 1, infer_same, make_lp, {}, attrs("axis, p")});
+  r.add({"LRN", 1, 1, 1, 1, infer_same, make_lrn, {}, attrs("alpha, beta, bias, size")});
 }
 
 }  // namespace tern

@@ -174,8 +174,7 @@ void register_op_pool(OpRegistry& r) {
          infer_pool<PoolKind::kMax, false>,
          make_pool<PoolKind::kMax, false>,
          {},
-         attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
-                "strides"})});
+         attrs("auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides")});
   r.add({"AveragePool",
          1,
          1,
@@ -184,8 +183,7 @@ void register_op_pool(OpRegistry& r) {
          infer_pool<PoolKind::kAverage, false>,
          make_pool<PoolKind::kAverage, false>,
          {},
-         attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
-                "strides"})});
+         attrs("auto_pad, ceil_mode, count_include_pad, dilations, kernel_shape, pads, strides")});
   r.add({"LpPool",
          1,
          1,
@@ -194,7 +192,7 @@ void register_op_pool(OpRegistry& r) {
          infer_pool<PoolKind::kLp, false>,
          make_pool<PoolKind::kLp, false>,
          {},
-         attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"})});
+         attrs("auto_pad, ceil_mode, dilations, kernel_shape, p, pads, strides")});
   r.add({"GlobalLpPool",
          1,
          1,
@@ -203,7 +201,7 @@ void register_op_pool(OpRegistry& r) {
          infer_pool<PoolKind::kLp, true>,
          make_pool<PoolKind::kLp, true>,
          {},
-         attrs({"p"})});
+         attrs("p")});
   r.add({"GlobalMaxPool",
          1,
          1,

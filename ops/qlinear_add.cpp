@@ -124,7 +124,7 @@ Expected<std::unique_ptr<Kernel>> make_qadd(const OpContext& ctx) {
 }  // namespace
 
 void register_op_qlinear_add(OpRegistry& r) {
-  r.add({"QLinearAdd", 4, 8, 1, 1, infer_qadd, make_qadd, {}, attrs({"activation"})});
+  r.add({"QLinearAdd", 4, 8, 1, 1, infer_qadd, make_qadd, {}, attrs("activation")});
 }
 
 }  // namespace tern

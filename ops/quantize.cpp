@@ -383,7 +383,7 @@ void register_op_quantize(OpRegistry& r) {
        infer_quantize,
        make_quantize,
        {},
-       attrs({"axis", "block_size", "output_dtype", "saturate"},
+       attrs("axis, block_size, output_dtype, saturate",
              {{"precision",
                "the division by y_scale runs in x's float type; another changes rounding only"}})});
   r.add({"DequantizeLinear",
@@ -394,7 +394,7 @@ void register_op_quantize(OpRegistry& r) {
          infer_dequantize,
          make_dequantize,
          {},
-         attrs({"axis", "block_size", "output_dtype"})});
+         attrs("axis, block_size, output_dtype")});
   r.add({"DynamicQuantizeLinear", 1, 1, 3, 3, infer_dynq, make_dynq, {}, attrs({})});
   r.add({"QLinearMatMul", 8, 8, 1, 1, infer_qmm, make_qmm, {}, attrs({})});
   // Tern's own, made by QDQ fusion of Gemm: QLinearMatMul plus an int32 bias [N] (input 8).

@@ -137,16 +137,9 @@ Expected<std::unique_ptr<Kernel>> make_draw(const OpContext& ctx) {
 }  // namespace
 
 void register_op_random(OpRegistry& r) {
-  r.add({"Dropout", 1, 3, 1, 2, infer_dropout, make_dropout, {}, attrs({"ratio", "seed"})});
-  r.add({"Bernoulli",
-         1,
-         1,
-         1,
-         1,
-         infer_like,
-         make_draw<Draw::kBernoulli>,
-         {},
-         attrs({"dtype", "seed"})});
+  r.add({"Dropout", 1, 3, 1, 2, infer_dropout, make_dropout, {}, attrs("ratio, seed")});
+  r.add(
+      {"Bernoulli", 1, 1, 1, 1, infer_like, make_draw<Draw::kBernoulli>, {}, attrs("dtype, seed")});
   r.add({"RandomUniformLike",
          1,
          1,
@@ -155,7 +148,7 @@ void register_op_random(OpRegistry& r) {
          infer_like,
          make_draw<Draw::kUniform>,
          {},
-         attrs({"dtype", "high", "low", "seed"})});
+         attrs("dtype, high, low, seed")});
   r.add({"RandomNormalLike",
          1,
          1,
@@ -164,7 +157,7 @@ void register_op_random(OpRegistry& r) {
          infer_like,
          make_draw<Draw::kNormal>,
          {},
-         attrs({"dtype", "mean", "scale", "seed"})});
+         attrs("dtype, mean, scale, seed")});
 }
 
 }  // namespace tern

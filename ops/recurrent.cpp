@@ -335,8 +335,8 @@ void register_op_recurrent(OpRegistry& r) {
          ops::infer_kind<RnnKind::kLstm>,
          ops::make_kind<RnnKind::kLstm>,
          {},
-         attrs({"activation_alpha", "activation_beta", "activations", "clip", "direction",
-                "hidden_size", "input_forget", "layout"})});
+         attrs("activation_alpha, activation_beta, activations, clip, direction, hidden_size, "
+               "input_forget, layout")});
   r.add({"GRU",
          3,
          6,
@@ -345,8 +345,8 @@ void register_op_recurrent(OpRegistry& r) {
          ops::infer_kind<RnnKind::kGru>,
          ops::make_kind<RnnKind::kGru>,
          {},
-         attrs({"activation_alpha", "activation_beta", "activations", "clip", "direction",
-                "hidden_size", "layout", "linear_before_reset"})});
+         attrs("activation_alpha, activation_beta, activations, clip, direction, hidden_size, "
+               "layout, linear_before_reset")});
   r.add({"RNN",
          3,
          6,
@@ -355,8 +355,8 @@ void register_op_recurrent(OpRegistry& r) {
          ops::infer_kind<RnnKind::kRnn>,
          ops::make_kind<RnnKind::kRnn>,
          {},
-         attrs({"activation_alpha", "activation_beta", "activations", "clip", "direction",
-                "hidden_size", "layout"})});
+         attrs("activation_alpha, activation_beta, activations, clip, direction, hidden_size, "
+               "layout")});
 }
 
 }  // namespace tern

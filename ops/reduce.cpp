@@ -406,18 +406,16 @@ void register_op_reduce(OpRegistry& r) {
   auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
     r.add({name, 1, 2, 1, 1, infer_reduce, f, {1}, a});
   };
-  add("ReduceSum", make_reduce<R::kSum>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceMean", make_reduce<R::kMean>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceMax", make_reduce<R::kMax>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceMin", make_reduce<R::kMin>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceProd", make_reduce<R::kProd>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceL1", make_reduce<R::kL1>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceL2", make_reduce<R::kL2>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceLogSum", make_reduce<R::kLogSum>, attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceLogSumExp", make_reduce<R::kLogSumExp>,
-      attrs({"axes", "keepdims", "noop_with_empty_axes"}));
-  add("ReduceSumSquare", make_reduce<R::kSumSquare>,
-      attrs({"axes", "keepdims", "noop_with_empty_axes"}));
+  add("ReduceSum", make_reduce<R::kSum>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceMean", make_reduce<R::kMean>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceMax", make_reduce<R::kMax>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceMin", make_reduce<R::kMin>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceProd", make_reduce<R::kProd>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceL1", make_reduce<R::kL1>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceL2", make_reduce<R::kL2>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceLogSum", make_reduce<R::kLogSum>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceLogSumExp", make_reduce<R::kLogSumExp>, attrs("axes, keepdims, noop_with_empty_axes"));
+  add("ReduceSumSquare", make_reduce<R::kSumSquare>, attrs("axes, keepdims, noop_with_empty_axes"));
   r.add({"ArgMax",
          1,
          1,
@@ -426,7 +424,7 @@ void register_op_reduce(OpRegistry& r) {
          infer_arg,
          make_arg<true>,
          {},
-         attrs({"axis", "keepdims", "select_last_index"})});
+         attrs("axis, keepdims, select_last_index")});
   r.add({"ArgMin",
          1,
          1,
@@ -435,9 +433,9 @@ void register_op_reduce(OpRegistry& r) {
          infer_arg,
          make_arg<false>,
          {},
-         attrs({"axis", "keepdims", "select_last_index"})});
-  r.add({"CumSum", 2, 2, 1, 1, infer_same, make_cum<false>, {1}, attrs({"exclusive", "reverse"})});
-  r.add({"CumProd", 2, 2, 1, 1, infer_same, make_cum<true>, {1}, attrs({"exclusive", "reverse"})});
+         attrs("axis, keepdims, select_last_index")});
+  r.add({"CumSum", 2, 2, 1, 1, infer_same, make_cum<false>, {1}, attrs("exclusive, reverse")});
+  r.add({"CumProd", 2, 2, 1, 1, infer_same, make_cum<true>, {1}, attrs("exclusive, reverse")});
 }
 
 }  // namespace tern

@@ -161,10 +161,10 @@ Expected<std::unique_ptr<Kernel>> make_identity(const OpContext& ctx) {
 }  // namespace
 
 void register_op_reshape(OpRegistry& r) {
-  r.add({"Reshape", 1, 2, 1, 1, infer_reshape, make_copy, {1}, attrs({"allowzero"})});
-  r.add({"Flatten", 1, 1, 1, 1, infer_flatten, make_copy, {}, attrs({"axis"})});
-  r.add({"Squeeze", 1, 2, 1, 1, infer_squeeze, make_copy, {1}, attrs({"axes"})});
-  r.add({"Unsqueeze", 1, 2, 1, 1, infer_unsqueeze, make_copy, {1}, attrs({"axes"})});
+  r.add({"Reshape", 1, 2, 1, 1, infer_reshape, make_copy, {1}, attrs("allowzero")});
+  r.add({"Flatten", 1, 1, 1, 1, infer_flatten, make_copy, {}, attrs("axis")});
+  r.add({"Squeeze", 1, 2, 1, 1, infer_squeeze, make_copy, {1}, attrs("axes")});
+  r.add({"Unsqueeze", 1, 2, 1, 1, infer_unsqueeze, make_copy, {1}, attrs("axes")});
   r.add({"Identity", 1, 1, 1, 1, infer_identity, make_identity, {}, attrs({})});
 }
 

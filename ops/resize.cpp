@@ -588,9 +588,8 @@ void register_op_resize(OpRegistry& r) {
          infer_resize,
          make_resize,
          {1, 2, 3},
-         attrs({"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
-                "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "mode",
-                "nearest_mode"})});
+         attrs("antialias, axes, coordinate_transformation_mode, cubic_coeff_a, exclude_outside, "
+               "extrapolation_value, keep_aspect_ratio_policy, mode, nearest_mode")});
 }
 
 }  // namespace tern

@@ -173,8 +173,8 @@ void register_op_roi_align(OpRegistry& r) {
          ops::infer_roi_align,
          ops::make_roi_align,
          {},
-         attrs({"coordinate_transformation_mode", "mode", "output_height", "output_width",
-                "sampling_ratio", "spatial_scale"})});
+         attrs("coordinate_transformation_mode, mode, output_height, output_width, sampling_ratio, "
+               "spatial_scale")});
 }
 
 }  // namespace tern

@@ -329,8 +329,8 @@ void register_op_scan(OpRegistry& r) {
          infer_scan,
          make_scan,
          {},
-         attrs({"body", "directions", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
-                "scan_output_axes", "scan_output_directions"})});
+         attrs("body, directions, num_scan_inputs, scan_input_axes, scan_input_directions, "
+               "scan_output_axes, scan_output_directions")});
 }
 
 }  // namespace tern

@@ -347,13 +347,13 @@ Expected<std::unique_ptr<Kernel>> make_concat_from(const OpContext& ctx) {
 
 void register_op_sequence(OpRegistry& r) {
   // A sequence input is a value input: its elements decide the output's shape.
-  r.add({"SequenceEmpty", 0, 0, 1, 1, infer_empty, make_empty, {}, attrs({"dtype"})});
+  r.add({"SequenceEmpty", 0, 0, 1, 1, infer_empty, make_empty, {}, attrs("dtype")});
   r.add({"SequenceConstruct", 1, 1 << 20, 1, 1, infer_construct, make_construct, {}, attrs({})});
   r.add({"SequenceInsert", 2, 3, 1, 1, infer_insert, make_insert, {0, 2}, attrs({})});
   r.add({"SequenceErase", 1, 2, 1, 1, infer_erase, make_erase, {0, 1}, attrs({})});
   r.add({"SequenceAt", 2, 2, 1, 1, infer_at, make_at, {0, 1}, attrs({})});
   r.add({"SequenceLength", 1, 1, 1, 1, infer_length, make_length, {0}, attrs({})});
-  r.add({"SplitToSequence", 1, 2, 1, 1, infer_split, make_split, {}, attrs({"axis", "keepdims"})});
+  r.add({"SplitToSequence", 1, 2, 1, 1, infer_split, make_split, {}, attrs("axis, keepdims")});
   r.add({"ConcatFromSequence",
          1,
          1,
@@ -362,7 +362,7 @@ void register_op_sequence(OpRegistry& r) {
          infer_concat_from,
          make_concat_from,
          {0},
-         attrs({"axis", "new_axis"})});
+         attrs("axis, new_axis")});
 }
 
 }  // namespace tern

@@ -97,7 +97,7 @@ void register_op_sequence_map(OpRegistry& r) {
          infer_sequence_map,
          make_sequence_map,
          {},
-         attrs({"body"})});
+         attrs("body")});
 }
 
 }  // namespace tern

@@ -315,7 +315,7 @@ void register_op_sequence_models(OpRegistry& r) {
          infer_window,
          make_window<Win::kHann>,
          {0},
-         attrs({"output_datatype", "periodic"})});
+         attrs("output_datatype, periodic")});
   r.add({"HammingWindow",
          1,
          1,
@@ -324,7 +324,7 @@ void register_op_sequence_models(OpRegistry& r) {
          infer_window,
          make_window<Win::kHamming>,
          {0},
-         attrs({"output_datatype", "periodic"})});
+         attrs("output_datatype, periodic")});
   r.add({"BlackmanWindow",
          1,
          1,
@@ -333,8 +333,8 @@ void register_op_sequence_models(OpRegistry& r) {
          infer_window,
          make_window<Win::kBlackman>,
          {0},
-         attrs({"output_datatype", "periodic"})});
-  r.add({"SwiGLU", 2, 2, 1, 1, infer_swiglu, make_swiglu, {}, attrs({"alpha"})});
+         attrs("output_datatype, periodic")});
+  r.add({"SwiGLU", 2, 2, 1, 1, infer_swiglu, make_swiglu, {}, attrs("alpha")});
   r.add({"RotaryEmbedding",
          3,
          4,
@@ -343,8 +343,8 @@ void register_op_sequence_models(OpRegistry& r) {
          infer_rope,
          make_rope,
          {},
-         attrs({"interleaved", "num_heads", "rotary_embedding_dim"})});
-  r.add({"TensorScatter", 2, 3, 1, 1, infer_tscatter, make_tscatter, {}, attrs({"axis", "mode"})});
+         attrs("interleaved, num_heads, rotary_embedding_dim")});
+  r.add({"TensorScatter", 2, 3, 1, 1, infer_tscatter, make_tscatter, {}, attrs("axis, mode")});
   r.add({"Det", 1, 1, 1, 1, infer_det, make_det, {}, attrs({})});
 }
 

@@ -38,7 +38,7 @@ Expected<std::unique_ptr<Kernel>> make_shape(const OpContext& ctx) {
 }  // namespace
 
 void register_op_shape(OpRegistry& r) {
-  r.add({"Shape", 1, 1, 1, 1, infer_shape, make_shape, {}, attrs({"end", "start"})});
+  r.add({"Shape", 1, 1, 1, 1, infer_shape, make_shape, {}, attrs("end, start")});
 }
 
 }  // namespace tern

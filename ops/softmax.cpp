@@ -130,7 +130,7 @@ Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
 }  // namespace
 
 void register_op_softmax(OpRegistry& r) {
-  r.add({"Softmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kSoftmax>, {}, attrs({"axis"})});
+  r.add({"Softmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kSoftmax>, {}, attrs("axis")});
   r.add({"LogSoftmax",
          1,
          1,
@@ -139,8 +139,8 @@ void register_op_softmax(OpRegistry& r) {
          infer_softmax,
          make_softmax<Mode::kLogSoftmax>,
          {},
-         attrs({"axis"})});
-  r.add({"Hardmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kHardmax>, {}, attrs({"axis"})});
+         attrs("axis")});
+  r.add({"Hardmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kHardmax>, {}, attrs("axis")});
 }
 
 }  // namespace tern

@@ -581,18 +581,11 @@ Expected<std::unique_ptr<Kernel>> make_unique_kernel(const OpContext& ctx) {
 }  // namespace
 
 void register_op_split(OpRegistry& r) {
-  r.add({"Split",
-         1,
-         2,
-         1,
-         1 << 16,
-         infer_split,
-         make_split,
-         {1},
-         attrs({"axis", "num_outputs", "split"})});
-  r.add({"Pad", 1, 4, 1, 1, infer_pad, make_pad, {1, 3}, attrs({"mode", "pads", "value"})});
-  r.add({"DepthToSpace", 1, 1, 1, 1, infer_d2s, make_d2s, {}, attrs({"blocksize", "mode"})});
-  r.add({"SpaceToDepth", 1, 1, 1, 1, infer_d2s, make_d2s, {}, attrs({"blocksize"})});
+  r.add(
+      {"Split", 1, 2, 1, 1 << 16, infer_split, make_split, {1}, attrs("axis, num_outputs, split")});
+  r.add({"Pad", 1, 4, 1, 1, infer_pad, make_pad, {1, 3}, attrs("mode, pads, value")});
+  r.add({"DepthToSpace", 1, 1, 1, 1, infer_d2s, make_d2s, {}, attrs("blocksize, mode")});
+  r.add({"SpaceToDepth", 1, 1, 1, 1, infer_d2s, make_d2s, {}, attrs("blocksize")});
   r.add({"ReverseSequence",
          2,
          2,
@@ -601,10 +594,9 @@ void register_op_split(OpRegistry& r) {
          infer_same,
          make_reverse,
          {},
-         attrs({"batch_axis", "time_axis"})});
-  r.add(
-      {"TopK", 1, 2, 2, 2, infer_topk, make_topk, {1}, attrs({"axis", "k", "largest", "sorted"})});
-  r.add({"Unique", 1, 1, 1, 4, infer_unique, make_unique_kernel, {0}, attrs({"axis", "sorted"})});
+         attrs("batch_axis, time_axis")});
+  r.add({"TopK", 1, 2, 2, 2, infer_topk, make_topk, {1}, attrs("axis, k, largest, sorted")});
+  r.add({"Unique", 1, 1, 1, 4, infer_unique, make_unique_kernel, {0}, attrs("axis, sorted")});
 }
 
 }  // namespace tern

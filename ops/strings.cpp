@@ -262,10 +262,9 @@ void register_op_strings(OpRegistry& r) {
          infer_normalizer,
          make_normalizer,
          {0},
-         attrs({"case_change_action", "is_case_sensitive", "stopwords", "locale"})});
-  r.add(
-      {"StringSplit", 1, 1, 2, 2, infer_split, make_split, {0}, attrs({"delimiter", "maxsplit"})});
-  r.add({"RegexFullMatch", 1, 1, 1, 1, infer_regex, make_regex, {}, attrs({"pattern"})});
+         attrs("case_change_action, is_case_sensitive, stopwords, locale")});
+  r.add({"StringSplit", 1, 1, 2, 2, infer_split, make_split, {0}, attrs("delimiter, maxsplit")});
+  r.add({"RegexFullMatch", 1, 1, 1, 1, infer_regex, make_regex, {}, attrs("pattern")});
 }
 
 }  // namespace tern

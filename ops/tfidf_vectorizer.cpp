@@ -189,8 +189,8 @@ void register_op_tfidf_vectorizer(OpRegistry& r) {
          infer_tfidf,
          make_tfidf,
          {},
-         attrs({"max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts",
-                "ngram_indexes", "pool_int64s", "pool_strings", "weights"})});
+         attrs("max_gram_length, max_skip_count, min_gram_length, mode, ngram_counts, "
+               "ngram_indexes, pool_int64s, pool_strings, weights")});
 }
 
 }  // namespace tern

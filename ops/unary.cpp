@@ -353,17 +353,17 @@ void register_op_unary(OpRegistry& r) {
   add("Acosh", make_unary<U::kAcosh>, attrs({}));
   add("Atanh", make_unary<U::kAtanh>, attrs({}));
   add("Erf", make_unary<U::kErf>, attrs({}));
-  add("Elu", make_unary<U::kElu>, attrs({"alpha"}));
-  add("Celu", make_unary<U::kCelu>, attrs({"alpha"}));
-  add("Selu", make_unary<U::kSelu>, attrs({"alpha", "gamma"}));
-  add("LeakyRelu", make_unary<U::kLeakyRelu>, attrs({"alpha"}));
-  add("ThresholdedRelu", make_unary<U::kThresholdedRelu>, attrs({"alpha"}));
+  add("Elu", make_unary<U::kElu>, attrs("alpha"));
+  add("Celu", make_unary<U::kCelu>, attrs("alpha"));
+  add("Selu", make_unary<U::kSelu>, attrs("alpha, gamma"));
+  add("LeakyRelu", make_unary<U::kLeakyRelu>, attrs("alpha"));
+  add("ThresholdedRelu", make_unary<U::kThresholdedRelu>, attrs("alpha"));
   add("Softplus", make_unary<U::kSoftplus>, attrs({}));
   add("Softsign", make_unary<U::kSoftsign>, attrs({}));
   add("Mish", make_unary<U::kMish>, attrs({}));
-  add("Gelu", make_unary<U::kGelu>, attrs({"approximate"}));
-  add("Swish", make_unary<U::kSwish>, attrs({"alpha"}));
-  add("Shrink", make_unary<U::kShrink>, attrs({"bias", "lambd"}));
+  add("Gelu", make_unary<U::kGelu>, attrs("approximate"));
+  add("Swish", make_unary<U::kSwish>, attrs("alpha"));
+  add("Shrink", make_unary<U::kShrink>, attrs("bias, lambd"));
   r.add({"IsNaN", 1, 1, 1, 1, infer_is, make_is<true>, {}, attrs({})});
   r.add({"IsInf",
          1,
@@ -373,7 +373,7 @@ void register_op_unary(OpRegistry& r) {
          infer_is,
          make_is<false>,
          {},
-         attrs({"detect_negative", "detect_positive"})});
+         attrs("detect_negative, detect_positive")});
   r.add({"Not", 1, 1, 1, 1, infer_same, make_not<false>, {}, attrs({})});
   r.add({"BitwiseNot", 1, 1, 1, 1, infer_same, make_not<true>, {}, attrs({})});
 }

@@ -371,18 +371,11 @@ Expected<std::unique_ptr<Kernel>> make_col2im(const OpContext& ctx) {
 }  // namespace
 
 void register_op_vision(OpRegistry& r) {
-  r.add({"NonMaxSuppression", 2, 5, 1, 1, infer_nms, make_nms, {}, attrs({"center_point_box"})});
-  r.add({"CenterCropPad", 2, 2, 1, 1, infer_crop, make_crop, {1}, attrs({"axes"})});
-  r.add({"AffineGrid", 2, 2, 1, 1, infer_affine, make_affine, {1}, attrs({"align_corners"})});
-  r.add({"Col2Im",
-         3,
-         3,
-         1,
-         1,
-         infer_col2im,
-         make_col2im,
-         {1, 2},
-         attrs({"dilations", "pads", "strides"})});
+  r.add({"NonMaxSuppression", 2, 5, 1, 1, infer_nms, make_nms, {}, attrs("center_point_box")});
+  r.add({"CenterCropPad", 2, 2, 1, 1, infer_crop, make_crop, {1}, attrs("axes")});
+  r.add({"AffineGrid", 2, 2, 1, 1, infer_affine, make_affine, {1}, attrs("align_corners")});
+  r.add(
+      {"Col2Im", 3, 3, 1, 1, infer_col2im, make_col2im, {1, 2}, attrs("dilations, pads, strides")});
 }
 
 }  // namespace tern

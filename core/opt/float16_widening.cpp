@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/half.h"
 #include "core/opt/graph_util.h"
 #include "core/opt/optimizer.h"
@@ -105,7 +106,9 @@ int twin_of(Graph& g, int v, DType dt) {
 }  // namespace
 
 Status widen_float16(Graph& g, OptimizerReport* report) {
-  if (!op_built("Cast")) return Status::ok();  // a selective build without Cast
+  // A selective build without float16 (loading refuses such models; the pass folds away) or
+  // without Cast.
+  if (!dtype_built(DType::kFloat16) || !op_built("Cast")) return Status::ok();
   // Anything float16 at all? A subgraph's formal inputs keep their types, so a graph with
   // If/Loop/Scan stays as it is, as does one whose outputs' types are unknown.
   bool any = false;

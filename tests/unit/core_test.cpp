@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <sstream>
 
 #include "core/half.h"
 #include "core/low_float.h"
@@ -22,6 +23,31 @@ TEST_SUITE("core") {
     auto big = checked_numel({int64_t{1} << 40, int64_t{1} << 40});
     CHECK(big.status().code() == Code::kInvalidArgument);
     CHECK(big.status().message().find("2^62") != std::string::npos);
+  }
+
+  TEST_CASE("str_cat and the status makers: every kind of piece as a stream writes it") {
+    const std::string name = "conv_1";
+    const std::string_view view = "view";
+    const char* none = nullptr;
+    char buffer[8] = "buf";
+    std::ostringstream os;
+    os << "node '" << name << "' " << view << buffer << 'c' << static_cast<unsigned char>('u')
+       << int64_t{-9223372036854775807 - 1} << " " << uint64_t{18446744073709551615u} << " " << -7
+       << " " << 42u << " " << true << " " << static_cast<int16_t>(-3);
+    // Names and integers only: the pieces' path.
+    CHECK(str_cat("node '", name, "' ", view, buffer, none, 'c', static_cast<unsigned char>('u'),
+                  int64_t{-9223372036854775807 - 1}, " ", uint64_t{18446744073709551615u}, " ", -7,
+                  " ", 42u, " ", true, " ", static_cast<int16_t>(-3)) == os.str());
+    // A float among them: the stream's path for the whole list.
+    CHECK(str_cat(name, " ", 1.5, " ", 2) == "conv_1 1.5 2");
+    CHECK(str_cat().empty());
+    CHECK(str_cat(name) == name);
+    const Status s = invalid_model("node '", name, "': ", 3, " inputs");
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK(s.message() == "node 'conv_1': 3 inputs");
+    CHECK(unsupported("only ", size_t{4}, "-D").message() == "only 4-D");
+    CHECK(internal_error().code() == Code::kInternal);
+    CHECK(internal_error().message().empty());
   }
 
   TEST_CASE("tensors are 64-byte aligned and zeroed") {

@@ -41,6 +41,30 @@ TEST_SUITE("ops") {
     CHECK_MESSAGE(undeclared.empty(), "ops with no attribute declaration:", undeclared);
   }
 
+  TEST_CASE("declared attribute names are names (attrs' comma-separated literal split)") {
+    std::string bad;
+    size_t names = 0;
+    for (const std::string& op : OpRegistry::global().op_types()) {
+      const OpSchema* s = OpRegistry::global().find(op);
+      if (!s->attributes) continue;
+      for (const std::string& a : s->attributes->read) {
+        ++names;
+        const bool ok = !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
+          return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9');
+        });
+        if (!ok) bad += " " + op + ".'" + a + "'";
+      }
+    }
+    CHECK_MESSAGE(bad.empty(), "malformed attribute names:", bad);
+    CHECK(names > 200);
+    const OpSchema* reduce = OpRegistry::global().find("ReduceSum");
+    REQUIRE(reduce != nullptr);
+    REQUIRE(reduce->attributes);
+    CHECK(reduce->attributes->read ==
+          std::vector<std::string>{"axes", "keepdims", "noop_with_empty_axes"});
+  }
+
   TEST_CASE("declared attributes are ONNX's, and every ONNX attribute since opset 7 is declared") {
     std::string unknown, missing, no_reason;
     for (const std::string& op : OpRegistry::global().op_types()) {

@@ -59,9 +59,11 @@ void cmp_row(const T* a, const T* b, uint8_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = cmp<Op>(a[i * SA], b[i * SB]);
 }
 
+using CmpRow = void (*)(const void*, const void*, uint8_t*, int64_t);
+
 struct CmpKernel {
   ops::BroadcastRows rows;
-  void (*row[4])(const void*, const void*, uint8_t*, int64_t);  // by step a * 2 + step b
+  CmpRow row[4];  // by step a * 2 + step b
   size_t esize;
 };
 
@@ -71,11 +73,31 @@ void cmp_row_erased(const void* a, const void* b, uint8_t* y, int64_t n) {
 }
 
 template <Cmp Op, class T>
-CmpKernel cmp_kernel(ops::BroadcastRows rows) {
-  return {std::move(rows),
-          {cmp_row_erased<Op, T, 0, 0>, cmp_row_erased<Op, T, 0, 1>, cmp_row_erased<Op, T, 1, 0>,
-           cmp_row_erased<Op, T, 1, 1>},
-          sizeof(T)};
+void cmp_table(CmpRow* row) {
+  row[0] = cmp_row_erased<Op, T, 0, 0>;
+  row[1] = cmp_row_erased<Op, T, 0, 1>;
+  row[2] = cmp_row_erased<Op, T, 1, 0>;
+  row[3] = cmp_row_erased<Op, T, 1, 1>;
+}
+
+// Op's row loops for dtype dt (false: none). Each op has its own, referenced only by its own
+// registration (through make_cmp<Op>), so a selective build keeps the compares it registers only;
+// the rest of the factory is one body for all eight.
+template <Cmp Op>
+bool cmp_rows(DType dt, CmpRow* row) {
+  if constexpr (Op == Cmp::kAnd || Op == Cmp::kOr || Op == Cmp::kXor) {
+    if (dt != DType::kBool) return false;
+    cmp_table<Op, uint8_t>(row);
+  } else if (dt == DType::kFloat32) {
+    cmp_table<Op, float>(row);
+  } else if (dt == DType::kInt64) {
+    cmp_table<Op, int64_t>(row);
+  } else if (dt == DType::kInt32) {
+    cmp_table<Op, int32_t>(row);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 Status run_cmp(const CmpKernel& k, const KernelArgs& a, const ExecContext& exec) {
@@ -90,29 +112,25 @@ Status run_cmp(const CmpKernel& k, const KernelArgs& a, const ExecContext& exec)
   return Status::ok();
 }
 
-template <Cmp Op>
-Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx) {
+Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx, bool logical,
+                                           bool (*rows_of)(DType, CmpRow*)) {
   TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
   const DType dt = ctx.inputs[0].dtype;
   if (ctx.inputs[1].dtype != dt) return unsupported("compare_vec: mixed types");
-  ops::BroadcastRows rows =
-      ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape});
-  if (!unit_steps<2>(rows)) return unsupported("compare_vec: strided rows");
-  constexpr bool logical = Op == Cmp::kAnd || Op == Cmp::kOr || Op == Cmp::kXor;
   CmpKernel k;
-  if (logical) {
-    if (dt != DType::kBool) return ops::dtype_error(ctx, 0, "bool");
-    k = cmp_kernel<Op, uint8_t>(std::move(rows));
-  } else if (dt == DType::kFloat32) {
-    k = cmp_kernel<Op, float>(std::move(rows));
-  } else if (dt == DType::kInt64) {
-    k = cmp_kernel<Op, int64_t>(std::move(rows));
-  } else if (dt == DType::kInt32) {
-    k = cmp_kernel<Op, int32_t>(std::move(rows));
-  } else {
+  k.rows = ops::plan_broadcast(ctx.outputs[0].shape, {ctx.inputs[0].shape, ctx.inputs[1].shape});
+  if (!unit_steps<2>(k.rows)) return unsupported("compare_vec: strided rows");
+  if (!rows_of(dt, k.row)) {
+    if (logical) return ops::dtype_error(ctx, 0, "bool");
     return unsupported("compare_vec: ", dtype_name(dt));
   }
+  k.esize = dtype_size(dt);
   return make_kernel("compare_vec", std::move(k), run_cmp);
+}
+
+template <Cmp Op>
+Expected<std::unique_ptr<Kernel>> make_cmp(const OpContext& ctx) {
+  return make_cmp(ctx, Op == Cmp::kAnd || Op == Cmp::kOr || Op == Cmp::kXor, cmp_rows<Op>);
 }
 
 // ---- Where --------------------------------------------------------------------------------------
