@@ -302,7 +302,8 @@ std::vector<FlagDef> make_defs() {
       {FlagId::kCpuFloat16InFloat32, "cpu.float16_in_float32", T::kBool, S::kSession, P::kNone,
        "cpu", 1, "TERN_CPU_FLOAT16_IN_FLOAT32",
        "a CPU-only session computes a float16 model in float32: float16 constants widened once "
-       "at creation (twice their memory), a Cast at each float16 graph input and output, the "
+       "at creation (a float32 copy per session beside the model's), a Cast at each float16 "
+       "graph input and output, the "
        "model's own Casts to float16 kept, float32 kernels and layouts in between (as ONNX "
        "Runtime's CPU provider does); intermediate values are no longer rounded to float16 after "
        "each node. Off: each float16 node widens its inputs and rounds its outputs. Part of "

@@ -40,7 +40,8 @@ bool half_attribute(const std::string& name, const Attribute& a) {
     case Attribute::Kind::kTensor:
       return a.t.dtype() == DType::kFloat16;
     case Attribute::Kind::kInt:
-      return (name == "dtype" || name == "output_dtype") && a.i == kHalf;
+      return (name == "dtype" || name == "output_dtype" || name == "output_datatype") &&
+             a.i == kHalf;
     case Attribute::Kind::kType:
       for (int64_t d : a.ints) {
         if (d == kHalf) return true;
@@ -109,21 +110,30 @@ Status widen_float16(Graph& g, OptimizerReport* report) {
   // A selective build without float16 (loading refuses such models; the pass folds away) or
   // without Cast.
   if (!dtype_built(DType::kFloat16) || !op_built("Cast")) return Status::ok();
-  // Anything float16 at all? A subgraph's formal inputs keep their types, so a graph with
-  // If/Loop/Scan stays as it is, as does one whose outputs' types are unknown.
+  // Anything float16 at all? Graphs the pass cannot keep the meaning of stay as they are:
+  // - with If/Loop/Scan (a subgraph's formal inputs keep their types);
+  // - with BitCast (its width is its type's);
+  // - whose inputs or outputs have unknown types, or are sequences or optionals of float16;
+  // - with a float16 input that carries an initializer (IR < 4 models list weights as inputs: read
+  //   through a Cast they would no longer be constants, which kernels pack once).
   bool any = false;
   for (const Value& v : g.values) {
     any = any || v.type.dtype == DType::kFloat16 ||
           (v.constant && v.constant->dtype() == DType::kFloat16);
   }
   for (const Node& n : g.nodes) {
-    if (holds_subgraph(n)) return Status::ok();
+    if (holds_subgraph(n) || (n.op_type == "BitCast" && n.domain.empty())) return Status::ok();
     for (const auto& kv : n.attrs.all()) any = any || half_attribute(kv.first, kv.second);
   }
   if (!any) return Status::ok();
   for (const std::vector<int>* edge : {&g.inputs, &g.outputs}) {
     for (int v : *edge) {
-      if (g.values[static_cast<size_t>(v)].type.dtype == DType::kUndefined) return Status::ok();
+      const Value& val = g.values[static_cast<size_t>(v)];
+      if (val.type.dtype == DType::kUndefined || val.type.elem == DType::kFloat16 ||
+          val.type.seq_elem == DType::kFloat16 ||
+          (val.constant && val.type.dtype == DType::kFloat16 && edge == &g.inputs)) {
+        return Status::ok();
+      }
     }
   }
 
@@ -173,10 +183,10 @@ Status widen_float16(Graph& g, OptimizerReport* report) {
       g.nodes[n].outputs[o] = twin;
     }
   }
-  // Readers of float16 edges read a float32 twin (made once per edge); a Cast to float16 reads
-  // the edge itself.
+  // Readers of float16 edges read a float32 twin (made once per edge); Casts read the edge
+  // itself (so a second pass over the result adds nothing).
   for (size_t n = 0; n < node_count; ++n) {
-    if (casts_to_half(g.nodes[n])) continue;
+    if (g.nodes[n].op_type == "Cast" && g.nodes[n].domain.empty()) continue;
     for (size_t i = 0; i < g.nodes[n].inputs.size(); ++i) {
       const int v = g.nodes[n].inputs[i];
       if (v < 0 || static_cast<size_t>(v) >= value_count || !half_edge[static_cast<size_t>(v)]) {

@@ -80,11 +80,14 @@ Status fold_qdq_moves(Graph& g, OptimizerReport* report);
 // cpu.float16_in_float32 is on). The CPU has no float16 arithmetic kernels of its own: each
 // float16 node would widen its inputs, run its float32 kernel in plain layouts and round its
 // outputs back (backends/cpu/widened_kernel.h). Instead every float16 value becomes float32
-// (constants widened once) except the graph's inputs and outputs and what Casts to float16 and
-// nodes holding subgraphs or sequences write; a Cast joins each float16 edge, so the graph's
-// interface is unchanged. What the graph computes between its edges is no longer rounded to
-// float16 after each node (ONNX Runtime's CPU provider computes such models in float32 too); the
-// model's Casts to float16 still round.
+// (constants widened once: the session holds a float32 copy beside the model's float16 one)
+// except the graph's inputs and outputs and what the model's Casts to float16 write; a Cast joins
+// each float16 edge, so the graph's interface is unchanged. What the graph computes between its
+// edges is no longer rounded to float16 after each node (ONNX Runtime's CPU provider computes such
+// models in float32 too): CastLike to a float16 target, QuantizeLinear's float16 division and
+// Range's float16 arithmetic included; the model's Casts to float16 still round. Graphs with
+// If/Loop/Scan or BitCast, with float16 sequences or optionals at their edges, or with float16
+// inputs that carry initializers are left as they are.
 Status widen_float16(Graph& g, OptimizerReport* report);
 Status fold_batch_norm_into_conv(Graph& g, OptimizerReport* report);
 Status fuse_hardswish(Graph& g, OptimizerReport* report);

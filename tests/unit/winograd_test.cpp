@@ -195,4 +195,65 @@ TEST_SUITE("cpu_kernels") {
       }
     }
   }
+
+  TEST_CASE("Framewise convolutions in a session: same-shaped layers keep their own weights") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
+      MESSAGE("skipped: oneDNN's direct convolutions need AVX2 or AVX-512");
+      return;
+    }
+    // x [1, 16, D, H, W] -> Conv 1x3x3 (w1) -> Relu -> Conv 1x3x3 (w2): two layers of one shape,
+    // run for several clip sizes (plans of their own; the weights packed once, each layer's own).
+    GraphMaker m;
+    m.g.opset = 13;
+    const int x = m.g.add_value(
+        "x", ValueType{DType::kFloat32,
+                       true,
+                       {Dim{1, ""}, Dim{16, ""}, Dim{-1, "d"}, Dim{-1, "h"}, Dim{-1, "w"}}});
+    m.g.inputs = {x};
+    std::mt19937 rng(8);
+    const Tensor w1 = random_f32({16, 16, 1, 3, 3}, rng), w2 = random_f32({16, 16, 1, 3, 3}, rng);
+    Attributes pads;
+    pads.set("pads", attr_ints({0, 1, 1, 0, 1, 1}));
+    const int h1 = m.node("Relu", {m.node("Conv", {x, m.constant("w1", w1)}, pads)});
+    const int y = m.node("Conv", {h1, m.constant("w2", w2)}, pads);
+    m.g.values[static_cast<size_t>(y)].name = "y";
+    m.g.outputs = {y};
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto session = Session::create(Model::create(m.g, nullptr, "framewise").value(), cfg).value();
+    // 14x14 frames run Winograd (on AVX-512), 9x12 ones direct: one packed copy per layout, and a
+    // new plan of a layout met before packs nothing more.
+    size_t packed = 0;
+    const Shape shapes[] = {{1, 16, 3, 14, 14}, {1, 16, 2, 9, 12}, {1, 16, 4, 14, 14},
+                            {1, 16, 3, 9, 12}};
+    for (size_t i = 0; i < 4; ++i) {
+      CAPTURE(i);
+      Tensor in = random_f32(shapes[i], rng);
+      std::vector<Tensor> out;
+      REQUIRE(session->run({"x"}, {&in}, {"y"}, &out).is_ok());
+      bool framewise = false;
+      for (const PlanStep& st : session->last_plan()->steps) {
+        framewise =
+            framewise || std::string(st.kernel->name()).find("framewise") != std::string::npos;
+      }
+      CHECK(framewise);
+      // The reference: both convolutions, Relu between.
+      Attributes a;
+      a.set("pads", attr_ints({0, 1, 1, 0, 1, 1}));
+      RefContext c1("Conv", a, {&in, &w1});
+      auto p = ops::parse_conv(c1.ctx).value();
+      Tensor mid = Tensor::allocate(DType::kFloat32, p.y).value();
+      ops::conv_reference(p, in.data<float>(), w1.data<float>(), nullptr, mid.data<float>());
+      for (int64_t j = 0; j < mid.numel(); ++j) {
+        mid.data<float>()[j] = std::max(0.0f, mid.data<float>()[j]);
+      }
+      std::vector<float> ref(static_cast<size_t>(numel(p.y)));
+      ops::conv_reference(p, mid.data<float>(), w2.data<float>(), nullptr, ref.data());
+      Comparison c = compare(out[0].data<float>(), ref.data(), ref.size(), 1e-4, 1e-4);
+      CHECK_MESSAGE(c.mismatches == 0, "max abs ", c.max_abs);
+      if (i < 2) packed = session->memory().packed_weight_bytes;
+      CHECK(session->memory().packed_weight_bytes == packed);
+    }
+    CHECK(packed > 0);
+  }
 }

@@ -71,8 +71,7 @@ class ChannelsLastPointwiseConv final : public Kernel {
     k->oc_ = p.y[1];
     k->has_bias_ = p.has_bias;
     k->has_sum_ = fp.has_sum;
-    k->relu_in_tile_ =
-        !fp.has_sum && fp.epilogue.size() == 1 && fp.epilogue[0].act == ops::FusedAct::kRelu;
+    k->relu_in_tile_ = fp.epilogue.size() == 1 && fp.epilogue[0].act == ops::FusedAct::kRelu;
     if (!k->relu_in_tile_) k->steps_ = fp.epilogue;
     TERN_RETURN_IF_ERROR(k->pack(ctx.inputs[1], *w, ctx.weights));
     return std::unique_ptr<Kernel>(std::move(k));

@@ -576,13 +576,14 @@ class FramewiseConv final : public Kernel {
     attrs.set("pads", Attribute::of_ints({p.win.pads_begin[1], p.win.pads_begin[2],
                                           p.win.pads_end[1], p.win.pads_end[2]}));
     k->node_.attrs = std::move(attrs);
-    k->weights_ = ctx.inputs[1].value->reshaped({p.w[0], p.w[1], p.w[3], p.w[4]});
     OpContext inner = ctx;
     inner.node = &k->node_;
     inner.inputs[0].shape = x2;
     inner.inputs[0].block = blk;
-    inner.inputs[1].shape = k->weights_.shape();
-    inner.inputs[1].value = &k->weights_;
+    // The weights without their depth of 1: the same bytes, so the model's constant itself stays
+    // the value (the session's weight cache is keyed by it; its packed layouts are keyed by their
+    // 4-D descriptions, which no 3-D kernel's equals).
+    inner.inputs[1].shape = {p.w[0], p.w[1], p.w[3], p.w[4]};
     inner.outputs[0].shape = y2;
     inner.outputs[0].block = blk;
     if (fp.has_sum) {
@@ -671,8 +672,7 @@ class FramewiseConv final : public Kernel {
 
   std::string name_;
   std::unique_ptr<Kernel> inner_;
-  Node node_;       // the 2-D node inner_ was made for
-  Tensor weights_;  // the weights without their depth of 1 (the model's bytes)
+  Node node_;  // the 2-D node inner_ was made for
   Shape x2_, y2_;
   dnnl::memory::desc src_md_, dst_md_, frames_src_, frames_dst_;
   dnnl::reorder src_in_, z_in_, dst_out_;
