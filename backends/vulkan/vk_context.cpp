@@ -4,15 +4,15 @@
 #include <array>
 #include <atomic>
 #include <cctype>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 
 #include "backends/vulkan/shader_table.h"
+#include "backends/vulkan/vk_context_impl.h"
 #include "backends/vulkan/vk_device.h"
+#include "backends/vulkan/vk_recorder.h"
 
 namespace tern::vk {
 
@@ -23,17 +23,6 @@ constexpr uint64_t kChunkBytes = 64ull << 20;
 constexpr size_t kMaxChunks = 4096;
 constexpr int kChunkShift = 32;  // address = (chunk + 1) << 32 | offset
 
-struct Chunk {
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  char* mapped = nullptr;  // host view when the memory is host-visible
-  bool coherent = true;
-  uint64_t size = 0;
-  int pool = 0;                       // 0 device, 1 staging
-  size_t index = 0;                   // in g_chunks
-  std::map<uint64_t, uint64_t> free;  // offset -> size
-};
-
 std::array<std::atomic<Chunk*>, kMaxChunks> g_chunks{};
 
 Chunk* chunk_of(const void* addr, uint64_t* offset) {
@@ -43,287 +32,6 @@ Chunk* chunk_of(const void* addr, uint64_t* offset) {
   *offset = static_cast<uint64_t>(a) & ((1ull << kChunkShift) - 1);
   return g_chunks[index].load(std::memory_order_acquire);
 }
-
-}  // namespace
-
-struct Context::Impl {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  uint32_t queue_family = 0;
-  VkPhysicalDeviceMemoryProperties memory{};
-  uint64_t max_range = 0;
-  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
-
-  std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronized
-  std::mutex mem_mu;
-  std::vector<Chunk*> pools[2];
-  std::vector<std::pair<Chunk*, std::pair<uint64_t, uint64_t>>> deferred;  // frees while busy
-  int busy = 0;  // recorders holding recorded or in-flight work
-
-  std::mutex cache_mu;
-  std::map<std::string, std::unique_ptr<Pipeline>> pipelines;
-  std::map<std::vector<uint64_t>, VkDescriptorSet> sets;  // (layout, buffers...) -> set
-  std::vector<VkDescriptorPool> set_pools;
-  uint32_t sets_left = 0;
-
-  std::atomic<uint64_t> submits{0}, dispatches{0}, copies{0}, device_bytes{0};
-  std::atomic<uint64_t> command_buffers{0};
-
-  Expected<Chunk*> new_chunk(int pool, uint64_t size);
-  Expected<std::shared_ptr<void>> allocate(int pool, uint64_t bytes);
-  void release(Chunk* c, uint64_t offset, uint64_t size);
-  void free_block(Chunk* c, uint64_t offset, uint64_t size);
-  int memory_type(uint32_t allowed, int pool) const;
-  Expected<VkDescriptorSet> descriptor_set(const Pipeline& p, const VkBuffer* buffers);
-  void recorder_done();
-};
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// How a thread's work is cut into submits. A chunk aims at chunk_ns() of device time, the first of
-// a burst (nothing in flight) at a quarter of that so the device starts while the host records the
-// next; a cancelled run waits for at most the chunk running and the one queued behind it. The
-// device time of a chunk is estimated from its work units (workgroups, plus one per command, plus
-// one per 64 KiB copied) at the nanoseconds per unit measured on the chunks this thread waited
-// for while they ran. The host records the next chunk while the device runs one, so chunking
-// costs whole runs little (a few microseconds per submit).
-constexpr double kStartNsPerUnit = 1000;  // before anything was measured
-constexpr uint32_t kMaxChunkCommands = 1024;
-constexpr size_t kMaxInFlight = 2;
-constexpr int kBatches = kMaxInFlight + 1;  // in flight, and one being recorded
-
-// TERN_VULKAN_CHUNK_US (default 2000): the device time a chunk aims at; 0 submits a thread's work
-// whole at the next flush (no cancellation between kernels).
-double chunk_ns() {
-  static const double ns = [] {
-    const char* env = std::getenv("TERN_VULKAN_CHUNK_US");
-    return env && *env ? 1e3 * std::max(0.0, std::atof(env)) : 2e6;
-  }();
-  return ns;
-}
-
-// One command buffer of a recorder, with its own pool (reset alone) and fence.
-struct Batch {
-  VkCommandPool pool = VK_NULL_HANDLE;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  std::vector<std::shared_ptr<void>> keep;  // staging blocks until the batch completes
-  uint64_t units = 0;
-  uint32_t commands = 0;
-  Clock::time_point submitted;
-};
-
-// The calling thread's command buffers: one being recorded (`open`), up to kMaxInFlight
-// submitted, used in turn.
-struct Recorder {
-  Context::Impl* ctx = nullptr;
-  std::array<Batch, kBatches> batches;
-  int open = -1, next = 0;
-  std::deque<int> in_flight;  // oldest first
-  bool barrier = false;
-  bool active = false;  // holds one of ctx->busy: recorded or submitted work not waited for
-  uint64_t budget = 0;  // work units of the open batch before it is submitted
-  double ns_per_unit = kStartNsPerUnit;
-  Clock::time_point last_done;  // when the last waited-for batch completed (as seen)
-  // The thread's device error word (Context::error_word), and whether recorded work may set it.
-  std::shared_ptr<void> error;
-  uint32_t* error_host = nullptr;
-  bool error_armed = false;
-
-  ~Recorder() {
-    if (!ctx) return;
-    if (active) (void)finish();
-    const Api& a = api();
-    for (Batch& b : batches) {
-      if (b.fence) a.vkDestroyFence(ctx->device, b.fence, nullptr);
-      if (b.pool) {
-        a.vkDestroyCommandPool(ctx->device, b.pool, nullptr);
-        --ctx->command_buffers;
-      }
-    }
-  }
-
-  Status init(Context::Impl* c) {
-    ctx = c;
-    const Api& a = api();
-    for (Batch& b : batches) {
-      VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-      pi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-      pi.queueFamilyIndex = c->queue_family;
-      TERN_VK_CHECK(a.vkCreateCommandPool(c->device, &pi, nullptr, &b.pool), "vkCreateCommandPool");
-      ++c->command_buffers;
-      VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-      ai.commandPool = b.pool;
-      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-      ai.commandBufferCount = 1;
-      TERN_VK_CHECK(a.vkAllocateCommandBuffers(c->device, &ai, &b.cb), "vkAllocateCommandBuffers");
-      VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-      TERN_VK_CHECK(a.vkCreateFence(c->device, &fi, nullptr, &b.fence), "vkCreateFence");
-    }
-    return Status::ok();
-  }
-
-  // Opens a command buffer if needed and orders the next command after the previous ones
-  // (a barrier at the start of a batch orders it after the batches submitted before it).
-  Status next_command() {
-    const Api& a = api();
-    if (open < 0) {
-      Batch& b = batches[static_cast<size_t>(next)];
-      VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-      TERN_VK_CHECK(a.vkBeginCommandBuffer(b.cb, &bi), "vkBeginCommandBuffer");
-      open = next;
-      barrier = !in_flight.empty();
-      const double ns = chunk_ns() * (in_flight.empty() ? 0.25 : 1.0);
-      budget = ns > 0 ? static_cast<uint64_t>(std::max(1.0, ns / std::max(ns_per_unit, 1e-3)))
-                      : UINT64_MAX;
-      if (!active) {
-        active = true;
-        std::lock_guard<std::mutex> lock(ctx->mem_mu);
-        ++ctx->busy;
-      }
-    }
-    if (barrier) {
-      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-      const VkPipelineStageFlags stages =
-          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-      a.vkCmdPipelineBarrier(batches[static_cast<size_t>(open)].cb, stages, stages, 0, 1, &mb, 0,
-                             nullptr, 0, nullptr);
-    }
-    barrier = true;
-    return Status::ok();
-  }
-
-  VkCommandBuffer cb() const { return batches[static_cast<size_t>(open)].cb; }
-
-  // Counts a recorded command's work; submits the batch once it holds a chunk's worth, then
-  // waits while kMaxInFlight batches are in flight (the host stays at most that far ahead).
-  Status recorded(uint64_t units) {
-    Batch& b = batches[static_cast<size_t>(open)];
-    b.units += units + 1;
-    ++b.commands;
-    if (b.units < budget && (b.commands < kMaxChunkCommands || budget == UINT64_MAX)) {
-      return Status::ok();
-    }
-    TERN_RETURN_IF_ERROR(submit());
-    while (in_flight.size() >= kMaxInFlight) TERN_RETURN_IF_ERROR(wait_oldest());
-    return Status::ok();
-  }
-
-  // Ends and submits the open batch.
-  Status submit() {
-    if (open < 0) return Status::ok();
-    const Api& a = api();
-    Batch& b = batches[static_cast<size_t>(open)];
-    const int index = open;
-    open = -1;
-    VkResult r = a.vkEndCommandBuffer(b.cb);
-    if (r == VK_SUCCESS) {
-      VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-      si.commandBufferCount = 1;
-      si.pCommandBuffers = &b.cb;
-      std::lock_guard<std::mutex> lock(ctx->queue_mu);
-      r = a.vkQueueSubmit(ctx->queue, 1, &si, b.fence);
-    }
-    if (r != VK_SUCCESS) {
-      reset(b);
-      return vk_error(r, "submitting a command buffer");
-    }
-    ++ctx->submits;
-    b.submitted = Clock::now();
-    in_flight.push_back(index);
-    next = (index + 1) % kBatches;
-    return Status::ok();
-  }
-
-  // Waits for the oldest batch in flight and makes it reusable. Where it was still running, the
-  // time it took updates the estimate of nanoseconds per work unit.
-  Status wait_oldest() {
-    const Api& a = api();
-    Batch& b = batches[static_cast<size_t>(in_flight.front())];
-    in_flight.pop_front();
-    const bool running = a.vkGetFenceStatus(ctx->device, b.fence) == VK_NOT_READY;
-    const VkResult r = a.vkWaitForFences(ctx->device, 1, &b.fence, VK_TRUE, UINT64_MAX);
-    const Clock::time_point now = Clock::now();
-    if (r == VK_SUCCESS && running && b.units) {
-      // It started when it was submitted or when the batch before it completed.
-      const double ns =
-          std::chrono::duration<double, std::nano>(now - std::max(b.submitted, last_done)).count();
-      ns_per_unit = 0.5 * ns_per_unit + 0.5 * ns / static_cast<double>(b.units);
-    }
-    // Seen already complete, it completed at some time after its submit: the next batch's
-    // duration is then counted from that batch's own submit.
-    last_done = running ? now : b.submitted;
-    reset(b);
-    return r == VK_SUCCESS ? Status::ok() : vk_error(r, "vkWaitForFences");
-  }
-
-  void reset(Batch& b) {
-    const Api& a = api();
-    a.vkResetFences(ctx->device, 1, &b.fence);
-    a.vkResetCommandPool(ctx->device, b.pool, 0);
-    b.keep.clear();
-    b.units = 0;
-    b.commands = 0;
-  }
-
-  // Once nothing is recorded or in flight: frees deferred while the thread had work.
-  void idle() {
-    if (!active || open >= 0 || !in_flight.empty()) return;
-    active = false;
-    ctx->recorder_done();
-  }
-
-  Status wait_all() {
-    Status st = Status::ok();
-    while (!in_flight.empty()) {
-      Status w = wait_oldest();
-      if (st.is_ok()) st = w;
-    }
-    idle();
-    return st;
-  }
-
-  // Submits the recorded commands and waits for everything in flight.
-  Status finish() {
-    if (!active) return Status::ok();
-    Status st = submit();
-    Status w = wait_all();
-    if (st.is_ok()) st = w;
-    if (error_armed) {
-      error_armed = false;
-      const uint32_t bits = *static_cast<volatile uint32_t*>(error_host);
-      *error_host = 0;
-      if (st.is_ok() && bits) {
-        st = invalid_argument(
-            "Vulkan: a Gather index on the device is out of range for its axis (indices must "
-            "lie in [-dim, dim)); the outputs of this run are not valid");
-      }
-    }
-    return st;
-  }
-
-  // Drops the batch being recorded and waits for the submitted ones.
-  Status discard() {
-    if (open >= 0) {
-      reset(batches[static_cast<size_t>(open)]);  // a pool reset returns the buffer to initial
-      open = -1;
-    }
-    Status st = wait_all();
-    if (error_armed) {
-      error_armed = false;
-      *error_host = 0;
-    }
-    return st;
-  }
-};
 
 }  // namespace
 
@@ -613,20 +321,6 @@ Expected<Context*> Context::get() {
   }();
   return ctx;
 }
-
-namespace {
-
-Expected<Recorder*> recorder(Context::Impl* impl) {
-  thread_local std::unique_ptr<Recorder> rec;
-  if (!rec) {
-    auto r = std::make_unique<Recorder>();
-    TERN_RETURN_IF_ERROR(r->init(impl));
-    rec = std::move(r);
-  }
-  return rec.get();
-}
-
-}  // namespace
 
 Expected<std::shared_ptr<void>> Context::allocate(size_t bytes) {
   return impl_->allocate(0, bytes);

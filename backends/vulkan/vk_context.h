@@ -91,7 +91,7 @@ class Context {
   Stats stats() const;
   ~Context() = delete;  // lives for the whole process (drivers may be unloaded at exit)
 
-  struct Impl;  // Vulkan objects, allocator, recorders and caches (vk_context.cpp)
+  struct Impl;  // Vulkan objects, allocator and caches (vk_context_impl.h; recorders: vk_recorder.h)
 
  private:
   Context() = default;
