@@ -133,9 +133,16 @@ TEST_SUITE("cpu_kernels") {
           Tensor xin = in_block ? to_blocked(x, in_block) : x;
           Prepared p =
               run_cpu("Conv", a, {&xin, &wt, &b}, {false, true, true}, in_block, out_block);
-          // (Channels-last on both sides, 1x1: Tern's own conv1x1_nhwc goes first.)
-          const bool own = k == 1 && in_block == 32 && out_block == 24;
-          CHECK_MESSAGE(p.kernel.rfind(own ? "conv1x1_nhwc" : "onednn", 0) == 0, p.kernel);
+          // 1x1 with channels-last on both sides: Tern's own conv1x1_nhwc goes first; 1x1
+          // between 8/16-blocks on AVX-512: conv1x1_avx512.
+          const bool nhwc = k == 1 && in_block == 32 && out_block == 24;
+          const bool blocked = k == 1 && (in_block == 8 || in_block == 16) && out_block == 8 &&
+                               std::string(tern_cpu_get_capability()) == "AVX512";
+          CHECK_MESSAGE(p.kernel.rfind(nhwc      ? "conv1x1_nhwc"
+                                       : blocked ? "conv1x1_avx512"
+                                                 : "onednn",
+                                       0) == 0,
+                        p.kernel);
           std::vector<float> got =
               out_block ? from_blocked(p.outputs[0], out_block) : values_f32(p.outputs[0]);
           Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
@@ -498,7 +505,9 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
-  TEST_CASE("conv1x1_avx512: pointwise FusedConv on 16-blocked activations matches the reference") {
+  TEST_CASE(
+      "conv1x1_avx512: pointwise FusedConv on 8- and 16-blocked activations matches the "
+      "reference") {
     if (std::string(tern_cpu_get_capability()) != "AVX512") {
       MESSAGE("skipped: the CPU lacks AVX-512");
       return;
@@ -508,15 +517,16 @@ TEST_SUITE("cpu_kernels") {
     std::mt19937 rng(seed);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    // Logical NCHW -> nChw16c with the padding channels set to `pad` (NaN: must never be read).
-    auto blocked = [&](const Tensor& t, float pad, std::shared_ptr<std::vector<float>>* keep) {
+    // Logical NCHW -> nChw{bl}c with the padding channels set to `pad` (NaN: must never be read).
+    auto blocked = [&](const Tensor& t, int64_t bl, float pad,
+                       std::shared_ptr<std::vector<float>>* keep) {
       const Shape& d = t.shape();
-      const int64_t cb = (d[1] + 15) / 16, hw = d[2] * d[3];
-      *keep = std::make_shared<std::vector<float>>(static_cast<size_t>(d[0] * cb * hw * 16), pad);
+      const int64_t cb = (d[1] + bl - 1) / bl, hw = d[2] * d[3];
+      *keep = std::make_shared<std::vector<float>>(static_cast<size_t>(d[0] * cb * hw * bl), pad);
       for (int64_t n = 0; n < d[0]; ++n)
         for (int64_t c = 0; c < d[1]; ++c)
           for (int64_t i = 0; i < hw; ++i) {
-            (**keep)[static_cast<size_t>(((n * cb + c / 16) * hw + i) * 16 + c % 16)] =
+            (**keep)[static_cast<size_t>(((n * cb + c / bl) * hw + i) * bl + c % bl)] =
                 t.data<float>()[(n * d[1] + c) * hw + i];
           }
       return Tensor::wrap(DType::kFloat32, d, (*keep)->data(), *keep);
@@ -529,12 +539,17 @@ TEST_SUITE("cpu_kernels") {
         {{"LeakyRelu", "HardSigmoid"}, {0.1f, 0.2f, 0.5f}},
         {{"Swish"}, {1.0f}},
         {{"Affine", "Swish"}, {4.0f, 0.0f, 1.5f}}};
-    for (int trial = 0; trial < 40; ++trial) {
-      const int64_t n = pick(1, 2), ic = pick(1, 70), oc = pick(1, 70), h = pick(1, 9),
-                    w = pick(1, 9);
+    for (int trial = 0; trial < 80; ++trial) {
+      // Input and output blocked by 8 or 16 each (MobileNetV3's 24 -> 72 is 8 -> 8, 72 -> 24
+      // too, 40 -> 240 is 8 -> 16); an 8-blocked output has whole blocks, as the planner gives.
+      const int ib = pick(0, 1) ? 8 : 16, ob = pick(0, 1) ? 8 : 16;
+      const int64_t n = pick(1, 2), ic = pick(1, 70), oc = ob == 8 ? 8 * pick(1, 9) : pick(1, 70),
+                    h = pick(1, 9), w = pick(1, 9);
       const bool has_sum = pick(0, 1) == 1;
       const auto& ep = epilogues[static_cast<size_t>(pick(0, 6))];
       CAPTURE(trial);
+      CAPTURE(ib);
+      CAPTURE(ob);
       Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
       Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, h, w}, rng);
       Attributes a;
@@ -546,11 +561,12 @@ TEST_SUITE("cpu_kernels") {
       a.set("activations", acts);
       a.set("activation_params", params);
       std::vector<std::shared_ptr<std::vector<float>>> keep(3);
-      Tensor xb = blocked(x, nan, &keep[0]), zb = blocked(z, 0.0f, &keep[1]);
-      Tensor yb = blocked(Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value(), nan, &keep[2]);
+      Tensor xb = blocked(x, ib, nan, &keep[0]), zb = blocked(z, ob, 0.0f, &keep[1]);
+      Tensor yb =
+          blocked(Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value(), ob, nan, &keep[2]);
       std::vector<Tensor*> ins = {&xb, &wt, &b};
       if (has_sum) ins.push_back(&zb);
-      auto fc = fused_conv_context(a, ins, 16, 16);
+      auto fc = fused_conv_context(a, ins, ib, ob);
       OpContext& ctx = fc->ctx;
       auto kernel = backends::get("cpu").value()->prepare(ctx);
       REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
@@ -563,17 +579,17 @@ TEST_SUITE("cpu_kernels") {
       REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
       CHECK(std::memcmp(two.data(), keep[2]->data(), two.size() * 4) == 0);  // thread-independent
       const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
-      const std::vector<float> got = from_blocked(yb, 16);
+      const std::vector<float> got = from_blocked(yb, ob);
       Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
       CHECK_MESSAGE(c.mismatches == 0, shape_str(x.shape()), " -> ", oc, " sum ", has_sum,
                     ": max abs ", c.max_abs);
       int bad_padding = 0;  // channels past oc are written as zeros
-      const int64_t cb = (oc + 15) / 16, hw = h * w;
+      const int64_t cb = (oc + ob - 1) / ob, hw = h * w;
       for (int64_t i = 0; i < n; ++i)
-        for (int64_t c2 = oc; c2 < cb * 16; ++c2)
+        for (int64_t c2 = oc; c2 < cb * ob; ++c2)
           for (int64_t p = 0; p < hw; ++p) {
             bad_padding +=
-                (*keep[2])[static_cast<size_t>(((i * cb + c2 / 16) * hw + p) * 16 + c2 % 16)] !=
+                (*keep[2])[static_cast<size_t>(((i * cb + c2 / ob) * hw + p) * ob + c2 % ob)] !=
                 0.0f;
           }
       CHECK(bad_padding == 0);

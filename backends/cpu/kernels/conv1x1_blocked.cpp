@@ -1,13 +1,16 @@
-// Pointwise convolution (1x1 kernel, stride 1, no padding, one group) on 16-channel-blocked
-// activations (nChw16c) with AVX-512, FusedConv's residual and element-wise epilogue applied in
-// registers. It is compiled ahead of time: creating it costs nothing, where oneDNN generates code
-// for every distinct 1x1 shape at session creation (~0.18 ms each, most of MobileNetV2's load).
+// Pointwise convolution (1x1 kernel, stride 1, no padding, one group) on channel-blocked
+// activations (nChw16c or nChw8c, each side its own) with AVX-512, FusedConv's residual and
+// element-wise epilogue applied in registers. It is compiled ahead of time: creating it costs
+// nothing, where oneDNN generates code for every distinct 1x1 shape at session creation (~0.18 ms
+// each, most of MobileNetV2's load). The planner blocks channels by 8 where they are not a
+// multiple of 16 (MobileNetV3's 24, 40, 72, 120): oneDNN's AVX-512 kernels do not take nChw8c,
+// and its AVX2 ones ran those layers up to 1.8x slower than ONNX Runtime.
 //
 // Weights are packed once, or found packed in the model, as [OC/16][IC][16]: for each input
-// channel the 16 output channels of a block. A tile of R spatial positions x J output blocks
-// stays in registers across all input channels; every input value is broadcast into the FMAs.
-// Each output element is summed by one thread in one order, so results do not depend on the
-// thread count.
+// channel the 16 output channels of a block. A tile of R spatial positions x J vectors of 16
+// output channels stays in registers across all input channels; every input value is broadcast
+// into the FMAs. On an 8-blocked output a vector's halves are two blocks. Each output element is
+// summed by one thread in one order, so results do not depend on the thread count.
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -26,8 +29,8 @@
 namespace tern {
 namespace {
 
-constexpr int kBlock = 16;
-constexpr int kMaxGroup = 4;   // output blocks per tile
+constexpr int kBlock = 16;     // output channels per vector (and per packed weight block)
+constexpr int kMaxGroup = 4;   // output vectors per tile
 constexpr int64_t kRows = 24;  // spatial positions per work item: a multiple of every tile height
 constexpr size_t kBigWeights = 512 << 10;
 
@@ -45,16 +48,16 @@ struct Step {
 struct TileArgs {
   const float* src;    // input at (n, channel block 0, first row)
   int64_t src_stride;  // floats between input channel blocks
-  const float* w;      // packed weights of the group's first output block
-  int64_t w_stride;    // floats between output blocks (IC * 16)
+  const float* w;      // packed weights of the group's first 16 output channels
+  int64_t w_stride;    // floats between packed blocks of 16 output channels (IC * 16)
   int64_t ic;          // input channels
   const float* bias;   // padded bias at the group's first channel
-  const float* z;      // residual at (n, first output block, first row), or null
-  float* dst;          // output at (n, first output block, first row)
+  const float* z;      // residual at (n, the group's first output block, first row), or null
+  float* dst;          // output at (n, the group's first output block, first row)
   int64_t dst_stride;  // floats between output channel blocks (of dst and z)
   const Step* steps;
   int num_steps;
-  __mmask16 last_mask;  // real channels of the group's last block
+  __mmask16 last_mask;  // real channels of the group's last vector
 };
 
 #define TERN_AVX512 __attribute__((target("avx512f,fma")))
@@ -165,7 +168,10 @@ TERN_AVX512 void apply_steps(__m512 (&acc)[R][J], const Step* steps, int n) {
   }
 }
 
-template <int J, int R, Epilogue E>
+// One tile: R positions x J vectors of 16 output channels, input blocked by IB channels, output
+// by OB (8: a vector's halves are blocks 2j and 2j + 1; the second half of the last vector is
+// absent when the output channels are an odd number of 8-blocks).
+template <int J, int R, Epilogue E, int IB, int OB>
 TERN_AVX512 void tile(const TileArgs& t) {
   __m512 acc[R][J];
 #pragma GCC unroll 4
@@ -174,30 +180,40 @@ TERN_AVX512 void tile(const TileArgs& t) {
 #pragma GCC unroll 24
     for (int r = 0; r < R; ++r) acc[r][j] = b;
   }
-  const int64_t full = t.ic / kBlock;
-  const int rest = static_cast<int>(t.ic % kBlock);
+  const int64_t full = t.ic / IB;
+  const int rest = static_cast<int>(t.ic % IB);
   for (int64_t cb = 0; cb <= full; ++cb) {
-    const int n = cb < full ? kBlock : rest;
+    const int n = cb < full ? IB : rest;
     const float* s = t.src + cb * t.src_stride;
-    const float* w = t.w + cb * kBlock * kBlock;
+    const float* w = t.w + cb * IB * kBlock;
     for (int i = 0; i < n; ++i) {
       __m512 wv[J];
 #pragma GCC unroll 4
       for (int j = 0; j < J; ++j) wv[j] = _mm512_loadu_ps(w + j * t.w_stride + i * kBlock);
 #pragma GCC unroll 24
       for (int r = 0; r < R; ++r) {
-        const __m512 x = _mm512_set1_ps(s[r * kBlock + i]);
+        const __m512 x = _mm512_set1_ps(s[r * IB + i]);
 #pragma GCC unroll 4
         for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(x, wv[j], acc[r][j]);
       }
     }
   }
+  // Where vector j's 16 channels lie: one block (OB 16), or two (OB 8) of which the second may
+  // be absent.
+  const bool half_last = OB == 8 && t.last_mask != 0xFFFF;
+  auto lo_at = [&](auto* p, int j, int r) { return p + j * (kBlock / OB) * t.dst_stride + r * OB; };
   if (t.z) {
 #pragma GCC unroll 24
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
       for (int j = 0; j < J; ++j) {
-        acc[r][j] = _mm512_add_ps(acc[r][j], _mm512_loadu_ps(t.z + j * t.dst_stride + r * kBlock));
+        // On 8-blocks, each half through a masked load: lanes 8-15 from the next block.
+        const float* p = lo_at(t.z, j, r);
+        __m512 z = OB == 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(0x00FF, p);
+        if (OB == 8 && !(j == J - 1 && half_last)) {
+          z = _mm512_mask_loadu_ps(z, 0xFF00, p + t.dst_stride - 8);
+        }
+        acc[r][j] = _mm512_add_ps(acc[r][j], z);
       }
     }
   }
@@ -211,29 +227,65 @@ TERN_AVX512 void tile(const TileArgs& t) {
 #pragma GCC unroll 24
     for (int r = 0; r < R; ++r) {
       __m512 v = acc[r][j];
-      if (j == J - 1) v = _mm512_maskz_mov_ps(t.last_mask, v);  // padding channels stay 0
-      _mm512_storeu_ps(t.dst + j * t.dst_stride + r * kBlock, v);
+      float* d = lo_at(t.dst, j, r);
+      if (OB == 16) {
+        if (j == J - 1) v = _mm512_maskz_mov_ps(t.last_mask, v);  // padding channels stay 0
+        _mm512_storeu_ps(d, v);
+      } else {
+        _mm512_mask_storeu_ps(d, 0x00FF, v);
+        if (j < J - 1 || !half_last) _mm512_mask_storeu_ps(d + t.dst_stride - 8, 0xFF00, v);
+      }
     }
   }
 }
 
 using TileFn = void (*)(const TileArgs&);
-using TileRow = std::array<TileFn, 24>;
 
-template <int J, Epilogue E, size_t... Rs>
-constexpr TileRow tile_row(std::index_sequence<Rs...>) {
-  return TileRow{{&tile<J, static_cast<int>(Rs) + 1, E>...}};
+// Tile heights compiled per J: the tallest that fits, for the bulk of the positions, and powers
+// of two below it for the last few of an image (a rest of 11 runs as 8 + 2 + 1).
+constexpr int kHeights = 6;
+constexpr int tile_rows(int j, int k) {
+  const int heights[kHeights] = {max_rows(j), 16, 8, 4, 2, 1};
+  return heights[k] <= max_rows(j) && (k == 0 || heights[k] < max_rows(j)) ? heights[k] : 0;
 }
-template <Epilogue E>
-constexpr std::array<TileRow, kMaxGroup> tile_table() {
-  return {tile_row<1, E>(std::make_index_sequence<max_rows(1)>()),
-          tile_row<2, E>(std::make_index_sequence<max_rows(2)>()),
-          tile_row<3, E>(std::make_index_sequence<max_rows(3)>()),
-          tile_row<4, E>(std::make_index_sequence<max_rows(4)>())};
+using TileRow = std::array<TileFn, kHeights>;  // by k of tile_rows; null where none is compiled
+
+template <int J, Epilogue E, int IB, int OB, int R>
+constexpr TileFn tile_or_null() {
+  if constexpr (R == 0) {
+    return nullptr;
+  } else {
+    return &tile<J, R, E, IB, OB>;
+  }
 }
-// kTiles[epilogue][J - 1][R - 1]
-const std::array<std::array<TileRow, kMaxGroup>, 3> kTiles = {
-    tile_table<Epilogue::kNone>(), tile_table<Epilogue::kClip>(), tile_table<Epilogue::kSteps>()};
+template <int J, Epilogue E, int IB, int OB, size_t... Ks>
+constexpr TileRow tile_row(std::index_sequence<Ks...>) {
+  return TileRow{{tile_or_null<J, E, IB, OB, tile_rows(J, static_cast<int>(Ks))>()...}};
+}
+using TileTable = std::array<TileRow, kMaxGroup>;  // [J - 1]
+template <Epilogue E, int IB, int OB>
+constexpr TileTable tile_table() {
+  constexpr auto ks = std::make_index_sequence<kHeights>();
+  return {tile_row<1, E, IB, OB>(ks), tile_row<2, E, IB, OB>(ks), tile_row<3, E, IB, OB>(ks),
+          tile_row<4, E, IB, OB>(ks)};
+}
+template <int IB, int OB>
+constexpr std::array<TileTable, 3> tile_tables() {
+  return {tile_table<Epilogue::kNone, IB, OB>(), tile_table<Epilogue::kClip, IB, OB>(),
+          tile_table<Epilogue::kSteps, IB, OB>()};
+}
+// kTiles[input block is 8][output block is 8][epilogue][J - 1][k]
+const std::array<std::array<std::array<TileTable, 3>, 2>, 2> kTiles = {
+    {{tile_tables<16, 16>(), tile_tables<16, 8>()}, {tile_tables<8, 16>(), tile_tables<8, 8>()}}};
+
+// The tallest compiled tile of J vectors not above `rows`: (its k, its height).
+std::pair<int, int> pick_tile(int j, int64_t rows) {
+  for (int k = 0; k < kHeights; ++k) {
+    const int r = tile_rows(j, k);
+    if (r > 0 && r <= rows) return {k, r};
+  }
+  return {kHeights - 1, 1};
+}
 
 // "tern conv1x1" packing: [OC/16][IC][16] floats, output channels past OC zero.
 const char* const kPackedKey = "tern conv1x1 b16 v1";
@@ -261,9 +313,13 @@ class BlockedPointwiseConv final : public Kernel {
         return unsupported("conv1x1_avx512: strided or padded");
       }
     }
-    if (ctx.inputs[0].block != kBlock || ctx.outputs[0].block != kBlock ||
-        (fp.has_sum && ctx.inputs[3].block != kBlock)) {
-      return unsupported("conv1x1_avx512: activations not 16-channel-blocked");
+    const int ib = ctx.inputs[0].block, ob = ctx.outputs[0].block;
+    if ((ib != 8 && ib != kBlock) || (ob != 8 && ob != kBlock) ||
+        (fp.has_sum && ctx.inputs[3].block != ob)) {
+      return unsupported("conv1x1_avx512: activations not blocked by 8 or 16 channels");
+    }
+    if (ob == 8 && p.y[1] % 8 != 0) {  // a vector's halves are whole 8-blocks or absent
+      return unsupported("conv1x1_avx512: output channels not whole 8-blocks");
     }
     const Tensor* w = ctx.inputs[1].value;
     const Tensor* b = p.has_bias ? ctx.inputs[2].value : nullptr;
@@ -285,6 +341,8 @@ class BlockedPointwiseConv final : public Kernel {
                    : k->steps_.size() == 1 && k->steps_[0].act == ops::FusedAct::kClip
                        ? Epilogue::kClip
                        : Epilogue::kSteps;
+    k->ib_ = ib;
+    k->ob_ = ob;
     k->n_ = p.x[0];
     k->ic_ = p.x[1];
     k->oc_ = p.y[1];
@@ -293,7 +351,7 @@ class BlockedPointwiseConv final : public Kernel {
     k->has_sum_ = fp.has_sum;
     k->bias_.assign(static_cast<size_t>(k->ocb_ * kBlock), 0.0f);
     if (b) std::memcpy(k->bias_.data(), b->data<float>(), static_cast<size_t>(k->oc_) * 4);
-    // Output blocks in groups of at most four, as even as they come (9 blocks: 3 + 3 + 3).
+    // Output vectors in groups of at most four, as even as they come (9 vectors: 3 + 3 + 3).
     const int64_t groups = (k->ocb_ + kMaxGroup - 1) / kMaxGroup;
     for (int64_t g = 0, first = 0; g < groups; ++g) {
       const int64_t size = k->ocb_ / groups + (g < k->ocb_ % groups ? 1 : 0);
@@ -308,7 +366,8 @@ class BlockedPointwiseConv final : public Kernel {
     const float* x = a.inputs[0]->data<float>();
     const float* z = has_sum_ ? a.inputs[3]->data<float>() : nullptr;
     float* y = a.outputs[0]->data<float>();
-    const int64_t icb = (ic_ + kBlock - 1) / kBlock;
+    const int64_t icb = (ic_ + ib_ - 1) / ib_;  // blocks of the input, of the output
+    const int64_t ocb = (oc_ + ob_ - 1) / ob_;
     const int64_t chunks = (hw_ + kRows - 1) / kRows;
     const int64_t groups = static_cast<int64_t>(groups_.size());
     // Large weights: walk one group's weights over all positions (they stay in cache), else
@@ -316,33 +375,34 @@ class BlockedPointwiseConv final : public Kernel {
     const bool group_outer = blob_.data.byte_size() > kBigWeights;
     const int64_t items = n_ * chunks * groups;
     const int last_lanes = static_cast<int>(oc_ - (ocb_ - 1) * kBlock);
+    const auto& tiles = kTiles[ib_ == 8][ob_ == 8][static_cast<size_t>(epilogue_)];
     parallel_for(items, 2, exec.num_threads, [&](int64_t begin, int64_t end) {
       for (int64_t it = begin; it < end; ++it) {
         const int64_t n = it / (chunks * groups), rest = it % (chunks * groups);
         const int64_t g = group_outer ? rest / chunks : rest % groups;
         const int64_t c = group_outer ? rest % chunks : rest / groups;
-        const int64_t ob = groups_[static_cast<size_t>(g)].first;
+        const int64_t first = groups_[static_cast<size_t>(g)].first;  // in vectors of 16
         const int j = groups_[static_cast<size_t>(g)].second;
+        const int64_t first_block = first * (kBlock / ob_);
         TileArgs t;
-        t.src_stride = hw_ * kBlock;
-        t.w = w_ + ob * ic_ * kBlock;
+        t.src_stride = hw_ * ib_;
+        t.w = w_ + first * ic_ * kBlock;
         t.w_stride = ic_ * kBlock;
         t.ic = ic_;
-        t.bias = bias_.data() + ob * kBlock;
-        t.dst_stride = hw_ * kBlock;
+        t.bias = bias_.data() + first * kBlock;
+        t.dst_stride = hw_ * ob_;
         t.steps = steps_.data();
         t.num_steps = static_cast<int>(steps_.size());
-        t.last_mask = ob + j == ocb_ ? static_cast<__mmask16>((1u << last_lanes) - 1) : 0xFFFF;
-        const int rmax = max_rows(j);
+        t.last_mask = first + j == ocb_ ? static_cast<__mmask16>((1u << last_lanes) - 1) : 0xFFFF;
+        const TileRow& row = tiles[static_cast<size_t>(j - 1)];
         const int64_t r_end = std::min(hw_, (c + 1) * kRows);
         for (int64_t r = c * kRows; r < r_end;) {
-          const int rows = static_cast<int>(std::min<int64_t>(rmax, r_end - r));
-          t.src = x + (n * icb * hw_ + r) * kBlock;
-          const int64_t out = ((n * ocb_ + ob) * hw_ + r) * kBlock;
+          const auto [k, rows] = pick_tile(j, r_end - r);
+          t.src = x + (n * icb * hw_ + r) * ib_;
+          const int64_t out = ((n * ocb + first_block) * hw_ + r) * ob_;
           t.z = z ? z + out : nullptr;
           t.dst = y + out;
-          kTiles[static_cast<size_t>(epilogue_)][static_cast<size_t>(j - 1)]
-                [static_cast<size_t>(rows - 1)](t);
+          row[static_cast<size_t>(k)](t);
           r += rows;
         }
       }
@@ -392,12 +452,13 @@ class BlockedPointwiseConv final : public Kernel {
     return Status::ok();
   }
 
-  int64_t n_ = 0, ic_ = 0, oc_ = 0, hw_ = 0, ocb_ = 0;
+  int ib_ = kBlock, ob_ = kBlock;  // channel blocks of the input and the output: 8 or 16
+  int64_t n_ = 0, ic_ = 0, oc_ = 0, hw_ = 0, ocb_ = 0;  // ocb_: vectors of 16 output channels
   bool has_sum_ = false, in_place_ = false;  // in place: weights not the kernel's own copy
   Epilogue epilogue_ = Epilogue::kNone;
   std::vector<Step> steps_;
   std::vector<float> bias_;                      // padded to whole blocks
-  std::vector<std::pair<int64_t, int>> groups_;  // (first output block, blocks)
+  std::vector<std::pair<int64_t, int>> groups_;  // (first output vector, vectors)
   const float* w_ = nullptr;
   PackedData blob_;
 };
