@@ -89,6 +89,42 @@ TEST_SUITE("cpu_kernels") {
     CHECK(run_cpu("Softmax", a, {&x}, {false}).kernel == "reference");
   }
 
+  TEST_CASE("vectorised Softmax: every row length's tail, masked (-inf) entries, at every ISA") {
+    // Rows of 1..40 and window attention's 49: whole registers, partial ones, both. Every third
+    // row has masked entries (-inf, as attention masks write): exactly 0 there.
+    std::vector<int64_t> lengths;
+    for (int64_t len = 1; len <= 40; ++len) lengths.push_back(len);
+    lengths.push_back(49);
+    for (int64_t len : lengths) {
+      CAPTURE(len);
+      Tensor x = random_f32({7, len}, static_cast<unsigned>(len), -6.0f, 6.0f);
+      float* xv = x.data<float>();
+      for (int64_t r = 0; r < 7; r += 3) {
+        for (int64_t i = 1; i < len; i += 2)
+          xv[r * len + i] = -std::numeric_limits<float>::infinity();
+      }
+      for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+        CAPTURE(cap);
+        FlagRestore restore;
+        REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+        Prepared s = run_cpu("Softmax", {}, {&x}, {false});
+        const float* y = s.outputs[0].data<float>();
+        int bad = 0;
+        for (int64_t r = 0; r < 7; ++r) {
+          double m = -1e30, sum = 0;
+          for (int64_t i = 0; i < len; ++i) m = std::max(m, static_cast<double>(xv[r * len + i]));
+          for (int64_t i = 0; i < len; ++i) sum += std::exp(xv[r * len + i] - m);
+          for (int64_t i = 0; i < len; ++i) {
+            const double want = std::exp(xv[r * len + i] - m) / sum;
+            const float got = y[r * len + i];
+            bad += want == 0 ? got != 0.0f : !(std::abs(got - want) <= 1e-6 + 1e-5 * want);
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+
   TEST_CASE("vectorised Tanh, Gelu, LeakyRelu, Elu, Relu, Swish match the reference at every ISA") {
     Tensor x = random_f32({2, 3, 61}, 11u, -6.0f, 6.0f);
     float* xv = x.data<float>();

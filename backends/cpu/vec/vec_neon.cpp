@@ -1,6 +1,6 @@
 // NEON build of the vectorised primitives (aarch64, where Advanced SIMD is always present): the
 // same formulas as vec_impl.inc on 4-lane registers with fused multiply-add, and the same 16
-// accumulator lanes, so sums are taken in the same order as the other builds. Tails go through
+// accumulator lanes (totalled in lane order, where the x86 builds take a tree). Tails go through
 // the vector code on a padded copy (padding that adds nothing: -inf for max, exp(-inf) = 0).
 #include "backends/cpu/vec/vec.h"
 
