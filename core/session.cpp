@@ -199,6 +199,7 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
               {"activations_fused", std::to_string(r.activations_fused)},
               {"dead_nodes_removed", std::to_string(r.dead_nodes_removed)},
               {"pads_folded", std::to_string(r.pads_folded)},
+              {"identities_bypassed", std::to_string(r.identities_bypassed)},
               {"float16_values_widened", std::to_string(r.float16_values_widened)},
               {"float16_casts_added", std::to_string(r.float16_casts_added)}};
     s->profiler_->record(std::move(e));

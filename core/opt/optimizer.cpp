@@ -19,6 +19,7 @@ Status optimize_graph(Graph& g, OptimizerReport* report) {
       fuse_qdq_add,
       fold_qdq_moves,
       fold_pads,
+      bypass_identities,
       fold_batch_norm_into_conv,
       fuse_hardswish,
       fuse_swish,

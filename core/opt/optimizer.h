@@ -43,6 +43,7 @@ struct OptimizerReport {
   size_t activations_fused = 0;
   size_t key_transposes_split = 0;
   size_t dead_nodes_removed = 0;
+  size_t identities_bypassed = 0;  // Identity nodes whose readers now read the input
   size_t pads_folded = 0;  // Pads into Conv/AveragePool, no-op Pads and Dropouts to Identity
   // DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear into (Fused)QLinearConv, and
   // DequantizeLinear -> MatMul -> QuantizeLinear into QLinearMatMul
@@ -106,6 +107,9 @@ Status fuse_gelu(Graph& g, OptimizerReport* report);
 Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report);
 Status fuse_conv_activation(Graph& g, OptimizerReport* report);
 Status split_key_transposes(Graph& g, OptimizerReport* report);
+// Readers of an Identity's output read its input instead (graph outputs keep theirs); the
+// Identity, then unread, goes with remove_dead_nodes.
+Status bypass_identities(Graph& g, OptimizerReport* report);
 Status remove_dead_nodes(Graph& g, OptimizerReport* report);
 
 // The shape-free passes after constant folding, in the order above.

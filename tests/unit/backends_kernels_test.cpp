@@ -320,6 +320,45 @@ TEST_SUITE("backends") {
     CHECK(max_abs_diff(yf, yp) < 2e-5f);
   }
 
+  TEST_CASE("mha fastpath: Swin's window attention, a Dropout between Softmax and MatMul") {
+    FlagRestore restore;
+    // torchvision's shifted_window_attention: q scaled before the product, a relative-position
+    // bias broadcast over the windows, and dropout on the probabilities, exported as a Dropout
+    // that becomes an Identity. The Identity is bypassed, so the pattern matches; one that is a
+    // graph output stays.
+    Builder b;
+    const Shape qs = {6, 3, 49, 16};
+    int q = b.input("q", qs), k = b.input("k", qs), v = b.input("v", qs);
+    Attribute perm;
+    perm.kind = Attribute::Kind::kInts;
+    perm.ints = {0, 1, 3, 2};
+    int qs_ = b.node("Mul", {q, b.constant("scale", make_f32({}, {0.25f}))});
+    int kt = b.node("Transpose", {k}, attrs1("perm", perm));
+    Tensor bias = random_f32({1, 3, 49, 49}, 9, -2, 2);
+    int scores = b.node("Add", {b.node("MatMul", {qs_, kt}), b.constant("bias", bias)});
+    Attribute axis;
+    axis.kind = Attribute::Kind::kInt;
+    axis.i = -1;
+    int probs = b.node("Dropout", {b.node("Softmax", {scores}, attrs1("axis", axis))});
+    int y = b.node("MatMul", {probs, v});
+    int y_out = b.node("Identity", {y});
+    auto s = b.session({y_out});
+    CHECK(s->optimizer_report().identities_bypassed == 1);  // not the graph output's
+    CHECK(s->attention_pattern_count() == 1);
+    Tensor tq = random_f32(qs, 5), tk = random_f32(qs, 6), tv = random_f32(qs, 7);
+    const std::vector<Shape> shapes = {qs, qs, qs};
+    const std::string out = s->model().graph().value_name(y_out);
+    const std::vector<std::string> names = {"q", "k", "v"};
+    const std::vector<const Tensor*> ins = {&tq, &tk, &tv};
+    CHECK(s->plan_for(shapes).value()->fused_attention == 1);
+    Tensor yf = run(*s, names, ins, out)[0];
+    tern_mha_set_fastpath_enabled(0);
+    CHECK(s->plan_for(shapes).value()->fused_attention == 0);
+    Tensor yp = run(*s, names, ins, out)[0];
+    CHECK(yf.shape() == qs);
+    CHECK(max_abs_diff(yf, yp) < 2e-5f);
+  }
+
   TEST_CASE("opt_einsum: the path changes with the flags, the result does not") {
     FlagRestore restore;
     // ab,bc,cd->ad with a=d=200, b=c... left to right makes a 200x200 intermediate.
