@@ -107,8 +107,8 @@ Status fuse_gelu(Graph& g, OptimizerReport* report);
 Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report);
 Status fuse_conv_activation(Graph& g, OptimizerReport* report);
 Status split_key_transposes(Graph& g, OptimizerReport* report);
-// Readers of an Identity's output read its input instead (graph outputs keep theirs); the
-// Identity, then unread, goes with remove_dead_nodes.
+// Readers of an Identity's output read its input instead, and the Identity goes (one whose output
+// is a graph output stays).
 Status bypass_identities(Graph& g, OptimizerReport* report);
 Status remove_dead_nodes(Graph& g, OptimizerReport* report);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "backends/cpu/vec/vec.h"
 #include "backends/registry.h"
 #include "backends_util.h"
 #include "core/op_registry.h"
@@ -121,6 +122,45 @@ TEST_SUITE("cpu_kernels") {
           }
         }
         CHECK(bad == 0);
+      }
+    }
+  }
+
+  TEST_CASE("vectorised row primitives: nothing past a row is read or written; NaN in max") {
+    // Rows of 1..40 floats followed by sentinels: +inf past the row (a max or a sum that read it
+    // would show it), and output slots past the row that must keep their value.
+    const float inf = std::numeric_limits<float>::infinity();
+    for (CpuIsa isa : {CpuIsa::kAvx512, CpuIsa::kAvx2, CpuIsa::kScalar}) {
+      const VecOps& v = vec_ops(isa);
+      CAPTURE(v.isa);
+      for (int64_t n = 1; n <= 40; ++n) {
+        CAPTURE(n);
+        std::vector<float> x(static_cast<size_t>(n + 32), inf), y(x.size(), -7.0f);
+        for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i % 7) - 3;
+        CHECK(v.max(x.data(), n) == static_cast<float>(std::min<int64_t>(n - 1, 6) - 3));
+        const double sum = v.exp_sum(x.data(), 3.0f, y.data(), n);
+        double want = 0;
+        for (int64_t i = 0; i < n; ++i) want += std::exp(static_cast<double>(x[i]) - 3.0);
+        CHECK(std::abs(sum - want) <= 1e-5 * want);
+        v.erf(x.data(), y.data(), n);
+        v.scale(y.data(), 2.0f, n);
+        int touched = 0;
+        for (size_t i = static_cast<size_t>(n); i < y.size(); ++i) touched += y[i] != -7.0f;
+        CHECK(touched == 0);
+        // sub = -inf: exp of each number is +inf, and the lanes past n add nothing (padded with
+        // -inf they would add -inf - -inf = NaN).
+        std::vector<float> z(static_cast<size_t>(n), 0.0f);
+        CHECK(std::isinf(v.exp_sum(z.data(), -inf, y.data(), n)));
+        // NaN is skipped wherever it sits (attention's FLASH kernel takes the running maximum).
+        for (int64_t at = 0; at < n; ++at) {
+          std::vector<float> w(x.begin(), x.begin() + n);
+          w[static_cast<size_t>(at)] = std::nanf("");
+          float m = -inf;
+          for (int64_t i = 0; i < n; ++i) {
+            if (i != at) m = std::max(m, w[static_cast<size_t>(i)]);
+          }
+          CHECK(v.max(w.data(), n) == m);
+        }
       }
     }
   }

@@ -4,6 +4,7 @@
 // export; each checked on the graph and against the ops run one by one.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,44 @@ TEST_SUITE("optimizer") {
       REQUIRE(optimize_graph(t.g, &tr).is_ok());
       CHECK(count_ops(t.g, "Dropout") == (ratio == 0.0f ? 0 : 1));
     }
+  }
+
+  TEST_CASE(
+      "Identities are bypassed in any node order; Conv -> Dropout -> BatchNormalization folds") {
+    // x -> Conv -> Dropout -> Identity -> BatchNormalization -> Identity (a graph output): the two
+    // inner ones go (the BatchNormalization then folds into the Conv), the output's stays.
+    GraphMaker m;
+    m.g.opset = 13;
+    ValueType type{DType::kFloat32, true, {{1, ""}, {3, ""}, {5, ""}, {5, ""}}};
+    const int x = m.g.add_value("x", type);
+    m.g.inputs.push_back(x);
+    Tensor w = random_f32({4, 3, 1, 1}, 41, -0.5f, 0.5f);
+    Tensor scale = random_f32({4}, 42, 0.5f, 1.5f), bias = random_f32({4}, 43, -1, 1);
+    Tensor mean = random_f32({4}, 44, -1, 1), var = random_f32({4}, 45, 0.5f, 2);
+    const int c = m.node("Conv", {x, m.constant("w", w)});
+    const int d = m.node("Identity", {m.node("Dropout", {c})});
+    const int bn =
+        m.node("BatchNormalization", {d, m.constant("scale", scale), m.constant("bias", bias),
+                                      m.constant("mean", mean), m.constant("var", var)});
+    const int y = m.node("Identity", {bn});
+    m.g.outputs.push_back(y);
+    Tensor xin = random_f32({1, 3, 5, 5}, 46);
+    Tensor want = one("Conv", {xin}, {w});
+    want = one("BatchNormalization", {want}, {scale, bias, mean, var});
+    for (bool reversed : {false, true}) {
+      CAPTURE(reversed);
+      Graph g = m.g;
+      // Nodes may come in any order (core/graph.h): readers before the Identities they read.
+      if (reversed) std::reverse(g.nodes.begin(), g.nodes.end());
+      OptimizerReport r;
+      REQUIRE(optimize_graph(g, &r).is_ok());
+      CHECK(r.identities_bypassed == 2);
+      CHECK(r.batch_norms_folded == 1);
+      CHECK(count_ops(g, "Identity") == 1);
+      CHECK(count_ops(g, "BatchNormalization") == 0);
+    }
+    auto session = cpu_session(m.g, "identities");
+    check_run(*session, xin, y, want, 1e-5, 1e-5);
   }
 
   TEST_CASE("Concat of channel-blocked convolutions stays blocked (SqueezeNet's fire modules)") {

@@ -31,10 +31,10 @@ namespace {
 
 constexpr int kBlock = 16;     // output channels per vector (and per packed weight block)
 constexpr int kMaxGroup = 4;   // output vectors per tile
-constexpr int64_t kRows = 24;  // spatial positions per work item: a multiple of every tile height
+constexpr int64_t kRows = 24;  // positions per work item: a multiple of each J's tallest tile
 constexpr size_t kBigWeights = 512 << 10;
 
-// The tallest tile for a group of J output blocks: J * R accumulators, J weight vectors and a
+// The tallest tile for a group of J output vectors: J * R accumulators, J weight vectors and a
 // broadcast fit the 32 vector registers.
 constexpr int max_rows(int j) {
   return j == 1 ? 24 : j == 2 ? 12 : j == 3 ? 8 : 6;
