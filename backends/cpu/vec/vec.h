@@ -15,8 +15,7 @@ struct VecOps {
   const char* isa;  // "scalar" (x86 baseline) | "avx2" | "avx512" | "neon" (aarch64 baseline)
   // y[i] *= a
   void (*scale)(float* y, float a, int64_t n);
-  // max(x[i]) over the numbers (NaN skipped: the x86 builds skip each NaN, NEON a lane holding
-  // one); -inf for n == 0
+  // max(x[i]) over the numbers (each NaN skipped); -inf for n == 0
   float (*max)(const float* x, int64_t n);
   // y[i] = exp(x[i] - sub) (0 where x[i] - sub < -87.3, e.g. -inf), returns sum(y) in double
   double (*exp_sum)(const float* x, float sub, float* y, int64_t n);

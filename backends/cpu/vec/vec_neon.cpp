@@ -123,15 +123,14 @@ double exp_sum(const float* x, float sub, float* y, int64_t n) {
     }
   }
   if (i < n) {
-    float pad[16], out[16];
-    for (float& v : pad) v = -__builtin_inff();  // exp(-inf) = 0 adds nothing
+    float pad[16] = {}, out[16];
     std::memcpy(pad, x + i, static_cast<size_t>(n - i) * sizeof(float));
-    for (int g = 0; g < 4; ++g) {
-      const float32x4_t e = exp4(vsubq_f32(vld1q_f32(pad + 4 * g), vsub));
-      vst1q_f32(out + 4 * g, e);
-      acc[g] = vaddq_f32(acc[g], e);
-    }
+    for (int g = 0; g < 4; ++g)
+      vst1q_f32(out + 4 * g, exp4(vsubq_f32(vld1q_f32(pad + 4 * g), vsub)));
     std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
+    // The lanes past n add nothing, whatever sub is (-inf padding gave -inf - -inf = NaN).
+    std::memset(out + (n - i), 0, static_cast<size_t>(16 - (n - i)) * sizeof(float));
+    for (int g = 0; g < 4; ++g) acc[g] = vaddq_f32(acc[g], vld1q_f32(out + 4 * g));
   }
   float lanes[16];
   for (int g = 0; g < 4; ++g) vst1q_f32(lanes + 4 * g, acc[g]);
