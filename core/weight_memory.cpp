@@ -114,4 +114,19 @@ std::shared_ptr<void> weight_buffer(size_t bytes) {
   });
 }
 
+Expected<PackedCopy> packed_copy(const TensorInfo& info, const std::string& key, size_t bytes,
+                                 WeightCache* cache, const WeightCache::Packer& pack) {
+  if (info.packed) {
+    for (const PackedData& d : *info.packed) {
+      if (d.key == key && d.data.byte_size() == bytes) return PackedCopy{d, false};
+    }
+  }
+  if (cache && info.value) {
+    TERN_ASSIGN_OR_RETURN(PackedData d, cache->packed(*info.value, key, pack));
+    return PackedCopy{std::move(d), false};
+  }
+  TERN_ASSIGN_OR_RETURN(PackedData d, pack());
+  return PackedCopy{std::move(d), true};
+}
+
 }  // namespace tern

@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
+
+#include "core/kernel.h"
 
 namespace tern {
 
@@ -13,5 +16,16 @@ namespace tern {
 // ones are carved one after another from shared 2 MiB-aligned chunks, so a model's small packed
 // weights share huge pages. A chunk is returned to the system when its last buffer is freed.
 std::shared_ptr<void> weight_buffer(size_t bytes);
+
+// The copy of a constant's packed layout a kernel uses.
+struct PackedCopy {
+  PackedData data;
+  bool own = false;  // packed for this kernel alone (no session cache): its packed_bytes()
+};
+// The packed layout `key` (`bytes` bytes) of the constant input `info`: the one the model file
+// carries (info.packed, as `tern convert --optimize` saves it), else the session's copy (`pack`
+// on first use, shared by every plan and kernel), else one of the kernel's own.
+Expected<PackedCopy> packed_copy(const TensorInfo& info, const std::string& key, size_t bytes,
+                                 WeightCache* cache, const WeightCache::Packer& pack);
 
 }  // namespace tern

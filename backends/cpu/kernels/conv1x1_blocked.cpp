@@ -411,20 +411,9 @@ class BlockedPointwiseConv final : public Kernel {
   }
 
  private:
-  // The packed weights: from the model file when it carries them, else the session's copy
-  // (packed on first use, shared by every plan), else one of the kernel's own.
+  // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(ocb_ * ic_ * kBlock) * sizeof(float);
-    if (info.packed) {
-      for (const PackedData& d : *info.packed) {
-        if (d.key == kPackedKey && d.data.byte_size() == bytes) {
-          blob_ = d;
-          w_ = static_cast<const float*>(d.data.raw());
-          in_place_ = true;
-          return Status::ok();
-        }
-      }
-    }
     auto make = [&]() -> Expected<PackedData> {
       std::shared_ptr<void> buffer = weight_buffer(bytes);
       if (!buffer) return out_of_memory("conv1x1_avx512: packed weights of ", bytes, " bytes");
@@ -442,12 +431,9 @@ class BlockedPointwiseConv final : public Kernel {
       return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
                                                  std::move(buffer))};
     };
-    if (cache) {
-      TERN_ASSIGN_OR_RETURN(blob_, cache->packed(w, kPackedKey, make));
-      in_place_ = true;  // the session's copy, not the kernel's
-    } else {
-      TERN_ASSIGN_OR_RETURN(blob_, make());
-    }
+    TERN_ASSIGN_OR_RETURN(PackedCopy copy, packed_copy(info, kPackedKey, bytes, cache, make));
+    blob_ = std::move(copy.data);
+    in_place_ = !copy.own;
     w_ = static_cast<const float*>(blob_.data.raw());
     return Status::ok();
   }

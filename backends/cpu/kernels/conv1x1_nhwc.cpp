@@ -106,19 +106,9 @@ class ChannelsLastPointwiseConv final : public Kernel {
   }
 
  private:
-  // The packed weights: from the model file when it carries them, else the session's copy
-  // (packed on first use, shared by every plan), else one of the kernel's own.
+  // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(panel::packed_floats(ic_, oc_)) * sizeof(float);
-    if (info.packed) {
-      for (const PackedData& d : *info.packed) {
-        if (d.key == kPackedKey && d.data.byte_size() == bytes) {
-          blob_ = d;
-          w_ = static_cast<const float*>(d.data.raw());
-          return Status::ok();
-        }
-      }
-    }
     auto make = [&]() -> Expected<PackedData> {
       std::shared_ptr<void> buffer = weight_buffer(bytes ? bytes : 64);
       if (!buffer) return out_of_memory("conv1x1_nhwc: packed weights of ", bytes, " bytes");
@@ -128,12 +118,9 @@ class ChannelsLastPointwiseConv final : public Kernel {
       return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
                                                  std::move(buffer))};
     };
-    if (cache) {
-      TERN_ASSIGN_OR_RETURN(blob_, cache->packed(w, kPackedKey, make));
-    } else {
-      TERN_ASSIGN_OR_RETURN(blob_, make());
-      own_copy_ = true;
-    }
+    TERN_ASSIGN_OR_RETURN(PackedCopy copy, packed_copy(info, kPackedKey, bytes, cache, make));
+    blob_ = std::move(copy.data);
+    own_copy_ = copy.own;
     w_ = static_cast<const float*>(blob_.data.raw());
     return Status::ok();
   }

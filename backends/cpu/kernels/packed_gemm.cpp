@@ -184,27 +184,14 @@ Expected<std::unique_ptr<Kernel>> PackedGemm::create(const OpContext& ctx) {
               : k->isa_ == CpuIsa::kAvx2 ? "tern:packed_gemm.avx2"
                                          : "tern:packed_gemm";
   k->op_ = op;
-  // The packed weights: from the model file when it carries them, else the session's copy
-  // (packed on its first use), else one of the kernel's own.
+  // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   const size_t bytes = static_cast<size_t>(panel::packed_floats(g.k, g.n)) * sizeof(float);
   const std::string key = str_cat(kPackedKey, trans_b ? " t" : "");
   const Tensor& w = *b.value;
   auto pack = [&]() { return pack_b(w.data<float>(), g.k, g.n, trans_b, key); };
-  bool found = false;
-  if (b.packed) {
-    for (const PackedData& d : *b.packed) {
-      if (d.key == key && d.data.byte_size() == bytes) {
-        k->packed_ = d;
-        found = true;
-      }
-    }
-  }
-  if (!found && ctx.weights) {
-    TERN_ASSIGN_OR_RETURN(k->packed_, ctx.weights->packed(w, key, pack));
-  } else if (!found) {
-    TERN_ASSIGN_OR_RETURN(k->packed_, pack());
-    k->own_copy_ = true;
-  }
+  TERN_ASSIGN_OR_RETURN(PackedCopy copy, packed_copy(b, key, bytes, ctx.weights, pack));
+  k->packed_ = std::move(copy.data);
+  k->own_copy_ = copy.own;
   k->w_ = static_cast<const float*>(k->packed_.data.raw());
   return std::unique_ptr<Kernel>(std::move(k));
 }
