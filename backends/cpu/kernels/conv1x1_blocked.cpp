@@ -97,29 +97,40 @@ struct HardSwishOp {
   }
 };
 
-// x * sigmoid(alpha x) = x / (1 + exp(-alpha x)); exp as in vec_impl.inc's exp_v (Cephes'
-// polynomial on the reduced argument, 2^n by scalef): relative error ~1e-7. NaN stays NaN.
+// 1 + exp(x); exp as in vec_impl.inc's exp_v (Cephes' polynomial on the reduced argument, 2^n by
+// scalef): relative error ~1e-7.
+TERN_AVX512 inline __m512 one_plus_exp(__m512 x) {
+  x = vmax(vmin(x, _mm512_set1_ps(88.7f)), _mm512_set1_ps(-87.3f));
+  // The all-lanes masked forms, as vmax/vmin above (GCC 12 warns inside the plain ones).
+  const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 fx =
+      _mm512_mask_roundscale_ps(t, 0xFFFF, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 m = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  return _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mask_scalef_ps(m, 0xFFFF, m, fx));
+}
+
+// x * sigmoid(alpha x) = x / (1 + exp(-alpha x)). NaN stays NaN.
 struct SwishOp {
   __m512 neg_alpha;
   TERN_AVX512 __m512 operator()(__m512 v) const {
-    __m512 x = _mm512_mul_ps(v, neg_alpha);
-    x = vmax(vmin(x, _mm512_set1_ps(88.7f)), _mm512_set1_ps(-87.3f));
-    // The all-lanes masked forms, as vmax/vmin above (GCC 12 warns inside the plain ones).
-    const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
-    const __m512 fx =
-        _mm512_mask_roundscale_ps(t, 0xFFFF, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    const __m512 m =
-        _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    const __m512 e = _mm512_mask_scalef_ps(m, 0xFFFF, m, fx);
-    return _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    return _mm512_div_ps(v, one_plus_exp(_mm512_mul_ps(v, neg_alpha)));
+  }
+};
+
+// 1 / (1 + exp(-x)) (squeeze-excitation's gate). NaN stays NaN.
+struct SigmoidOp {
+  TERN_AVX512 __m512 operator()(__m512 v) const {
+    const __m512 s =
+        _mm512_div_ps(_mm512_set1_ps(1.0f), one_plus_exp(_mm512_sub_ps(_mm512_setzero_ps(), v)));
+    return _mm512_mask_mov_ps(s, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v);
   }
 };
 
@@ -162,6 +173,8 @@ TERN_AVX512 void apply_steps(__m512 (&acc)[R][J], const Step* steps, int n) {
         each(acc, SwishOp{_mm512_set1_ps(-st.a)});
         break;
       case ops::FusedAct::kSigmoid:
+        each(acc, SigmoidOp{});
+        break;
       case ops::FusedAct::kTanh:
         break;  // declined at creation
     }
@@ -313,9 +326,18 @@ class BlockedPointwiseConv final : public Kernel {
         return unsupported("conv1x1_avx512: strided or padded");
       }
     }
-    const int ib = ctx.inputs[0].block, ob = ctx.outputs[0].block;
-    if ((ib != 8 && ib != kBlock) || (ob != 8 && ob != kBlock) ||
-        (fp.has_sum && ctx.inputs[3].block != ob)) {
+    int ib = ctx.inputs[0].block, ob = ctx.outputs[0].block;
+    // One pixel (squeeze-excitation's convolutions after a global pool, planned plain): an
+    // [N, C, 1, 1] tensor is laid out alike plain and in whole blocks, and an input of one image
+    // alike in 16-blocks whatever C (the last block's rest is read channel by channel).
+    if (p.x[2] * p.x[3] == 1) {
+      if (ib == 0) ib = p.x[1] % kBlock == 0 || p.x[0] == 1 ? kBlock : p.x[1] % 8 == 0 ? 8 : 0;
+      if (ob == 0) ob = p.y[1] % kBlock == 0 ? kBlock : p.y[1] % 8 == 0 ? 8 : 0;
+    }
+    const int zb = fp.has_sum && ctx.inputs[3].block == 0 && p.x[2] * p.x[3] == 1
+                       ? ob
+                       : (fp.has_sum ? ctx.inputs[3].block : 0);
+    if ((ib != 8 && ib != kBlock) || (ob != 8 && ob != kBlock) || (fp.has_sum && zb != ob)) {
       return unsupported("conv1x1_avx512: activations not blocked by 8 or 16 channels");
     }
     if (ob == 8 && p.y[1] % 8 != 0) {  // a vector's halves are whole 8-blocks or absent
@@ -328,8 +350,8 @@ class BlockedPointwiseConv final : public Kernel {
     }
     auto k = std::make_unique<BlockedPointwiseConv>();
     for (const ops::FusedStep& st : fp.epilogue) {
-      if (st.act == ops::FusedAct::kSigmoid || st.act == ops::FusedAct::kTanh) {
-        return unsupported("conv1x1_avx512: no vector Sigmoid/Tanh epilogue");
+      if (st.act == ops::FusedAct::kTanh) {
+        return unsupported("conv1x1_avx512: no vector Tanh epilogue");
       }
       Step s{st.act};
       if (!st.params.empty()) s.a = st.params[0];
