@@ -114,6 +114,17 @@ std::shared_ptr<void> weight_buffer(size_t bytes) {
   });
 }
 
+Expected<PackedData> packed_blob(size_t floats, const std::string& key,
+                                 const std::function<void(float*)>& fill) {
+  const size_t bytes = floats * sizeof(float);
+  std::shared_ptr<void> buffer = weight_buffer(bytes ? bytes : 64);
+  if (!buffer) return out_of_memory("packed weights '", key, "' of ", bytes, " bytes");
+  auto* out = static_cast<float*>(buffer.get());
+  fill(out);
+  return PackedData{
+      key, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out, std::move(buffer))};
+}
+
 Expected<PackedCopy> packed_copy(const TensorInfo& info, const std::string& key, size_t bytes,
                                  WeightCache* cache, const WeightCache::Packer& pack) {
   if (info.packed) {

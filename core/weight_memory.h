@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,10 @@ namespace tern {
 // ones are carved one after another from shared 2 MiB-aligned chunks, so a model's small packed
 // weights share huge pages. A chunk is returned to the system when its last buffer is freed.
 std::shared_ptr<void> weight_buffer(size_t bytes);
+
+// A packed layout `key` of `floats` floats in a fresh weight_buffer, written by `fill`.
+Expected<PackedData> packed_blob(size_t floats, const std::string& key,
+                                 const std::function<void(float*)>& fill);
 
 // The copy of a constant's packed layout a kernel uses.
 struct PackedCopy {

@@ -436,22 +436,19 @@ class BlockedPointwiseConv final : public Kernel {
   // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(ocb_ * ic_ * kBlock) * sizeof(float);
-    auto make = [&]() -> Expected<PackedData> {
-      std::shared_ptr<void> buffer = weight_buffer(bytes);
-      if (!buffer) return out_of_memory("conv1x1_avx512: packed weights of ", bytes, " bytes");
-      auto* out = static_cast<float*>(buffer.get());
-      const float* src = w.data<float>();
-      for (int64_t ob = 0; ob < ocb_; ++ob) {
-        for (int64_t c = 0; c < ic_; ++c) {
-          float* row = out + (ob * ic_ + c) * kBlock;
-          for (int l = 0; l < kBlock; ++l) {
-            const int64_t o = ob * kBlock + l;
-            row[l] = o < oc_ ? src[o * ic_ + c] : 0.0f;
+    auto make = [&]() {
+      return packed_blob(bytes / sizeof(float), kPackedKey, [&](float* out) {
+        const float* src = w.data<float>();
+        for (int64_t ob = 0; ob < ocb_; ++ob) {
+          for (int64_t c = 0; c < ic_; ++c) {
+            float* row = out + (ob * ic_ + c) * kBlock;
+            for (int l = 0; l < kBlock; ++l) {
+              const int64_t o = ob * kBlock + l;
+              row[l] = o < oc_ ? src[o * ic_ + c] : 0.0f;
+            }
           }
         }
-      }
-      return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
-                                                 std::move(buffer))};
+      });
     };
     TERN_ASSIGN_OR_RETURN(PackedCopy copy, packed_copy(info, kPackedKey, bytes, cache, make));
     blob_ = std::move(copy.data);

@@ -109,14 +109,10 @@ class ChannelsLastPointwiseConv final : public Kernel {
   // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(panel::packed_floats(ic_, oc_)) * sizeof(float);
-    auto make = [&]() -> Expected<PackedData> {
-      std::shared_ptr<void> buffer = weight_buffer(bytes ? bytes : 64);
-      if (!buffer) return out_of_memory("conv1x1_nhwc: packed weights of ", bytes, " bytes");
-      auto* out = static_cast<float*>(buffer.get());
+    auto make = [&]() {
       // B (k, n) = W[n][k]: input channel k of output channel n.
-      panel::pack(w.data<float>(), ic_, oc_, 1, ic_, out);
-      return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
-                                                 std::move(buffer))};
+      return packed_blob(bytes / sizeof(float), kPackedKey,
+                         [&](float* out) { panel::pack(w.data<float>(), ic_, oc_, 1, ic_, out); });
     };
     TERN_ASSIGN_OR_RETURN(PackedCopy copy, packed_copy(info, kPackedKey, bytes, cache, make));
     blob_ = std::move(copy.data);

@@ -4,11 +4,11 @@
 // and oneDNN's brgemm kernel ran at ~100 GFLOP/s, 1.2-1.5x ONNX Runtime's time (ResNet-50's
 // layer4 3x3s at one thread: 757 against 503-651 us).
 //
-// The patches of each image row block are gathered once per run into the workspace as Aᵀ,
-// (tap, input channel) x pixel, so the FMAs' broadcasts of one k come from one cache line; the
-// weights, packed once per session in the panel GEMM's layout ([OC/16][K][16], panel_gemm.h,
-// K = taps x input channels), stream through exactly once per block of 16 pixels: a task keeps
-// 16 pixels x 16 output channels in registers across all of K. Bias, a residual and Relu are
+// Each image's patches are gathered once per run into the workspace as Aᵀ, (tap, input channel)
+// x pixel, so the FMAs' broadcasts of one k come from one cache line; the weights, packed once per
+// session in the panel GEMM's layout ([OC/16][K][16], panel_gemm.h, K = taps x input channels),
+// stream through exactly once: a task keeps all (at most 16) pixels x 16 output channels in
+// registers across all of K. Bias, a residual and Relu are
 // applied in registers, FusedConv's other epilogue steps right after the tile. Each output is
 // summed by one thread in one order, so results do not depend on the thread count.
 #include <algorithm>
@@ -30,9 +30,8 @@
 namespace tern {
 namespace {
 
-constexpr int64_t kRowBlock = 16;  // pixels per task: one accumulator each
-// At most this many output pixels per image (ResNet's 4x4 and 8x8 maps at their input sizes);
-// larger maps reuse each weight often enough for oneDNN's kernels.
+// At most this many output pixels per image, one accumulator each (ResNets' 4x4 maps): at 49
+// (ResNet-18's 7x7) each weight is reused often enough for oneDNN's kernel to be the faster.
 constexpr int64_t kMaxPixels = 16;
 // At least this many weights: below, the product fits in cache and oneDNN's kernel is as fast.
 constexpr int64_t kMinWeights = 1 << 20;
@@ -41,12 +40,12 @@ const char* const kPackedKey = "tern conv small nhwc p16 v1";
 #define TERN_AVX512 __attribute__((target("avx512f,fma")))
 
 struct TileArgs {
-  const float* at;    // Aᵀ at (k 0, the block's first pixel): k's pixels are `lda` floats apart
+  const float* at;    // Aᵀ at k 0: k's pixels are `lda` floats apart
   int64_t lda;        // pixels of the image (Aᵀ's row length)
   const float* w;     // the panel's packed weights, K x 16
   int64_t k;          // K
   const float* bias;  // at the panel's first channel, or null
-  const float* z;     // residual at (the block's first pixel, the panel's first channel), or null
+  const float* z;     // residual at (pixel 0, the panel's first channel), or null
   float* y;           // output at the same place
   int64_t ldy;        // output channels (row stride of y and z)
   bool relu;
@@ -79,7 +78,7 @@ template <size_t... Rs>
 constexpr std::array<TileFn, sizeof...(Rs)> tiles(std::index_sequence<Rs...>) {
   return {&tile<static_cast<int>(Rs) + 1>...};
 }
-const std::array<TileFn, kRowBlock> kTiles = tiles(std::make_index_sequence<kRowBlock>());
+const std::array<TileFn, kMaxPixels> kTiles = tiles(std::make_index_sequence<kMaxPixels>());
 
 class SmallMapConv final : public Kernel {
  public:
@@ -150,7 +149,6 @@ class SmallMapConv final : public Kernel {
     auto* at = static_cast<float*>(a.workspace);
     const int64_t ic = p_.x[1], ih = p_.x[2], iw = p_.x[3], ow = p_.y[3];
     const int64_t kw = p_.w[3];
-    const int64_t blocks = (pixels_ + kRowBlock - 1) / kRowBlock;
     const int64_t panels = oc_ / panel::kPanel;
     for (int64_t n = 0; n < p_.x[0]; ++n) {
       const float* xn = x + n * ih * iw * ic;
@@ -175,25 +173,23 @@ class SmallMapConv final : public Kernel {
       });
       float* yn = y + n * pixels_ * oc_;
       const float* zn = z ? z + n * pixels_ * oc_ : nullptr;
-      // Tasks panel by panel, a panel's row blocks in a row (its weights stay in cache).
-      parallel_for(panels * blocks, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
-        for (int64_t task = begin; task < end; ++task) {
-          const int64_t pn = task / blocks, blk = task % blocks;
-          const int64_t q0 = blk * kRowBlock, rows = std::min(kRowBlock, pixels_ - q0);
+      // One task per panel of 16 output channels: all the pixels, its weights streamed once.
+      parallel_for(panels, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
+        for (int64_t pn = begin; pn < end; ++pn) {
           const int64_t c0 = pn * panel::kPanel;
           TileArgs t;
-          t.at = at + q0;
+          t.at = at;
           t.lda = pixels_;
           t.w = w_ + pn * k_ * panel::kPanel;
           t.k = k_;
           t.bias = bias_.empty() ? nullptr : bias_.data() + c0;
-          t.z = zn ? zn + q0 * oc_ + c0 : nullptr;
-          t.y = yn + q0 * oc_ + c0;
+          t.z = zn ? zn + c0 : nullptr;
+          t.y = yn + c0;
           t.ldy = oc_;
           t.relu = relu_;
-          kTiles[static_cast<size_t>(rows - 1)](t);
+          kTiles[static_cast<size_t>(pixels_ - 1)](t);
           if (steps_.empty()) continue;
-          for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t r = 0; r < pixels_; ++r) {
             ops::apply_epilogue(steps_, t.y + r * oc_, panel::kPanel);
           }
         }
@@ -206,23 +202,20 @@ class SmallMapConv final : public Kernel {
   // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(panel::packed_floats(k_, oc_)) * sizeof(float);
-    auto make = [&]() -> Expected<PackedData> {
-      std::shared_ptr<void> buffer = weight_buffer(bytes);
-      if (!buffer) return out_of_memory("conv_small_nhwc: packed weights of ", bytes, " bytes");
-      // B (k, n) with k = tap * IC + c: W[n][c][tap], reordered to [n][tap][c] first so that k
-      // has one stride.
-      const int64_t ic = k_ / taps_;
-      std::vector<float> byk(static_cast<size_t>(oc_ * k_));
-      const float* src = w.data<float>();
-      for (int64_t n = 0; n < oc_; ++n)
-        for (int64_t c = 0; c < ic; ++c)
-          for (int64_t t = 0; t < taps_; ++t) {
-            byk[static_cast<size_t>(n * k_ + t * ic + c)] = src[(n * ic + c) * taps_ + t];
-          }
-      auto* out = static_cast<float*>(buffer.get());
-      panel::pack(byk.data(), k_, oc_, 1, k_, out);
-      return PackedData{kPackedKey, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out,
-                                                 std::move(buffer))};
+    auto make = [&]() {
+      return packed_blob(bytes / sizeof(float), kPackedKey, [&](float* out) {
+        // B (k, n) with k = tap * IC + c: W[n][c][tap], reordered to [n][tap][c] first so that
+        // k has one stride.
+        const int64_t ic = k_ / taps_;
+        std::vector<float> byk(static_cast<size_t>(oc_ * k_));
+        const float* src = w.data<float>();
+        for (int64_t n = 0; n < oc_; ++n)
+          for (int64_t c = 0; c < ic; ++c)
+            for (int64_t t = 0; t < taps_; ++t) {
+              byk[static_cast<size_t>(n * k_ + t * ic + c)] = src[(n * ic + c) * taps_ + t];
+            }
+        panel::pack(byk.data(), k_, oc_, 1, k_, out);
+      });
     };
     TERN_ASSIGN_OR_RETURN(PackedCopy copy, packed_copy(info, kPackedKey, bytes, cache, make));
     blob_ = std::move(copy.data);

@@ -34,13 +34,9 @@ enum class Act { kNone, kRelu, kGelu };
 
 Expected<PackedData> pack_b(const float* b, int64_t k, int64_t n, bool trans_b,
                             const std::string& key) {
-  const size_t bytes = static_cast<size_t>(panel::packed_floats(k, n)) * sizeof(float);
-  std::shared_ptr<void> buffer = weight_buffer(bytes ? bytes : 64);
-  if (!buffer) return out_of_memory("packed_gemm: packed weights of ", bytes, " bytes");
-  auto* out = static_cast<float*>(buffer.get());
-  panel::pack(b, k, n, trans_b ? 1 : n, trans_b ? k : 1, out);
-  return PackedData{
-      key, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out, std::move(buffer))};
+  return packed_blob(static_cast<size_t>(panel::packed_floats(k, n)), key, [&](float* out) {
+    panel::pack(b, k, n, trans_b ? 1 : n, trans_b ? k : 1, out);
+  });
 }
 
 // ---- The kernel ---------------------------------------------------------------------------------

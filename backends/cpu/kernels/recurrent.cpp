@@ -70,17 +70,6 @@ void pack_r(const RnnParams& p, const float* r, float* out) {
   }
 }
 
-Expected<PackedData> packed_blob(size_t floats, const std::string& key,
-                                 const std::function<void(float*)>& fill) {
-  const size_t bytes = floats * sizeof(float);
-  std::shared_ptr<void> buffer = weight_buffer(bytes ? bytes : 64);
-  if (!buffer) return out_of_memory("recurrent: packed weights of ", bytes, " bytes");
-  auto* out = static_cast<float*>(buffer.get());
-  fill(out);
-  return PackedData{
-      key, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out, std::move(buffer))};
-}
-
 class CpuRecurrent final : public Kernel {
  public:
   const char* name() const override { return name_; }
