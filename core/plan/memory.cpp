@@ -130,17 +130,19 @@ Status plan_arenas(const std::vector<int>& graph_outputs, Plan* plan) {
     l->bytes = mp.arena_bytes;
     l->naive_bytes = mp.naive_bytes;
   };
-  auto sequential = [&](const std::vector<size_t>& set) {
+  auto sequential = [&](const std::vector<size_t>& set, size_t align) {
     std::vector<BufferRequest> requests;
     for (size_t r : set) {
       const Buffer& b = buffers[r];
       const int last = *std::max_element(b.readers.begin(), b.readers.end());
       requests.push_back(BufferRequest{b.bytes, b.step, std::max(b.step, last)});
     }
-    return plan_memory(requests);
+    return plan_memory(requests, align);
   };
-  fill_layout(sequential(roots), &plan->layouts[0], false);
-  if (plan->device_backend) fill_layout(sequential(device_roots), &plan->device_layout, true);
+  fill_layout(sequential(roots, kArenaAlign), &plan->layouts[0], false);
+  if (plan->device_backend) {
+    fill_layout(sequential(device_roots, kDeviceArenaAlign), &plan->device_layout, true);
+  }
   // Plans with device steps run step after step (the device orders its own work).
   if (plan->width > 1 && !plan->device_backend) {
     const StepSets anc = step_ancestors(*plan);

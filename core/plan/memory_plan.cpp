@@ -6,9 +6,8 @@
 namespace tern {
 
 namespace {
-constexpr size_t kAlign = 64;
-size_t round_up(size_t n) {
-  return (n + kAlign - 1) / kAlign * kAlign;
+size_t round_up(size_t n, size_t align = kArenaAlign) {
+  return (n + align - 1) / align * align;
 }
 
 struct Live {
@@ -21,7 +20,7 @@ size_t align_buffer_bytes(size_t n) {
   return round_up(n);
 }
 
-MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t align) {
   MemoryPlan plan;
   plan.offsets.assign(requests.size(), 0);
   std::vector<size_t> order(requests.size());
@@ -36,7 +35,7 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
   std::vector<Live> live;  // sorted by offset
   for (size_t idx : order) {
     const BufferRequest& r = requests[idx];
-    size_t bytes = round_up(r.bytes);
+    size_t bytes = round_up(r.bytes, align);
     plan.naive_bytes += bytes;
     // A buffer whose last reader ran before this step is free again.
     live.erase(std::remove_if(live.begin(), live.end(),

@@ -15,13 +15,18 @@ struct BufferRequest {
   int last_step = 0;   // the last step that reads it (>= first_step)
 };
 
+// Host arenas place buffers at multiples of 64 bytes (a cache line, any SIMD load); device arenas
+// at multiples of 256, what cudaMalloc gives and cuBLAS/cuBLASLt require of their workspaces.
+constexpr size_t kArenaAlign = 64;
+constexpr size_t kDeviceArenaAlign = 256;
+
 struct MemoryPlan {
-  std::vector<size_t> offsets;  // one per request, multiples of 64
+  std::vector<size_t> offsets;  // one per request, multiples of the alignment
   size_t arena_bytes = 0;
   size_t naive_bytes = 0;  // what one buffer per tensor would take, for reporting
 };
 
-MemoryPlan plan_memory(const std::vector<BufferRequest>& requests);
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t align = kArenaAlign);
 
 // For runs whose steps may execute concurrently (inter-op threads): two buffers may share memory
 // only when conflicts(i, j) is false, i.e. every reader of one finishes before the other is

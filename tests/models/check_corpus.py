@@ -28,6 +28,8 @@ Classifier outputs must also keep their arg-max (top-1).
 A detector's detections are compared as a set of rows (box, score, label) in score order, where
 rows whose scores differ by less than the tolerance may come in either order.
 Prints a line per model and form, and "N passed, N failed".
+--backends and --flag pass tern run's options to every run (a GPU check: --backends cuda,cpu
+--flag cudnn.allow_tf32=0); --cached checks a copied cache without making anything.
 Needs python3-torch, python3-torchvision, python3-onnx, python3-numpy, node and onnxruntime-node
 (installed into ~/.cache/tern/ort on first use, as tests/bench/compare_ort does).
 """
@@ -253,9 +255,9 @@ def detections_match(got, want, names):
     return ""
 
 
-def run_tern(build, model, case, out_dir):
+def run_tern(build, model, case, out_dir, extra):
     cmd = [os.path.join(build, "tern"), "run", model, "--runs", "1", "--threads", "2",
-           "--output-dir", out_dir]
+           "--output-dir", out_dir] + extra
     for f in sorted(os.listdir(os.path.join(case, "inputs"))):
         cmd += ["--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}"]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -264,7 +266,7 @@ def run_tern(build, model, case, out_dir):
     return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}, ""
 
 
-def check(build, name, case):
+def check(build, name, case, extra):
     want = references(case)
     floor_file = os.path.join(case, "floor.json")
     floor = json.load(open(floor_file)) if os.path.exists(floor_file) else {}
@@ -280,7 +282,7 @@ def check(build, name, case):
             results.append((form, "convert failed: " + (p.stdout + p.stderr).strip()))
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            got, err = run_tern(build, model, case, tmp)
+            got, err = run_tern(build, model, case, tmp, extra)
         if got is None:
             results.append((form, err))
             continue
@@ -310,9 +312,6 @@ def check(build, name, case):
 
 
 def main():
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        print("model_corpus skipped: node and npm are needed for ONNX Runtime's references")
-        return 77
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build")
     ap.add_argument("names", nargs="*")
@@ -320,20 +319,39 @@ def main():
     ap.add_argument("--models", default=os.path.join(cache, "tern", "corpus"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="models exported and checked at once")
-    args = ap.parse_args()
-    names = args.names or list(CORPUS)
+    ap.add_argument("--backends", help="tern run's --backends for every run (e.g. cuda,cpu)")
+    ap.add_argument("--flag", action="append", default=[], metavar="NAME=VALUE",
+                    help="a session flag for every run (repeatable)")
+    ap.add_argument("--cached", action="store_true",
+                    help="check the cases under --models as they are, making none (no export, "
+                         "no ONNX Runtime): for a machine the cache was copied to; the names "
+                         "default to the cases there")
+    args = ap.parse_intermixed_args()
+    if not args.cached and (shutil.which("node") is None or shutil.which("npm") is None):
+        print("model_corpus skipped: node and npm are needed for ONNX Runtime's references")
+        return 77
+    extra = (["--backends", args.backends] if args.backends else []) + \
+        [a for f in args.flag for a in ("--flag", f)]
+    names = args.names or ([n for n in CORPUS if os.path.exists(
+        os.path.join(args.models, n, "test_data_set_0"))] if args.cached else list(CORPUS))
     unknown = [n for n in names if n not in CORPUS]
     if unknown:
         sys.exit(f"check_corpus.py: unknown model {', '.join(unknown)} (known: {', '.join(CORPUS)})")
     build = os.path.abspath(args.build)
-    for n in [n for n in names if n in quantize.CASES and quantize.missing(n)]:
-        print(f"{n:16s} skipped: {quantize.missing(n)}")
-        names.remove(n)
-
-    # Installed once, before the workers need it (quantize.py's runs too).
-    os.environ.setdefault("ORT_NODE", ort_package())
+    if args.cached:
+        missing = [n for n in names if not os.path.exists(os.path.join(args.models, n, "stamp"))]
+        if missing:
+            sys.exit(f"check_corpus.py: no cached case for {', '.join(missing)} in {args.models}")
+    else:
+        for n in [n for n in names if n in quantize.CASES and quantize.missing(n)]:
+            print(f"{n:16s} skipped: {quantize.missing(n)}")
+            names.remove(n)
+        # Installed once, before the workers need it (quantize.py's runs too).
+        os.environ.setdefault("ORT_NODE", ort_package())
 
     def one(name):
+        if args.cached:
+            return check(build, name, os.path.join(args.models, name), extra)
         try:
             case = prepare(name, args.models, scripts_stamp(name))
         except subprocess.CalledProcessError as e:
@@ -341,7 +359,7 @@ def main():
                              f"{e.returncode}")]
         except RuntimeError as e:  # quantize.py's ONNX Runtime runs
             return [("onnx", f"quantization failed: {e}")]
-        return check(build, name, case)
+        return check(build, name, case, extra)
 
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:

@@ -54,12 +54,14 @@ inline tern_model* chain_model(int64_t n, int depth, int branches = 2, bool one_
   std::mt19937 rng(9);
   std::vector<int> heads(static_cast<size_t>(branches), x), weights(heads.size());
   for (int k = 0; k < depth; ++k) {
-    tern::Tensor w = random_f32({n, n}, rng);
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] /= static_cast<float>(n);
-    for (size_t b = 0; b < heads.size(); ++b) {
-      if (!one_weight || k == 0) {
+    if (!one_weight || k == 0) {  // (a deep one-weight chain draws one matrix, not depth of them)
+      tern::Tensor w = random_f32({n, n}, rng);
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] /= static_cast<float>(n);
+      for (size_t b = 0; b < heads.size(); ++b) {
         weights[b] = mk.constant(std::string(1, static_cast<char>('a' + b)) + std::to_string(k), w);
       }
+    }
+    for (size_t b = 0; b < heads.size(); ++b) {
       heads[b] = mk.node("Tanh", {mk.node("MatMul", {heads[b], weights[b]})});
     }
   }

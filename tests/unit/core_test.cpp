@@ -214,6 +214,10 @@ TEST_SUITE("core") {
       }
     }
     CHECK(q.arena_bytes < q.naive_bytes);
+    // Device arenas: every offset a multiple of 256 (cuBLAS/cuBLASLt workspaces need it).
+    MemoryPlan d = plan_memory(reqs, kDeviceArenaAlign);
+    for (size_t i = 0; i < reqs.size(); ++i) CHECK(d.offsets[i] % 256 == 0);
+    CHECK(d.naive_bytes > q.naive_bytes);
   }
 
   TEST_CASE("session: constant folding, shape math planned ahead, and the arena is reused") {

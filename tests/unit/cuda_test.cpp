@@ -712,10 +712,11 @@ TEST_SUITE("cuda") {
 
   TEST_CASE("cancel and deadline: a long CUDA run stops within two paced chunks; it goes on") {
     SKIP_WITHOUT_CUDA();
-    // A MatMul -> Tanh chain on [512, 512], deep enough for a run of >= 200 ms on this device.
-    // The host queues kernels far faster than the device runs them: without pacing, a cancel
-    // would wait for the whole queued run.
-    constexpr int64_t n = 512;
+    // A MatMul -> Tanh chain on [2048, 2048], deep enough for a run of >= 200 ms on this device
+    // (hundreds of steps on an H200; a smaller matrix would need tens of thousands). The host
+    // queues kernels far faster than the device runs them: without pacing, a cancel would wait
+    // for the whole queued run.
+    constexpr int64_t n = 2048;
     const LongChain chain =
         long_chain(n, 64, 65536, [](tern_model* model) { return cuda_c_session(model, false); });
     tern_model* m = chain.model;

@@ -13,6 +13,7 @@
 #include "backends/registry.h"
 #include "c_api.h"
 #include "core/kernel_registry.h"
+#include "core/plan/memory_plan.h"
 #include "core/session.h"
 #include "graph_builder.h"
 
@@ -237,6 +238,9 @@ TEST_SUITE("core") {
     CHECK(s->device_constant_count() == 1);  // the session's, not the plan's
     CHECK(plan->device_constants.empty());
     CHECK(plan->device_layout.bytes > 0);
+    // Device buffers and workspaces at multiples of 256 bytes (the host arena's are of 64).
+    for (size_t o : plan->device_layout.value_offset) CHECK(o % kDeviceArenaAlign == 0);
+    for (size_t o : plan->device_layout.workspace_offset) CHECK(o % kDeviceArenaAlign == 0);
     const SimCounters before = sim().n;
     std::vector<Tensor> out;
     REQUIRE(s->run({"x"}, {&x}, {"y"}, &out).is_ok());

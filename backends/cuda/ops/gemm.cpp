@@ -33,6 +33,9 @@ struct GemmDesc {
   bool use_lt = true;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   bool allow_reduced = true;  // half-precision split-K reductions
+  // The element offsets of A, B and Y between calls, gcd'ed (0: one call): they bound the
+  // operands' alignment as the leading dims and batch strides do.
+  int64_t step_a = 0, step_b = 0, step_y = 0;
   bool heuristic_ok = false;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
@@ -129,14 +132,16 @@ Status choose_lt_algo(GemmDesc& g) {
         pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
   }
   const size_t es = dtype_size(g.dtype);
-  // Operands live at 64-byte-aligned arena offsets (or 256-byte device allocations); batch strides
-  // and leading dims can lower that.
-  const uint32_t al_a = static_cast<uint32_t>(std::min<int64_t>(
-      64, std::min(alignment_of(g.ldb, es), g.batch > 1 ? alignment_of(g.sb, es) : 256)));
-  const uint32_t al_b = static_cast<uint32_t>(std::min<int64_t>(
-      64, std::min(alignment_of(g.lda, es), g.batch > 1 ? alignment_of(g.sa, es) : 256)));
-  const uint32_t al_y = static_cast<uint32_t>(std::min<int64_t>(
-      64, std::min(alignment_of(g.ldy, es), g.batch > 1 ? alignment_of(g.sy, es) : 256)));
+  // Operands live at 64-byte-aligned offsets at least (256 in device arenas and allocations);
+  // leading dims, batch strides and the offsets between calls can lower that.
+  auto align = [&](int64_t ld, int64_t stride, int64_t step) {
+    return static_cast<uint32_t>(
+        std::min<int64_t>({64, alignment_of(ld, es), g.batch > 1 ? alignment_of(stride, es) : 256,
+                           alignment_of(step, es)}));
+  };
+  const uint32_t al_a = align(g.ldb, g.sb, g.step_b);  // cuBLASLt's A is our B
+  const uint32_t al_b = align(g.lda, g.sa, g.step_a);
+  const uint32_t al_y = align(g.ldy, g.sy, g.step_y);
   TERN_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
   TERN_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -161,9 +166,15 @@ Status run_lt(const GemmDesc& g, const void* a, const void* b, const void* bias,
   TERN_ASSIGN_OR_RETURN(cublasLtHandle_t h, cublaslt_handle());
   LtDescs d;
   TERN_RETURN_IF_ERROR(make_lt_descs(g, bias, &d));
-  TERN_CUDA_CHECK(cublasLtMatmul(h, d.op, &g.alpha, b, d.a, a, d.b, &g.beta, y, d.y, y, d.y,
-                                 &g.algo, ws, g.workspace, stream()));
-  return Status::ok();
+  const Status st = check(cublasLtMatmul(h, d.op, &g.alpha, b, d.a, a, d.b, &g.beta, y, d.y, y, d.y,
+                                         &g.algo, ws, g.workspace, stream()),
+                          "cublasLtMatmul");
+  if (st.is_ok()) return st;
+  // What cuBLASLt checks beyond the descriptors: the operands' and workspace's alignment.
+  auto mod = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 256; };
+  return st.with_prefix(str_cat("M ", g.M, " N ", g.N, " K ", g.K, " batch ", g.batch,
+                                ", addresses mod 256: A ", mod(a), " B ", mod(b), " Y ", mod(y),
+                                " workspace ", mod(ws), " (", g.workspace, " bytes): "));
 }
 
 Status run_cublas(const GemmDesc& g, const void* a, const void* b, void* y, void* ws) {
@@ -328,6 +339,15 @@ void plan_batches(const ops::MatMulParams& mm, GemmKernelParams& p) {
   p.y_step = mm.M * mm.N;
 }
 
+// The offsets' bound on the operands' alignment (GemmDesc::step_*).
+void note_offsets(GemmKernelParams& p) {
+  for (const auto& [a, b] : p.repeats) {
+    p.g.step_a = std::gcd(p.g.step_a, a);
+    p.g.step_b = std::gcd(p.g.step_b, b);
+  }
+  p.g.step_y = p.repeats.size() > 1 ? p.y_step : 0;
+}
+
 Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
   GemmKernelParams p;
   p.g.dtype = ctx.inputs[0].dtype;
@@ -348,6 +368,7 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const OpContext& ctx) {
     TERN_ASSIGN_OR_RETURN(ops::MatMulParams mm, ops::parse_matmul(ctx));
     plan_batches(mm, p);
   }
+  note_offsets(p);
   const bool fusable = p.g.epi != Epi::kNone && p.repeats.size() == 1;
   TERN_RETURN_IF_ERROR(apply_flags(ctx, fusable, p.g));
   TERN_RETURN_IF_ERROR(check_epilogue(ctx, p));

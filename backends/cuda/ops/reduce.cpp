@@ -1,5 +1,6 @@
-// Row-wise ops on CUDA: Reduce* over one contiguous run of dims, global pooling, Softmax /
-// LogSoftmax and LayerNormalization.
+// Row-wise ops on CUDA: Reduce* over any set of dims (one contiguous run directly, others after
+// a copy that moves the reduced dims last), global pooling, Softmax / LogSoftmax and
+// LayerNormalization.
 #include "ops/reduce.h"
 #include "backends/cuda/ops/cuda_ops.h"
 #include "core/kernel_registry.h"
@@ -13,12 +14,37 @@ namespace {
 struct ReduceParams {
   ReduceOp op;
   int64_t outer, r, inner;
+  bool gather = false;  // the input is first copied to the workspace as [kept dims, reduced dims]
+  Strided order;
 };
 
 Status run_reduce(const ReduceParams& q, const KernelArgs& a, const ExecContext&) {
-  return launched(reduce(q.op, a.inputs[0]->data<float>(), a.outputs[0]->data<float>(), q.outer,
-                         q.r, q.inner, stream()),
+  const float* x = a.inputs[0]->data<float>();
+  if (q.gather) {
+    TERN_RETURN_IF_ERROR(
+        launched(strided_copy(4, x, a.workspace, q.order, stream()), "strided_copy"));
+    x = static_cast<const float*>(a.workspace);
+  }
+  return launched(reduce(q.op, x, a.outputs[0]->data<float>(), q.outer, q.r, q.inner, stream()),
                   "reduce");
+}
+
+// The input's dims reordered kept first, reduced last (each group in its order), as a strided
+// copy: the reduction is then over rows of r. Dims of 1 count as kept.
+Expected<Strided> reduced_last(const Shape& x, const ops::ReduceSpec& spec, ReduceParams* p) {
+  const Shape st = contiguous_strides(x);
+  Shape shape, strides;
+  p->outer = p->r = p->inner = 1;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t d = 0; d < x.size(); ++d) {
+      const bool reduced = spec.reduced[d] && x[d] != 1;
+      if (reduced != (pass == 1)) continue;
+      shape.push_back(x[d]);
+      strides.push_back(st[d]);
+      (pass == 0 ? p->outer : p->r) *= x[d];
+    }
+  }
+  return make_strided(shape, strides, 0);
 }
 
 Expected<std::unique_ptr<Kernel>> make_reduce(const OpContext& ctx) {
@@ -44,12 +70,18 @@ Expected<std::unique_ptr<Kernel>> make_reduce(const OpContext& ctx) {
     return unsupported(ctx.where, ": the CUDA reductions take float32");
   }
   TERN_ASSIGN_OR_RETURN(ops::ReduceSpec spec, ops::reduce_spec(ctx));
-  TERN_ASSIGN_OR_RETURN(ops::ReduceRows rows, ops::reduce_rows(ctx.inputs[0].shape, spec));
-  p.outer = rows.outer;
-  p.r = rows.r;
-  p.inner = rows.inner;
   if (spec.identity) p.op = ReduceOp::kSum;  // r is 1: a copy
-  return make_kernel("cuda_reduce", p, run_reduce);
+  const Shape& x = ctx.inputs[0].shape;
+  Expected<ops::ReduceRows> rows = ops::reduce_rows(x, spec);
+  if (rows.has_value()) {
+    p.outer = rows->outer;
+    p.r = rows->r;
+    p.inner = rows->inner;
+    return make_kernel("cuda_reduce", p, run_reduce);
+  }
+  TERN_ASSIGN_OR_RETURN(p.order, reduced_last(x, spec, &p));
+  p.gather = true;
+  return make_kernel("cuda_reduce", p, run_reduce, static_cast<size_t>(p.outer * p.r) * 4);
 }
 
 Expected<std::unique_ptr<Kernel>> make_global_pool(const OpContext& ctx) {
@@ -57,8 +89,10 @@ Expected<std::unique_ptr<Kernel>> make_global_pool(const OpContext& ctx) {
   if (ctx.inputs[0].dtype != DType::kFloat32 || x.size() < 3) {
     return unsupported(ctx.where, ": CUDA global pooling takes float32 [N, C, ...]");
   }
-  ReduceParams p{ctx.node->op_type == "GlobalMaxPool" ? ReduceOp::kMax : ReduceOp::kMean,
-                 x[0] * x[1], 1, 1};
+  ReduceParams p{};
+  p.op = ctx.node->op_type == "GlobalMaxPool" ? ReduceOp::kMax : ReduceOp::kMean;
+  p.outer = x[0] * x[1];
+  p.r = p.inner = 1;
   for (size_t d = 2; d < x.size(); ++d) p.r *= x[d];
   return make_kernel("cuda_global_pool", p, run_reduce);
 }
