@@ -45,9 +45,11 @@ void Context::Impl::recorder_done() {
   }
 }
 
-int Context::Impl::memory_type(uint32_t allowed, int pool) const {
-  // Device pool: device-local (host-visible too where the device has it, as lavapipe and
-  // integrated GPUs do). Staging: host-visible and coherent, cached preferred for reads.
+int choose_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t allowed, int pool) {
+  // Device pool: device-local, and host-visible too where that memory is also cached for the host
+  // (lavapipe, integrated GPUs: one memory, read in place). A discrete GPU's host-visible
+  // device-local memory (the PCIe BAR) is uncached: host reads of it crawl (tens of MB/s), so it
+  // ranks last. Staging: host-visible and coherent, cached preferred for reads.
   const VkMemoryPropertyFlags want =
       pool == 0 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
                 : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -56,12 +58,16 @@ int Context::Impl::memory_type(uint32_t allowed, int pool) const {
     if (!(allowed & (1u << i))) continue;
     const VkMemoryPropertyFlags f = memory.memoryTypes[i].propertyFlags;
     if ((f & want) != want) continue;
-    int score = 1;
-    if (pool == 0 && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) score += 2;
-    if (pool == 1 && (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) score += 2;
+    const bool visible = (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+    const bool cached = (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0;
+    const int score = pool == 0 ? (!visible ? 2 : cached ? 3 : 1) : (cached ? 2 : 1);
     if (score > best_score) best = static_cast<int>(i), best_score = score;
   }
   return best;
+}
+
+int Context::Impl::memory_type(uint32_t allowed, int pool) const {
+  return choose_memory_type(memory, allowed, pool);
 }
 
 Expected<Chunk*> Context::Impl::new_chunk(int pool, uint64_t size) {
@@ -106,6 +112,7 @@ Expected<Chunk*> Context::Impl::new_chunk(int pool, uint64_t size) {
     r = a.vkMapMemory(device, c->memory, 0, VK_WHOLE_SIZE, 0, &p);
     c->mapped = static_cast<char*>(p);
     c->coherent = (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    c->cached = (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0;
   }
   if (r != VK_SUCCESS) {
     a.vkDestroyBuffer(device, c->buffer, nullptr);
@@ -310,8 +317,10 @@ Expected<Context*> Context::get() {
         info.memory = std::max<uint64_t>(info.memory, impl->memory.memoryHeaps[h].size);
     }
     const int type = impl->memory_type(~0u, 0);
+    const VkMemoryPropertyFlags read_in_place =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
     info.host_visible_memory = type >= 0 && (impl->memory.memoryTypes[type].propertyFlags &
-                                             VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+                                             read_in_place) == read_in_place;
     const uint32_t dv = cand.props.driverVersion;
     info.driver = cand.props.vendorID == 0x10DE
                       ? str_cat((dv >> 22) & 0x3ff, ".", (dv >> 14) & 0xff)  // NVIDIA's packing
@@ -460,7 +469,7 @@ Status Context::download(const void* dev, void* host, size_t bytes) {
   if (!d) return internal_error("Vulkan download: the source is not device memory");
   TERN_ASSIGN_OR_RETURN(Recorder * rec, recorder(impl_));
   const Api& a = api();
-  if (d->mapped) {  // host-visible device memory: wait for the work, then read it in place
+  if (d->mapped && d->cached) {  // host-cached device memory: wait for the work, read in place
     TERN_RETURN_IF_ERROR(rec->finish());
     if (!d->coherent) {
       VkMappedMemoryRange mr{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};

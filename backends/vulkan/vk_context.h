@@ -29,6 +29,11 @@ struct DeviceInfo {
   bool host_visible_memory = false;  // device memory the host reads directly (lavapipe, iGPUs)
 };
 
+// The memory type for a pool's buffers (0 device, 1 staging) among the `allowed` bits, or -1: the
+// device pool takes device-local memory, host-visible only where it is host-cached as well.
+int choose_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t allowed,
+                       int pool);
+
 struct Pipeline {
   std::string shader;
   int bindings = 0;

@@ -23,6 +23,7 @@ struct Chunk {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   char* mapped = nullptr;  // host view when the memory is host-visible
   bool coherent = true;
+  bool cached = false;  // host reads of `mapped` are cached (else they cross the bus uncached)
   uint64_t size = 0;
   int pool = 0;                       // 0 device, 1 staging
   size_t index = 0;                   // in g_chunks

@@ -73,6 +73,32 @@ void check_graph(const GraphMaker& m, const std::vector<Tensor>& inputs, const s
 }  // namespace
 
 TEST_SUITE("vulkan") {
+  TEST_CASE("memory types: device buffers in device-local memory, host-visible only if cached") {
+    // (No device needed: the choice from a device's memory table.)
+    constexpr VkMemoryPropertyFlags kLocal = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                    kVisible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                    kCached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    auto table = [](std::initializer_list<VkMemoryPropertyFlags> types) {
+      VkPhysicalDeviceMemoryProperties m{};
+      for (VkMemoryPropertyFlags f : types) m.memoryTypes[m.memoryTypeCount++].propertyFlags = f;
+      return m;
+    };
+    // A discrete GPU with a resizable BAR (NVIDIA's order): the BAR type is host-visible but
+    // uncached, so device buffers take plain device-local memory and staging the cached type.
+    const auto discrete = table({kLocal, kVisible, kVisible | kCached, kLocal | kVisible});
+    CHECK(vk::choose_memory_type(discrete, ~0u, 0) == 0);
+    CHECK(vk::choose_memory_type(discrete, ~0u, 1) == 2);
+    CHECK(vk::choose_memory_type(table({kLocal | kVisible, kLocal}), ~0u, 0) == 1);
+    // Only the BAR allowed: it is still device memory.
+    CHECK(vk::choose_memory_type(discrete, 1u << 3, 0) == 3);
+    // lavapipe and integrated GPUs: one cached memory, read in place.
+    const auto unified = table({kLocal, kLocal | kVisible | kCached, kVisible | kCached});
+    CHECK(vk::choose_memory_type(unified, ~0u, 0) == 1);
+    CHECK(vk::choose_memory_type(unified, ~0u, 1) == 1);
+    CHECK(vk::choose_memory_type(table({kLocal}), ~0u, 1) == -1);
+  }
+
   TEST_CASE("binary ops with broadcasting match the CPU") {
     SKIP_WITHOUT_VULKAN();
     std::vector<std::pair<Shape, Shape>> shapes = broadcast_cases();
