@@ -3,7 +3,13 @@
 // normalises with the batch's own statistics (mean and population variance over every axis but
 // 1, in double) and outputs the updated running statistics,
 // input * momentum + batch * (1 - momentum); opset 9's five-output training form is refused.
+// FusedBatchNormalization (Tern-internal, made by core/opt/norm_activation_fusion.cpp for CPU
+// sessions, one output, inference): the same with "activations" ["Relu"] or ["Clip"] and
+// "activation_params" [min, max], a clamp applied as the output is written.
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include "ops/common/channel_affine.h"
 #include "ops/common/op_utils.h"
@@ -19,7 +25,28 @@ struct BatchNormParams {
   // Channel-blocked (nChw8c / nChw16c) or channels-last (block == c) input and output: the
   // planner gives BatchNormalization its input's layout (LayoutRole::kKeepsBlock on the CPU).
   int64_t block = 0;
+  float lo = -std::numeric_limits<float>::infinity();  // the fused Relu / Clip
+  float hi = std::numeric_limits<float>::infinity();
+  bool nan_to_lo = false;  // Clip's NaN rule (Relu keeps NaN)
 };
+
+// The fused activation's clamp: one Relu, or one Clip with its min and max.
+Status parse_activation(const OpContext& ctx, BatchNormParams* p) {
+  TERN_ASSIGN_OR_RETURN(std::vector<std::string> acts, ctx.attrs().get_strings("activations", {}));
+  TERN_ASSIGN_OR_RETURN(std::vector<float> params, ctx.attrs().get_floats("activation_params", {}));
+  if (acts.empty() && params.empty()) return Status::ok();
+  if (acts == std::vector<std::string>{"Relu"} && params.empty()) {
+    p->lo = 0.0f;
+  } else if (acts == std::vector<std::string>{"Clip"} && params.size() == 2) {
+    p->lo = params[0];
+    p->hi = params[1];
+    p->nan_to_lo = true;
+  } else {
+    return invalid_model(
+        "BatchNormalization: a fused activation is one Relu or one Clip (min, max)");
+  }
+  return Status::ok();
+}
 
 Status infer_bn(OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
@@ -64,7 +91,7 @@ Status run_bn(const BatchNormParams& p, const KernelArgs& a, const ExecContext& 
   float* shift = k + p.c;
   affine_of(p, a, k, shift);
   ops::channel_affine(a.inputs[0]->data<float>(), a.outputs[0]->data<float>(), k, shift, p.n, p.c,
-                      p.inner, p.block, exec.num_threads);
+                      p.inner, p.block, exec.num_threads, p.lo, p.hi, p.nan_to_lo);
   return Status::ok();
 }
 
@@ -116,6 +143,13 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(int64_t training, ctx.attrs().get_int("training_mode", 0));
   TERN_ASSIGN_OR_RETURN(p.momentum, ctx.attrs().get_float("momentum", 0.9f));
   p.training = training != 0 && ctx.opset >= 14;
+  if (ctx.node->op_type == "FusedBatchNormalization") {
+    TERN_RETURN_IF_ERROR(parse_activation(ctx, &p));
+  }
+  if (p.training && (p.lo > -std::numeric_limits<float>::infinity() ||
+                     p.hi < std::numeric_limits<float>::infinity())) {
+    return invalid_model("BatchNormalization: a fused activation in training mode");
+  }
   const size_t scratch = 2 * static_cast<size_t>(p.c) * sizeof(float);
   if (p.training) {
     TERN_RETURN_IF_ERROR(ops::require_plain_layout(ctx));
@@ -148,6 +182,15 @@ void register_op_batch_norm(OpRegistry& r) {
          make_bn,
          {},
          attrs("epsilon, momentum, spatial, training_mode")});
+  r.add({"FusedBatchNormalization",
+         5,
+         5,
+         1,
+         1,
+         infer_bn,
+         make_bn,
+         {},
+         attrs("epsilon, momentum, spatial, training_mode, activations, activation_params")});
 }
 
 }  // namespace tern

@@ -23,6 +23,8 @@ import sys
 # selective build of a model with all of `needs` gets `makes` too.
 FUSIONS = [
     ({"Conv"}, {"FusedConv"}),  # conv_activation_fusion, residual_fusion
+    ({"BatchNormalization", "Relu"}, {"FusedBatchNormalization"}),  # norm_activation_fusion
+    ({"BatchNormalization", "Clip"}, {"FusedBatchNormalization"}),
     ({"Mul", "Clip", "Div"}, {"HardSwish"}),  # hardswish_fusion
     ({"Mul", "HardSigmoid"}, {"HardSwish"}),
     ({"Mul", "Sigmoid"}, {"Swish"}),  # swish_fusion

@@ -202,7 +202,7 @@ LayoutRole CpuBackend::layout_role(const Node& node) const {
   }
   // Per-channel scale and shift: blocked and channels-last rows alike (ops/batch_norm.cpp); the
   // training form's batch statistics read plain rows.
-  if (op == "BatchNormalization") {
+  if (op == "BatchNormalization" || op == "FusedBatchNormalization") {
     auto training = node.attrs.get_int("training_mode", 0);
     return training && *training == 0 ? LayoutRole::kKeepsBlock : LayoutRole::kPlain;
   }

@@ -52,22 +52,19 @@ Expected<bool> fold_affine_into_conv(Graph& g, Node& conv, const FusedActivation
 
 Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
   if (!op_built(OptOp::kFusedConv)) return Status::ok();  // a selective build without it
-  auto consumers = value_consumers(g);
-  auto producers = value_producers(g);
-  auto is_output = graph_output_mask(g);
-  std::vector<bool> removed(g.nodes.size(), false);
+  PatternView v{g};
   for (size_t a = 0; a < g.nodes.size(); ++a) {
     const Node& act_node = g.nodes[a];
     auto act = activation_of(g, act_node);
     if (!act || act_node.inputs.empty()) continue;
     const int x = act_node.inputs[static_cast<size_t>(act->input)];
-    const int c = producers[static_cast<size_t>(x)];
-    if (c < 0 || removed[static_cast<size_t>(c)]) continue;
+    const int c = v.producers[static_cast<size_t>(x)];
+    if (c < 0 || v.removed[static_cast<size_t>(c)]) continue;
     Node& conv = g.nodes[static_cast<size_t>(c)];
     const bool plain_conv = conv.op_type == "Conv" && conv.domain.empty();
     const bool fused_conv = conv.op_type == "FusedConv" && conv.inputs.size() <= 3;
     if ((!plain_conv && !fused_conv) || conv.inputs.size() < 2 || conv.outputs[0] != x ||
-        !only_read_by(consumers, is_output, x, a)) {
+        !v.only(x, &act_node)) {
       continue;
     }
     // A constant operand of higher rank than the convolution's output would broadcast it.
@@ -86,12 +83,10 @@ Status fuse_conv_activation(Graph& g, OptimizerReport* report) {
       conv.op_type = "FusedConv";
       append_fused_activation(conv, *act);
     }
-    conv.outputs[0] = act_node.outputs[0];
-    producers[static_cast<size_t>(conv.outputs[0])] = c;
-    removed[a] = true;
+    v.absorb(conv, a);
     ++report->activations_fused;
   }
-  erase_nodes(g, removed);
+  erase_nodes(g, v.removed);
   return Status::ok();
 }
 

@@ -45,6 +45,7 @@ enum class OptOp : uint32_t {
   kBatchNormalization,
   kDequantizeLinear,
   kDropout,
+  kFusedBatchNormalization,
   kFusedConv,
   kFusedMatMul,
   kGelu,
@@ -85,6 +86,12 @@ struct PatternView {
   // Read only by `reader` and not a graph output.
   bool only(int v, const Node* reader) const {
     return only_read_by(consumers, is_output, v, index_of(reader));
+  }
+  // `head` takes over the output of `tail` (an element-wise step it absorbed), which goes.
+  void absorb(Node& head, size_t tail) {
+    head.outputs[0] = g.nodes[tail].outputs[0];
+    producers[static_cast<size_t>(head.outputs[0])] = static_cast<int>(index_of(&head));
+    removed[tail] = true;
   }
 };
 

@@ -57,7 +57,8 @@ Status optimize_graph(Graph& g, const std::vector<Backend*>& backends, const Fla
   if (cpu_only && flags.on(FlagId::kCpuFloat16InFloat32)) {
     TERN_RETURN_IF_ERROR(widen_float16(g, report));
   }
-  return optimize_graph(g, report);
+  TERN_RETURN_IF_ERROR(optimize_graph(g, report));
+  return cpu_only ? fuse_batch_norm_activation(g, report) : Status::ok();
 }
 
 void optimize_plan_graph(PlanGraph& pg, const std::vector<AttentionMatch>& attention,

@@ -1,13 +1,28 @@
 #include "ops/common/channel_affine.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/parallel.h"
 
 namespace tern::ops {
 
-void channel_affine(const float* x, float* y, const float* k, const float* shift, int64_t n,
-                    int64_t c, int64_t pixels, int64_t block, int threads) {
+namespace {
+
+// The clamp after the affine: none, Relu's (keeps NaN: std::max(NaN, lo) is NaN) or Clip's (NaN
+// becomes lo: std::max(lo, NaN) is lo), as the Relu and Clip kernels have them; maxps / minps.
+enum class Clamp { kNone, kKeepNan, kNanToLo };
+
+template <Clamp kClamp>
+inline float clamp(float v, float lo, float hi) {
+  if constexpr (kClamp == Clamp::kNone) return v;
+  if constexpr (kClamp == Clamp::kKeepNan) return std::min(std::max(v, lo), hi);
+  return std::min(hi, std::max(lo, v));
+}
+
+template <Clamp kClamp>
+void affine(const float* x, float* y, const float* k, const float* shift, int64_t n, int64_t c,
+            int64_t pixels, int64_t block, int threads, float lo, float hi) {
   if (block <= 0) {
     parallel_for(n * c, std::max<int64_t>(1, 16384 / std::max<int64_t>(pixels, 1)), threads,
                  [&](int64_t b, int64_t e) {
@@ -16,7 +31,8 @@ void channel_affine(const float* x, float* y, const float* k, const float* shift
                      const float kc = k[ch], sc = shift[ch];
                      const float* xp = x + plane * pixels;
                      float* yp = y + plane * pixels;
-                     for (int64_t i = 0; i < pixels; ++i) yp[i] = xp[i] * kc + sc;
+                     for (int64_t i = 0; i < pixels; ++i)
+                       yp[i] = clamp<kClamp>(xp[i] * kc + sc, lo, hi);
                    }
                  });
     return;
@@ -34,10 +50,22 @@ void channel_affine(const float* x, float* y, const float* k, const float* shift
       const float* xp = x + (r * pixels + p0) * block;
       float* yp = y + (r * pixels + p0) * block;
       for (int64_t px = p0; px < p1; ++px, xp += block, yp += block) {
-        for (int64_t l = 0; l < block; ++l) yp[l] = xp[l] * kr[l] + sr[l];
+        for (int64_t l = 0; l < block; ++l) yp[l] = clamp<kClamp>(xp[l] * kr[l] + sr[l], lo, hi);
       }
     }
   });
+}
+
+}  // namespace
+
+void channel_affine(const float* x, float* y, const float* k, const float* shift, int64_t n,
+                    int64_t c, int64_t pixels, int64_t block, int threads, float lo, float hi,
+                    bool nan_to_lo) {
+  const bool clamps = nan_to_lo || lo > -std::numeric_limits<float>::infinity() ||
+                      hi < std::numeric_limits<float>::infinity();
+  (!clamps     ? affine<Clamp::kNone>
+   : nan_to_lo ? affine<Clamp::kNanToLo>
+               : affine<Clamp::kKeepNan>)(x, y, k, shift, n, c, pixels, block, threads, lo, hi);
 }
 
 }  // namespace tern::ops

@@ -150,10 +150,11 @@ TEST_SUITE("optimizer") {
     check_run(*session, xin, y, want, 1e-4, 1e-5);
   }
 
-  TEST_CASE("BatchNormalization and Relu after a channel Concat stay blocked (DenseNet's layers)") {
+  TEST_CASE("BatchNormalization and Relu after a channel Concat: one node, blocked (DenseNet)") {
     // x -> Conv 1x1 (32) -> p -> Conv 3x3 (16) -> a ; Concat(p, a) -> BatchNormalization -> Relu
     //   -> Conv 1x1 (16) -> y:
-    // the BN has no convolution to fold into; it reads and writes the Concat's layout.
+    // the BN has no convolution to fold into; it reads and writes the Concat's layout, and the
+    // Relu joins it.
     GraphMaker mk;
     Graph& g = mk.g;
     g.opset = 13;
@@ -182,13 +183,58 @@ TEST_SUITE("optimizer") {
         "Conv", {one("Relu", {one("BatchNormalization", {joined}, {scale, bias, mean, var})}, {})},
         {w2});
     auto session = cpu_session(g, "dense");
+    CHECK(session->optimizer_report().activations_fused == 1);
+    size_t relus = 0, fused = 0;
+    for (const Node& n : session->graph().nodes) {
+      relus += n.op_type == "Relu";
+      fused += n.op_type == "FusedBatchNormalization";
+    }
+    CHECK(relus == 0);
+    CHECK(fused == 1);
     auto plan = session->plan_for({{1, 32, 8, 9}}).value();
     if (plans_blocked_layouts()) {
-      CHECK(plan->values[static_cast<size_t>(bn)].block > 0);
-      CHECK(plan->values[static_cast<size_t>(r)].block > 0);
-      CHECK(plan->reorders <= 2);  // x and y only
+      CHECK(plan->values[static_cast<size_t>(r)].block > 0);  // the fused node's output
+      CHECK(plan->reorders <= 2);                             // x and y only
     }
     check_run(*session, xin, y, want, 1e-4, 1e-5);
+  }
+
+  TEST_CASE("a BatchNormalization's Clip joins it in either layout; a second reader keeps it") {
+    // x -> BatchNormalization -> Clip(-0.5, 0.75) -> y, plain and after a channel-blocked Conv;
+    // then the BN's output also read by an Add: nothing fuses.
+    const Shape xs = {2, 16, 5, 7};
+    Tensor scale = random_f32({16}, 80, 0.5f, 1.5f), bias = random_f32({16}, 81, -1.0f, 1.0f),
+           mean = random_f32({16}, 82, -0.5f, 0.5f), var = random_f32({16}, 83, 0.2f, 2.0f);
+    Tensor w = random_f32({16, 16, 1, 1}, 84, -0.3f, 0.3f);
+    const Tensor lo = make_f32({}, {-0.5f}), hi = make_f32({}, {0.75f});
+    Tensor xin = random_f32(xs, 85, -3.0f, 3.0f);
+    xin.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+    for (int variant = 0; variant < 3; ++variant) {
+      CAPTURE(variant);
+      GraphMaker mk;
+      Graph& g = mk.g;
+      g.opset = 13;
+      const int x = image_input(g, xs);
+      const int in = variant == 1 ? mk.node("Conv", {x, mk.constant("w", w)}) : x;
+      const int bn =
+          mk.node("BatchNormalization", {in, mk.constant("scale", scale), mk.constant("bias", bias),
+                                         mk.constant("mean", mean), mk.constant("var", var)});
+      int y = mk.node("Clip", {bn, mk.constant("lo", lo), mk.constant("hi", hi)});
+      if (variant == 2) y = mk.node("Add", {y, bn});
+      g.outputs.push_back(y);
+      Tensor t = variant == 1 ? one("Conv", {xin}, {w}) : xin;
+      Tensor b = one("BatchNormalization", {t}, {scale, bias, mean, var});
+      Tensor want = one("Clip", {b}, {lo, hi});
+      if (variant == 2) want = one("Add", {want, b}, {});
+      auto session = cpu_session(g, "bn_clip");
+      CHECK(session->optimizer_report().activations_fused == (variant == 2 ? 0u : 1u));
+      Tensor xv = variant == 1 ? random_f32(xs, 86) : xin;
+      if (variant == 1) {
+        t = one("Conv", {xv}, {w});
+        want = one("Clip", {one("BatchNormalization", {t}, {scale, bias, mean, var})}, {lo, hi});
+      }
+      check_run(*session, xv, y, want, 1e-4, 1e-5);
+    }
   }
 
   TEST_CASE("GroupNorm's opset-17 export becomes GroupNormalization, blocked after a Conv") {

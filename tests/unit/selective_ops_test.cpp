@@ -144,6 +144,7 @@ TEST_SUITE("ops") {
         {OptOp::kBatchNormalization, "BatchNormalization"},
         {OptOp::kDequantizeLinear, "DequantizeLinear"},
         {OptOp::kDropout, "Dropout"},
+        {OptOp::kFusedBatchNormalization, "FusedBatchNormalization"},
         {OptOp::kFusedConv, "FusedConv"},
         {OptOp::kFusedMatMul, "FusedMatMul"},
         {OptOp::kGelu, "Gelu"},
