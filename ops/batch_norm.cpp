@@ -4,10 +4,9 @@
 // 1, in double) and outputs the updated running statistics,
 // input * momentum + batch * (1 - momentum); opset 9's five-output training form is refused.
 // FusedBatchNormalization (Tern-internal, made by core/opt/norm_activation_fusion.cpp for CPU
-// sessions, one output, inference): the same with "activations" ["Relu"] or ["Clip"] and
-// "activation_params" [min, max], a clamp applied as the output is written.
+// sessions, one output): the same with "activations" ["Relu"] (and "activation_params" empty, as
+// FusedConv's epilogue attributes have it), applied as the output is written.
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,26 +24,16 @@ struct BatchNormParams {
   // Channel-blocked (nChw8c / nChw16c) or channels-last (block == c) input and output: the
   // planner gives BatchNormalization its input's layout (LayoutRole::kKeepsBlock on the CPU).
   int64_t block = 0;
-  float lo = -std::numeric_limits<float>::infinity();  // the fused Relu / Clip
-  float hi = std::numeric_limits<float>::infinity();
-  bool nan_to_lo = false;  // Clip's NaN rule (Relu keeps NaN)
+  bool relu = false;  // FusedBatchNormalization's
 };
 
 // The fused activation's clamp: one Relu, or one Clip with its min and max.
 Status parse_activation(const OpContext& ctx, BatchNormParams* p) {
-  TERN_ASSIGN_OR_RETURN(std::vector<std::string> acts, ctx.attrs().get_strings("activations", {}));
-  TERN_ASSIGN_OR_RETURN(std::vector<float> params, ctx.attrs().get_floats("activation_params", {}));
-  if (acts.empty() && params.empty()) return Status::ok();
-  if (acts == std::vector<std::string>{"Relu"} && params.empty()) {
-    p->lo = 0.0f;
-  } else if (acts == std::vector<std::string>{"Clip"} && params.size() == 2) {
-    p->lo = params[0];
-    p->hi = params[1];
-    p->nan_to_lo = true;
-  } else {
-    return invalid_model(
-        "BatchNormalization: a fused activation is one Relu or one Clip (min, max)");
-  }
+  const Attribute* acts = ctx.attrs().find("activations");
+  const Attribute* params = ctx.attrs().find("activation_params");  // (none for Relu)
+  p->relu = acts && acts->strings.size() == 1 && acts->strings[0] == "Relu" &&
+            (!params || params->floats.empty());
+  if (!p->relu) return invalid_model("FusedBatchNormalization: activations is not [\"Relu\"]");
   return Status::ok();
 }
 
@@ -91,7 +80,7 @@ Status run_bn(const BatchNormParams& p, const KernelArgs& a, const ExecContext& 
   float* shift = k + p.c;
   affine_of(p, a, k, shift);
   ops::channel_affine(a.inputs[0]->data<float>(), a.outputs[0]->data<float>(), k, shift, p.n, p.c,
-                      p.inner, p.block, exec.num_threads, p.lo, p.hi, p.nan_to_lo);
+                      p.inner, p.block, exec.num_threads, p.relu);
   return Status::ok();
 }
 
@@ -128,7 +117,7 @@ Status run_bn_training(const BatchNormParams& p, const KernelArgs& a, const Exec
     if (out_var) out_var[ch] = static_cast<float>(in_var[ch] * keep + var * (1.0 - keep));
   }
   ops::channel_affine(x, a.outputs[0]->data<float>(), k, shift, p.n, p.c, p.inner, 0,
-                      exec.num_threads);
+                      exec.num_threads, p.relu);
   return Status::ok();
 }
 
@@ -145,10 +134,6 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
   p.training = training != 0 && ctx.opset >= 14;
   if (ctx.node->op_type == "FusedBatchNormalization") {
     TERN_RETURN_IF_ERROR(parse_activation(ctx, &p));
-  }
-  if (p.training && (p.lo > -std::numeric_limits<float>::infinity() ||
-                     p.hi < std::numeric_limits<float>::infinity())) {
-    return invalid_model("BatchNormalization: a fused activation in training mode");
   }
   const size_t scratch = 2 * static_cast<size_t>(p.c) * sizeof(float);
   if (p.training) {

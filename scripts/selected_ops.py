@@ -24,7 +24,6 @@ import sys
 FUSIONS = [
     ({"Conv"}, {"FusedConv"}),  # conv_activation_fusion, residual_fusion
     ({"BatchNormalization", "Relu"}, {"FusedBatchNormalization"}),  # norm_activation_fusion
-    ({"BatchNormalization", "Clip"}, {"FusedBatchNormalization"}),
     ({"Mul", "Clip", "Div"}, {"HardSwish"}),  # hardswish_fusion
     ({"Mul", "HardSigmoid"}, {"HardSwish"}),
     ({"Mul", "Sigmoid"}, {"Swish"}),  # swish_fusion

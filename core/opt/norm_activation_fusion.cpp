@@ -1,5 +1,5 @@
-// An inference BatchNormalization's Relu or Clip joins it as a FusedBatchNormalization, whose CPU
-// kernel clamps as it writes (ops/batch_norm.cpp), one pass over the tensor instead of two. The
+// An inference BatchNormalization's Relu joins it as a FusedBatchNormalization, whose CPU kernel
+// applies it as it writes (ops/batch_norm.cpp), one pass over the tensor instead of two. The
 // normalisations that get here are those no convolution could take: after a Concat (DenseNet), a
 // pooling or an addition.
 #include <algorithm>
@@ -15,7 +15,7 @@ Status fuse_batch_norm_activation(Graph& g, OptimizerReport* report) {
   PatternView v{g};
   for (size_t a = 0; a < g.nodes.size(); ++a) {
     const std::optional<FusedActivation> act = activation_of(g, g.nodes[a]);
-    if (!act || (act->kind != "Relu" && act->kind != "Clip") || g.nodes[a].inputs.empty()) continue;
+    if (!act || act->kind != "Relu" || g.nodes[a].inputs.empty()) continue;
     const int x = g.nodes[a].inputs[0];
     Node* bn = v.node_at(x, "BatchNormalization");
     if (!bn || bn->outputs[0] != x || !v.only(x, &g.nodes[a])) continue;

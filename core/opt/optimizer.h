@@ -106,7 +106,7 @@ Status fuse_gelu(Graph& g, OptimizerReport* report);
 // optionally Relu or Gelu, becomes one FusedMatMul node.
 Status fuse_matmul_epilogue(Graph& g, OptimizerReport* report);
 Status fuse_conv_activation(Graph& g, OptimizerReport* report);
-// An inference BatchNormalization and its only reader, a Relu or constant Clip, become one
+// An inference BatchNormalization and its only reader, a Relu, become one
 // FusedBatchNormalization: run by optimize_graph for CPU-only sessions (the device backends have
 // no kernel for it).
 Status fuse_batch_norm_activation(Graph& g, OptimizerReport* report);

@@ -1,7 +1,6 @@
 #include "ops/common/channel_affine.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/parallel.h"
 
@@ -9,20 +8,12 @@ namespace tern::ops {
 
 namespace {
 
-// The clamp after the affine: none, Relu's (keeps NaN: std::max(NaN, lo) is NaN) or Clip's (NaN
-// becomes lo: std::max(lo, NaN) is lo), as the Relu and Clip kernels have them; maxps / minps.
-enum class Clamp { kNone, kKeepNan, kNanToLo };
-
-template <Clamp kClamp>
-inline float clamp(float v, float lo, float hi) {
-  if constexpr (kClamp == Clamp::kNone) return v;
-  if constexpr (kClamp == Clamp::kKeepNan) return std::min(std::max(v, lo), hi);
-  return std::min(hi, std::max(lo, v));
-}
-
-template <Clamp kClamp>
+// y = x * k + shift, then, kRelu, max(y, 0) (std::max(NaN, 0) is NaN: NaN stays, as Relu keeps
+// it).
+template <bool kRelu>
 void affine(const float* x, float* y, const float* k, const float* shift, int64_t n, int64_t c,
-            int64_t pixels, int64_t block, int threads, float lo, float hi) {
+            int64_t pixels, int64_t block, int threads) {
+  auto out = [](float v) { return kRelu ? std::max(v, 0.0f) : v; };
   if (block <= 0) {
     parallel_for(n * c, std::max<int64_t>(1, 16384 / std::max<int64_t>(pixels, 1)), threads,
                  [&](int64_t b, int64_t e) {
@@ -31,8 +22,7 @@ void affine(const float* x, float* y, const float* k, const float* shift, int64_
                      const float kc = k[ch], sc = shift[ch];
                      const float* xp = x + plane * pixels;
                      float* yp = y + plane * pixels;
-                     for (int64_t i = 0; i < pixels; ++i)
-                       yp[i] = clamp<kClamp>(xp[i] * kc + sc, lo, hi);
+                     for (int64_t i = 0; i < pixels; ++i) yp[i] = out(xp[i] * kc + sc);
                    }
                  });
     return;
@@ -50,7 +40,7 @@ void affine(const float* x, float* y, const float* k, const float* shift, int64_
       const float* xp = x + (r * pixels + p0) * block;
       float* yp = y + (r * pixels + p0) * block;
       for (int64_t px = p0; px < p1; ++px, xp += block, yp += block) {
-        for (int64_t l = 0; l < block; ++l) yp[l] = clamp<kClamp>(xp[l] * kr[l] + sr[l], lo, hi);
+        for (int64_t l = 0; l < block; ++l) yp[l] = out(xp[l] * kr[l] + sr[l]);
       }
     }
   });
@@ -59,13 +49,8 @@ void affine(const float* x, float* y, const float* k, const float* shift, int64_
 }  // namespace
 
 void channel_affine(const float* x, float* y, const float* k, const float* shift, int64_t n,
-                    int64_t c, int64_t pixels, int64_t block, int threads, float lo, float hi,
-                    bool nan_to_lo) {
-  const bool clamps = nan_to_lo || lo > -std::numeric_limits<float>::infinity() ||
-                      hi < std::numeric_limits<float>::infinity();
-  (!clamps     ? affine<Clamp::kNone>
-   : nan_to_lo ? affine<Clamp::kNanToLo>
-               : affine<Clamp::kKeepNan>)(x, y, k, shift, n, c, pixels, block, threads, lo, hi);
+                    int64_t c, int64_t pixels, int64_t block, int threads, bool relu) {
+  (relu ? affine<true> : affine<false>)(x, y, k, shift, n, c, pixels, block, threads);
 }
 
 }  // namespace tern::ops

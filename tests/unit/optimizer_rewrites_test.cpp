@@ -199,40 +199,43 @@ TEST_SUITE("optimizer") {
     check_run(*session, xin, y, want, 1e-4, 1e-5);
   }
 
-  TEST_CASE("a BatchNormalization's Clip joins it in either layout; a second reader keeps it") {
-    // x -> BatchNormalization -> Clip(-0.5, 0.75) -> y, plain and after a channel-blocked Conv;
-    // then the BN's output also read by an Add: nothing fuses.
+  TEST_CASE(
+      "a BatchNormalization's Relu joins it in either layout; a Clip or a second reader not") {
+    // x -> BatchNormalization -> Relu -> y, plain (a NaN kept) and after a channel-blocked Conv and
+    // a 1x1 MaxPool (which keep the BN from folding into the Conv);
+    // then Clip instead of Relu, and the BN's output also read by an Add: nothing fuses.
     const Shape xs = {2, 16, 5, 7};
     Tensor scale = random_f32({16}, 80, 0.5f, 1.5f), bias = random_f32({16}, 81, -1.0f, 1.0f),
            mean = random_f32({16}, 82, -0.5f, 0.5f), var = random_f32({16}, 83, 0.2f, 2.0f);
     Tensor w = random_f32({16, 16, 1, 1}, 84, -0.3f, 0.3f);
     const Tensor lo = make_f32({}, {-0.5f}), hi = make_f32({}, {0.75f});
-    Tensor xin = random_f32(xs, 85, -3.0f, 3.0f);
-    xin.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
-    for (int variant = 0; variant < 3; ++variant) {
+    Tensor nan_in = random_f32(xs, 85, -3.0f, 3.0f);
+    nan_in.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+    for (int variant = 0; variant < 4; ++variant) {
       CAPTURE(variant);
       GraphMaker mk;
       Graph& g = mk.g;
       g.opset = 13;
       const int x = image_input(g, xs);
-      const int in = variant == 1 ? mk.node("Conv", {x, mk.constant("w", w)}) : x;
+      Attributes pool;
+      pool.set("kernel_shape", attr_ints({1, 1}));
+      const int in =
+          variant == 1 ? mk.node("MaxPool", {mk.node("Conv", {x, mk.constant("w", w)})}, pool) : x;
       const int bn =
           mk.node("BatchNormalization", {in, mk.constant("scale", scale), mk.constant("bias", bias),
                                          mk.constant("mean", mean), mk.constant("var", var)});
-      int y = mk.node("Clip", {bn, mk.constant("lo", lo), mk.constant("hi", hi)});
-      if (variant == 2) y = mk.node("Add", {y, bn});
+      int y = variant == 2 ? mk.node("Clip", {bn, mk.constant("lo", lo), mk.constant("hi", hi)})
+                           : mk.node("Relu", {bn});
+      if (variant == 3) y = mk.node("Add", {y, bn});
       g.outputs.push_back(y);
-      Tensor t = variant == 1 ? one("Conv", {xin}, {w}) : xin;
-      Tensor b = one("BatchNormalization", {t}, {scale, bias, mean, var});
-      Tensor want = one("Clip", {b}, {lo, hi});
-      if (variant == 2) want = one("Add", {want, b}, {});
-      auto session = cpu_session(g, "bn_clip");
-      CHECK(session->optimizer_report().activations_fused == (variant == 2 ? 0u : 1u));
-      Tensor xv = variant == 1 ? random_f32(xs, 86) : xin;
-      if (variant == 1) {
-        t = one("Conv", {xv}, {w});
-        want = one("Clip", {one("BatchNormalization", {t}, {scale, bias, mean, var})}, {lo, hi});
-      }
+      const Tensor xv = variant == 1 ? random_f32(xs, 86) : nan_in;
+      const Tensor t = variant == 1 ? one("MaxPool", {one("Conv", {xv}, {w})}, {}, pool) : xv;
+      const Tensor b = one("BatchNormalization", {t}, {scale, bias, mean, var});
+      Tensor want = variant == 2 ? one("Clip", {b}, {lo, hi}) : one("Relu", {b}, {});
+      if (variant == 3) want = one("Add", {want, b}, {});
+      auto session = cpu_session(g, "bn_relu");
+      CHECK(session->optimizer_report().activations_fused == (variant >= 2 ? 0u : 1u));
+      CHECK(count_ops(session->graph(), "FusedBatchNormalization") == (variant >= 2 ? 0u : 1u));
       check_run(*session, xv, y, want, 1e-4, 1e-5);
     }
   }
