@@ -27,7 +27,8 @@ void apply(const ActParams& p, const T* x, T* y, int64_t n, int threads) {
   parallel_for(n, 16384, threads, [&](int64_t b, int64_t e) {
     switch (p.act) {
       case Act::kRelu:
-        for (int64_t i = b; i < e; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+        // (NaN stays NaN, as the vectorised kernel and the fused epilogues keep it.)
+        for (int64_t i = b; i < e; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
         break;
       case Act::kSigmoid:
         for (int64_t i = b; i < e; ++i) y[i] = T(1) / (T(1) + std::exp(-x[i]));

@@ -27,7 +27,7 @@ struct BatchNormParams {
   bool relu = false;  // FusedBatchNormalization's
 };
 
-// The fused activation's clamp: one Relu, or one Clip with its min and max.
+// FusedBatchNormalization's activation: one Relu (activations ["Relu"], no parameters).
 Status parse_activation(const OpContext& ctx, BatchNormParams* p) {
   const Attribute* acts = ctx.attrs().find("activations");
   const Attribute* params = ctx.attrs().find("activation_params");  // (none for Relu)

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,6 +123,24 @@ inline void check_op_on(const std::string& device, SingleOp op, const std::strin
   auto dev = op.run();
   REQUIRE_MESSAGE(dev.has_value(), what, ": ", device, ": ", dev.status().message());
   compare_outputs(*dev, *cpu, what, rtol, atol);
+}
+
+// BatchNormalization, and FusedBatchNormalization (its Relu fused: a CPU session's optimized
+// graph, saved and run on the device), on `device` against the CPU; `seed` draws the tensors.
+inline void check_batch_norms_on(const std::string& device, unsigned seed,
+                                 const FlagList& device_flags = {}) {
+  std::mt19937 rng(seed);
+  tern::Tensor var = random_f32({5}, rng);
+  for (int64_t c = 0; c < 5; ++c) var.data<float>()[c] = std::abs(var.data<float>()[c]) + 0.5f;
+  const tern::Tensor x = random_f32({2, 5, 6, 7}, rng), scale = random_f32({5}, rng),
+                     bias = random_f32({5}, rng), mean = random_f32({5}, rng);
+  for (const char* op : {"BatchNormalization", "FusedBatchNormalization"}) {
+    const tern::Attributes a = std::string(op) == "BatchNormalization"
+                                   ? tern::Attributes{}
+                                   : attrs({{"activations", attr_strings({"Relu"})}});
+    check_op_on(device, SingleOp{op, a, {x}, {scale, bias, mean, var}}, op, 1e-4, 1e-5,
+                device_flags);
+  }
 }
 
 // Gather with run-time indices outside the axis on `device` (with `flags`): the run fails with

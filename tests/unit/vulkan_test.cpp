@@ -360,14 +360,9 @@ TEST_SUITE("vulkan") {
     check_gather_out_of_range("vulkan");
   }
 
-  TEST_CASE("BatchNormalization matches the CPU") {
+  TEST_CASE("BatchNormalization and FusedBatchNormalization match the CPU") {
     SKIP_WITHOUT_VULKAN();
-    check_op(SingleOp{"BatchNormalization",
-                      {},
-                      {random_f32({2, 5, 6, 7}, 80)},
-                      {random_f32({5}, 81), random_f32({5}, 82), random_f32({5}, 83),
-                       random_f32({5}, 84, 0.5f, 2)}},
-             "BatchNormalization");
+    check_batch_norms_on("vulkan", 80);
   }
 
   // The CPU runs the same values in float32; Vulkan stores float16 (and computes in float16 with

@@ -166,6 +166,7 @@ Expected<std::unique_ptr<Kernel>> make_cast(const OpContext& ctx) {
 struct BatchNormParams {
   int64_t n, channels, inner;
   float eps;
+  bool relu;  // FusedBatchNormalization (a CPU session's optimized graph, saved)
 };
 
 Expected<std::unique_ptr<Kernel>> make_batch_norm(const OpContext& ctx) {
@@ -181,6 +182,14 @@ Expected<std::unique_ptr<Kernel>> make_batch_norm(const OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
   if (x.size() < 2) return unsupported(ctx.where, ": input of rank < 2");
   BatchNormParams p{};
+  p.relu = ctx.node->op_type == "FusedBatchNormalization";
+  if (p.relu) {
+    TERN_ASSIGN_OR_RETURN(std::vector<std::string> acts,
+                          ctx.attrs().get_strings("activations", {}));
+    if (acts != std::vector<std::string>{"Relu"}) {
+      return unsupported(ctx.where, ": a fused activation other than Relu");
+    }
+  }
   p.n = numel(x);
   p.channels = x[1];
   p.inner = 1;
@@ -189,9 +198,15 @@ Expected<std::unique_ptr<Kernel>> make_batch_norm(const OpContext& ctx) {
   return make_kernel(
       "cuda_batch_norm", p, [](const BatchNormParams& q, const KernelArgs& a, const ExecContext&) {
         auto f = [&](size_t i) { return a.inputs[i]->data<float>(); };
-        return launched(batch_norm(f(0), f(1), f(2), f(3), f(4), a.outputs[0]->data<float>(), q.n,
-                                   q.channels, q.inner, q.eps, stream()),
-                        "batch_norm");
+        float* y = a.outputs[0]->data<float>();
+        TERN_RETURN_IF_ERROR(launched(
+            batch_norm(f(0), f(1), f(2), f(3), f(4), y, q.n, q.channels, q.inner, q.eps, stream()),
+            "batch_norm"));
+        if (!q.relu) return Status::ok();
+        ActChain relu;
+        relu.n = 1;
+        relu.steps[0] = ActStep{Act::kRelu, 0, 0};
+        return launched(bias_act(y, nullptr, nullptr, q.n, 1, 1, relu, stream()), "bias_act");
       });
 }
 
@@ -214,6 +229,7 @@ void register_cuda_elementwise(KernelRegistry& r) {
   }
   r.add("Cast", "cuda", DType::kUndefined, cuda::make_cast);
   r.add("BatchNormalization", "cuda", DType::kFloat32, cuda::make_batch_norm);
+  r.add("FusedBatchNormalization", "cuda", DType::kFloat32, cuda::make_batch_norm);
 }
 
 }  // namespace tern

@@ -213,6 +213,7 @@ Expected<std::unique_ptr<Kernel>> make_cast(const OpContext& ctx) {
 struct BatchNormPush {
   uint32_t n, C, inner, ox, os, ob, om, ov, oy;
   float eps;
+  uint32_t relu;  // FusedBatchNormalization (a CPU session's optimized graph, saved)
 };
 
 struct BatchNormParams {
@@ -243,6 +244,14 @@ Expected<std::unique_ptr<Kernel>> make_batch_norm(const OpContext& ctx) {
   p.push.C = u32(x[1]);
   p.push.inner = u32(inner);
   TERN_ASSIGN_OR_RETURN(p.push.eps, ctx.attrs().get_float("epsilon", 1e-5f));
+  if (ctx.node->op_type == "FusedBatchNormalization") {
+    TERN_ASSIGN_OR_RETURN(std::vector<std::string> acts,
+                          ctx.attrs().get_strings("activations", {}));
+    if (acts != std::vector<std::string>{"Relu"}) {
+      return unsupported(ctx.where, ": a fused activation other than Relu");
+    }
+    p.push.relu = 1;
+  }
   return make_elementwise_kernel(
       "vulkan_batch_norm", p,
       [](const BatchNormParams& q, const KernelArgs& a, const ExecContext&) {
@@ -279,6 +288,7 @@ void register_vulkan_elementwise(KernelRegistry& r) {
   }
   r.add("Cast", "vulkan", DType::kUndefined, vk::make_cast);
   r.add("BatchNormalization", "vulkan", DType::kFloat32, vk::make_batch_norm);
+  r.add("FusedBatchNormalization", "vulkan", DType::kFloat32, vk::make_batch_norm);
 }
 
 }  // namespace tern
