@@ -263,10 +263,11 @@ class OnednnConv final : public onednn::PackedWeightKernel {
                  (in_block == 16 || (in_block == 0 && p.x[1] > 4))) {
         planned_block = 16;
       }
+      // The source and destination layouts of a candidate writing `dst_block`; their reorders
+      // are made once, for the chosen candidate (below).
       auto set_layout = [&](int dst_block) {
         const bool last_out = onednn::is_channels_last(onednn::layout_tag(p.y.size(), dst_block));
         k->src_md_ = k->user_src_md_;
-        k->src_reorder_ = dnnl::reorder();
         k->src_reorder_bytes_ = 0;
         const bool relayout = in_block != dst_block && (dst_block != 0 || in_block != 0) &&
                               (p.x[1] > 4 || last_out || dst_block == 0);
@@ -274,18 +275,13 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           k->src_md_ =
               dnnl::memory::desc(onednn::to_dims(p.x), cdt,
                                  onednn::layout_tag(p.x.size(), relayout ? dst_block : in_block));
-          k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-              onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
           k->src_reorder_bytes_ = k->src_md_.get_size();
         }
         k->dst_md_ = k->user_dst_md_;
-        k->dst_reorder_ = dnnl::reorder();
         k->dst_reorder_bytes_ = 0;
         if (dst_block != out_block) {
           k->dst_md_ = dnnl::memory::desc(onednn::to_dims(p.y), adt,
                                           onednn::layout_tag(p.y.size(), dst_block));
-          k->dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-              onednn::engine(), k->dst_md_, onednn::engine(), k->user_dst_md_));
           k->dst_reorder_bytes_ = k->dst_md_.get_size();
         }
       };
@@ -301,7 +297,8 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       // `dst_block`; its plain weight layout in `plain_w`.
       dnnl::memory::desc plain_w;
       dnnl::algorithm conv_alg = alg::convolution_direct;
-      auto make = [&](int dst_block, int64_t merge) -> Pd {
+      // The layouts of the candidate writing `dst_block` with `merge` groups computed as one.
+      auto adopt = [&](int dst_block, int64_t merge) {
         set_layout(dst_block);
         const int64_t g = p.group / merge;
         dnnl::memory::dims wdims;
@@ -318,6 +315,10 @@ class OnednnConv final : public onednn::PackedWeightKernel {
                                         : s == 2 ? tag::oihw
                                                  : tag::oidhw);
         plain_w = dnnl::memory::desc(wdims, dt::f32, wtag);
+        return wdims;
+      };
+      auto make = [&](int dst_block, int64_t merge) -> Pd {
+        const dnnl::memory::dims wdims = adopt(dst_block, merge);
         auto make_pd = [&](const dnnl::memory::desc& w_md) {
           auto desc = dnnl::convolution_forward::desc(
               dnnl::prop_kind::forward_inference, conv_alg, k->src_md_, w_md, b_md, k->dst_md_,
@@ -379,7 +380,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           merge = mg;
           break;
         }
-        make(layout, merge);  // the layouts and reorders of the chosen candidate
+        adopt(layout, merge);  // the layouts of the chosen candidate
       }
       // Plain activations (1-D and 3-D convolutions always, 2-D ones whose channels are not
       // whole blocks) get oneDNN's im2col GEMM, several times slower than a direct kernel on a
@@ -408,7 +409,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           layout = blk;
           break;
         }
-        make(layout, merge);
+        adopt(layout, merge);
       }
       // cpu.conv.winograd: 3x3 stride-1 convolutions (onednn::winograd_shape) run oneDNN's
       // Winograd kernels (AVX-512, float32) where it has one: F(2x2,3x3) or F(4x4,3x3), 2.25-4x
@@ -433,9 +434,17 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         } catch (const dnnl::error&) {  // no Winograd kernel for this shape or post-op chain
         }
         if (!wino) conv_alg = alg::convolution_direct;
-        make(layout, merge);  // the layouts and reorders of the chosen candidate
+        adopt(layout, merge);  // the layouts of the chosen candidate
       }
       const Pd& pd = *chosen;
+      if (k->src_reorder_bytes_) {
+        k->src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+            onednn::engine(), k->user_src_md_, onednn::engine(), k->src_md_));
+      }
+      if (k->dst_reorder_bytes_) {
+        k->dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+            onednn::engine(), k->dst_md_, onednn::engine(), k->user_dst_md_));
+      }
       k->prim_ = dnnl::convolution_forward(pd);
       k->has_bias_ = p.has_bias;
       k->has_sum_ = fp.has_sum;
