@@ -294,7 +294,7 @@ std::vector<FlagDef> make_defs() {
       {FlagId::kCpuConvWinograd, "cpu.conv.winograd", T::kBool, S::kSession, P::kKernels, "cpu", 1,
        "TERN_CPU_CONV_WINOGRAD",
        "float32 3x3 stride-1 Conv (and fused convolutions) with constant weights, outputs of "
-       "12x12 or more and 64+ channels (or activations in 16-channel blocks) run oneDNN's "
+       "12x12 or more and 16+ channels (or activations in 16-channel blocks) run oneDNN's "
        "Winograd kernels on CPUs with AVX-512 (2.25-4x fewer multiplications; transformed "
        "weights take 1.8-4x the memory; results differ from direct convolution by rounding); "
        "off: direct convolution only. No effect under cpu.max_capability=AVX2 (oneDNN 2.6 has "

@@ -100,7 +100,9 @@ TEST_SUITE("cpu_kernels") {
         {64, 64, 12, 1, 64, true, "channels-last, 64 channels: reordered to blocks"},
         {64, 96, 7, 1, 16, false, "16-blocked, 7x7 map: direct"},
         {32, 48, 20, 1, 16, true, "16-blocked, 20x20 map"},
-        {32, 32, 20, 1, 32, false, "channels-last under 64 channels: direct"},
+        {32, 32, 20, 1, 32, true, "channels-last, 32 channels: reordered to blocks"},
+        {16, 64, 14, 1, 16, true, "16 -> 64 channels, one block"},
+        {12, 32, 20, 1, 12, false, "channels-last under 16 channels: direct"},
         {64, 64, 12, 2, 64, false, "stride 2: direct"},
         {64, 64, 16, 1, 16, true, "16-blocked, 16x16 map"},
     };
@@ -224,8 +226,8 @@ TEST_SUITE("cpu_kernels") {
     // 14x14 frames run Winograd (on AVX-512), 9x12 ones direct: one packed copy per layout, and a
     // new plan of a layout met before packs nothing more.
     size_t packed = 0;
-    const Shape shapes[] = {{1, 16, 3, 14, 14}, {1, 16, 2, 9, 12}, {1, 16, 4, 14, 14},
-                            {1, 16, 3, 9, 12}};
+    const Shape shapes[] = {
+        {1, 16, 3, 14, 14}, {1, 16, 2, 9, 12}, {1, 16, 4, 14, 14}, {1, 16, 3, 9, 12}};
     for (size_t i = 0; i < 4; ++i) {
       CAPTURE(i);
       Tensor in = random_f32(shapes[i], rng);

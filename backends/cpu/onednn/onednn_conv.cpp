@@ -414,10 +414,12 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       // cpu.conv.winograd: 3x3 stride-1 convolutions (onednn::winograd_shape) run oneDNN's
       // Winograd kernels (AVX-512, float32) where it has one: F(2x2,3x3) or F(4x4,3x3), 2.25-4x
       // fewer multiplications. They read and write 16-channel blocks: from channels-last
-      // activations through reorders in the workspace, which cost what the transform saves
-      // below 64 channels.
+      // activations through reorders in the workspace, which cost far less than the transform
+      // saves from 16 channels on (SqueezeNet's 16 -> 64 and 32 -> 128 at 39x39 and 19x19: 111
+      // -> 88 and 103 -> 52 us at one thread; the U-Net's 32 and 64: 8.3 -> 6.5 ms a run). A
+      // first layer's few channels stay on the direct kernel.
       const bool wino_layout =
-          layout == 16 || (layout != 0 && layout != 8 && std::min(p.x[1], p.y[1]) >= 64);
+          layout == 16 || (layout != 0 && layout != 8 && std::min(p.x[1], p.y[1]) >= 16);
       if (wconst && avx512 && cdt == dt::f32 && s == 2 && p.group == 1 && merge == 1 &&
           wino_layout && variant(tap0, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
           onednn::winograd_shape({p.w[2], p.w[3]}, p.win.strides, p.win.dilations,
