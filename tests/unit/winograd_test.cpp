@@ -140,6 +140,68 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
+  TEST_CASE("oneDNN Conv: Winograd with activations its kernels decline, run after it") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
+      MESSAGE("skipped: oneDNN's Winograd kernels need AVX-512");
+      return;
+    }
+    // SiLU, Sigmoid, Tanh and HardSwish (after an Affine) on a 48 -> 64 3x3 at 16x16 in 16-channel
+    // blocks, with and without a residual: Winograd, the steps applied to its output in order.
+    std::mt19937 rng(9);
+    struct Act {
+      std::vector<std::string> names;
+      std::vector<float> params;
+    };
+    const Act acts[] = {{{"Swish"}, {1.0f}},
+                        {{"Sigmoid"}, {}},
+                        {{"Affine", "Tanh"}, {0.5f, -0.25f}},
+                        {{"HardSwish"}, {}}};
+    for (const Act& act : acts) {
+      for (bool residual : {false, true}) {
+        CAPTURE(act.names[0]);
+        CAPTURE(residual);
+        Tensor x = random_f32({1, 48, 16, 16}, rng);
+        Tensor wt = random_f32({64, 48, 3, 3}, rng);
+        Tensor b = random_f32({64}, rng);
+        Attributes a;
+        a.set("pads", attr_ints({1, 1, 1, 1}));
+        a.set("activations", attr_strings(act.names));
+        if (!act.params.empty()) a.set("activation_params", attr_floats(act.params));
+        RefContext ref_ctx("Conv", a, {&x, &wt, &b});
+        auto params = ops::parse_conv(ref_ctx.ctx).value();
+        std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+        ops::conv_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(), ref.data());
+        Tensor z = random_f32(params.y, rng);
+        if (residual) {
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] += z.data<float>()[i];
+        }
+        size_t p_at = 0;
+        for (const std::string& n : act.names) {
+          for (float& v : ref) {
+            if (n == "Swish") v = v / (1.0f + std::exp(-act.params[0] * v));
+            if (n == "Sigmoid") v = 1.0f / (1.0f + std::exp(-v));
+            if (n == "Affine") v = v * act.params[p_at] + act.params[p_at + 1];
+            if (n == "Tanh") v = std::tanh(v);
+            if (n == "HardSwish") v = v * std::min(1.0f, std::max(0.0f, v / 6.0f + 0.5f));
+          }
+          if (n == "Affine") p_at += 2;
+        }
+        Tensor xin = to_blocked(x, 16);
+        std::vector<Tensor*> ins = {&xin, &wt, &b};
+        std::vector<bool> constant = {false, true, true};
+        if (residual) {
+          ins.push_back(&z);
+          constant.push_back(false);
+        }
+        Prepared p = run_cpu("FusedConv", a, ins, constant, 16, 16);
+        CHECK_MESSAGE(p.kernel.find("wino") != std::string::npos, p.kernel);
+        std::vector<float> got = from_blocked(p.outputs[0], 16);
+        Comparison c = compare(got.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+        CHECK_MESSAGE(c.mismatches == 0, "max abs ", c.max_abs);
+      }
+    }
+  }
+
   TEST_CASE("oneDNN Conv: 3-D convolutions one frame deep run as 2-D ones over their frames") {
     if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
       MESSAGE("skipped: oneDNN's direct convolutions need AVX2 or AVX-512");
