@@ -2,6 +2,9 @@
 // [N, C, H, W] in the plain or the channel-blocked layout (the planner keeps convolution chains
 // blocked through their pooling). A global pool's [N, C, 1, 1] output has the same bytes in both
 // layouts, so it is always handed on as plain.
+#include <string>
+
+#include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
 #include "ops/common/window.h"
@@ -73,18 +76,45 @@ class OnednnPool final : public Kernel {
     Shape y = {x[0], x[1]};
     y.insert(y.end(), w.out.begin(), w.out.end());
     try {
-      k->src_md_ =
+      k->user_src_md_ =
           dnnl::memory::desc(onednn::to_dims(x), dt::f32, onednn::layout_tag(x.size(), in_block));
-      k->dst_md_ =
+      k->user_dst_md_ =
           dnnl::memory::desc(onednn::to_dims(y), dt::f32, onednn::layout_tag(y.size(), out_block));
       const dnnl::algorithm a = is_max        ? dnnl::algorithm::pooling_max
                                 : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                               : dnnl::algorithm::pooling_avg_exclude_padding;
-      auto desc = dnnl::pooling_forward::desc(
-          dnnl::prop_kind::forward_inference, a, k->src_md_, k->dst_md_, onednn::to_dims(w.strides),
-          onednn::to_dims(w.kernel), onednn::to_dims(w.pads_begin), pad_r);
-      dnnl::pooling_forward::primitive_desc pd(desc, onednn::user_scratchpad_attr(),
-                                               onednn::engine());
+      auto make = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+        auto desc = dnnl::pooling_forward::desc(
+            dnnl::prop_kind::forward_inference, a, src, dst, onednn::to_dims(w.strides),
+            onednn::to_dims(w.kernel), onednn::to_dims(w.pads_begin), pad_r);
+        return dnnl::pooling_forward::primitive_desc(desc, onednn::user_scratchpad_attr(),
+                                                     onednn::engine());
+      };
+      k->src_md_ = k->user_src_md_;
+      k->dst_md_ = k->user_dst_md_;
+      auto pd = make(k->src_md_, k->dst_md_);
+      // Plain [N, C, W] and [N, C, D, H, W] have only oneDNN's plain C++ loops (a 1-D max pool of
+      // 64 x 576: 299 us); its JIT kernels take channel blocks, so the pool runs on a blocked copy
+      // in the workspace, reordered there and back (the three steps: ~10 us).
+      const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
+      const int blk = isa == CpuIsa::kAvx512 ? 16 : isa == CpuIsa::kAvx2 ? 8 : 0;
+      if (blk && in_block == 0 && out_block == 0 &&
+          std::string(pd.impl_info_str()).find("jit") == std::string::npos) {
+        dnnl::memory::desc bs(onednn::to_dims(x), dt::f32, onednn::layout_tag(x.size(), blk));
+        dnnl::memory::desc bd(onednn::to_dims(y), dt::f32, onednn::layout_tag(y.size(), blk));
+        auto blocked = make(bs, bd);
+        if (std::string(blocked.impl_info_str()).find("jit") != std::string::npos) {
+          pd = std::move(blocked);
+          k->src_md_ = bs;
+          k->dst_md_ = bd;
+          k->src_bytes_ = (bs.get_size() + 63) / 64 * 64;  // the blocked output 64-byte aligned
+          k->dst_bytes_ = bd.get_size();
+          k->to_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+              onednn::engine(), k->user_src_md_, onednn::engine(), bs));
+          k->to_plain_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+              onednn::engine(), bd, onednn::engine(), k->user_dst_md_));
+        }
+      }
       k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       k->prim_ = dnnl::pooling_forward(pd);
       k->args_ = onednn::ArgPool({{DNNL_ARG_SRC, k->src_md_}, {DNNL_ARG_DST, k->dst_md_}},
@@ -95,14 +125,24 @@ class OnednnPool final : public Kernel {
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
+  size_t workspace_bytes() const override { return src_bytes_ + dst_bytes_; }
+
   Status run(const KernelArgs& a, const ExecContext&) const override {
-    return args_.execute(prim_, {a.inputs[0]->raw(), a.outputs[0]->raw()});
+    if (src_bytes_ == 0) return args_.execute(prim_, {a.inputs[0]->raw(), a.outputs[0]->raw()});
+    uint8_t* src = static_cast<uint8_t*>(a.workspace);
+    uint8_t* dst = src + src_bytes_;
+    TERN_RETURN_IF_ERROR(
+        onednn::run_reorder(to_blocked_, user_src_md_, a.inputs[0]->raw(), src_md_, src));
+    TERN_RETURN_IF_ERROR(args_.execute(prim_, {src, dst}));
+    return onednn::run_reorder(to_plain_, dst_md_, dst, user_dst_md_, a.outputs[0]->raw());
   }
 
  private:
   const char* name_ = "onednn";
   dnnl::pooling_forward prim_;
-  dnnl::memory::desc src_md_, dst_md_;
+  dnnl::memory::desc user_src_md_, user_dst_md_, src_md_, dst_md_;
+  dnnl::reorder to_blocked_, to_plain_;  // plain <-> the blocked copies in the workspace
+  size_t src_bytes_ = 0, dst_bytes_ = 0;
   onednn::ArgPool args_;
 };
 
