@@ -272,8 +272,7 @@ std::vector<FlagDef> make_defs() {
       {FlagId::kCpuRunHomes, "cpu.run_homes", T::kBool, S::kGlobal, P::kNone, "cpu", 1,
        "TERN_RUN_HOMES",
        "runs with several intra-op threads are planned and run on a few long-lived Tern threads "
-       "(homes), the calling thread waiting, and CPU sessions are created there, in builds whose "
-       "kernels run on OpenMP: libgomp gives "
+       "(homes), the calling thread waiting, and CPU sessions are created there: libgomp gives "
        "every thread that starts a parallel region a team of its own, and once a process holds "
        "more team threads than CPUs (a second application thread running a session) every "
        "team sleeps at each region instead of spinning, 1.5x slower or worse. Homes keep one "

@@ -1,7 +1,8 @@
-// Memory for long-lived kernel data (weights packed into a kernel's layout at session creation).
-// It comes from huge-page-backed regions, so filling it costs one page fault per 2 MiB instead of
-// one per 4 KiB: packing weights is most of a session's creation time, and most of that was
-// page faults.
+// Memory for long-lived kernel data (weights packed into a kernel's layout at session creation),
+// in 2 MiB-aligned regions. Once written, they are advised for transparent huge pages
+// (advise_huge_pages), which khugepaged merges them into in the background: fewer TLB misses in
+// the runs. Faulting them in as huge pages while packing was faster on a warm host but stalled
+// session creation where the host had discarded the freed guest memory.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +19,12 @@ namespace tern {
 // weights share huge pages. A chunk is returned to the system when its last buffer is freed.
 std::shared_ptr<void> weight_buffer(size_t bytes);
 
-// A packed layout `key` of `floats` floats in a fresh weight_buffer, written by `fill`.
+// Advises the whole 2 MiB pages of [p, p + bytes) for transparent huge pages: call it once the
+// weights there are written.
+void advise_huge_pages(const void* p, size_t bytes);
+
+// A packed layout `key` of `floats` floats in a fresh weight_buffer, written by `fill`, then
+// advised for huge pages.
 Expected<PackedData> packed_blob(size_t floats, const std::string& key,
                                  const std::function<void(float*)>& fill);
 

@@ -134,6 +134,7 @@ Status PackedWeightsKernel::pack_weights(const OpContext& ctx, size_t i, const s
     auto* out = static_cast<int8_t*>(buffer.get());
     std::memset(out, 0, bytes);
     fill(out);
+    advise_huge_pages(out, bytes);
     return PackedData{
         key, Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(bytes)}, out, std::move(buffer))};
   };

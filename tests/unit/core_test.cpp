@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "core/half.h"
@@ -156,6 +158,44 @@ TEST_SUITE("core") {
     auto again = weight_buffer(1000);
     REQUIRE(again);
     std::memset(again.get(), 7, 1000);
+  }
+
+  TEST_CASE("packed weights are advised for huge pages once written, not while being written") {
+    // The VmFlags of the mapping holding address a ("hg": MADV_HUGEPAGE); empty when unreadable.
+    auto flags_of = [](const void* a) {
+      std::ifstream smaps("/proc/self/smaps");
+      std::string line, flags;
+      bool inside = false;
+      const auto x = reinterpret_cast<uintptr_t>(a);
+      while (std::getline(smaps, line)) {
+        unsigned long lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2) {  // a mapping's first line
+          inside = x >= lo && x < hi;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+          return line;
+        }
+      }
+      return flags;
+    };
+    // Whether advice shows at all (qemu's user mode takes MADV_HUGEPAGE without passing it on).
+    {
+      auto probe = weight_buffer(size_t{4} << 20);
+      REQUIRE(probe);
+      advise_huge_pages(probe.get(), size_t{4} << 20);
+      if (flags_of(probe.get()).find(" hg") == std::string::npos) {
+        MESSAGE("skipped: this system does not show MADV_HUGEPAGE in /proc/self/smaps");
+        return;
+      }
+    }
+    std::string during;
+    auto blob = packed_blob(size_t{3} << 20, "test huge", [&](float* out) {
+      std::memset(out, 0, size_t{3} << 22);
+      during = flags_of(out + (size_t{1} << 19));  // 2 MiB in: a whole huge page of the buffer
+    });
+    REQUIRE(blob);
+    const std::string after = flags_of(static_cast<const uint8_t*>(blob->data.raw()) + (2 << 20));
+    CHECK(during.find(" hg") == std::string::npos);
+    CHECK(after.find(" hg") != std::string::npos);
   }
 
   TEST_CASE("graph validation names cycles, undefined inputs and double definitions") {

@@ -291,6 +291,7 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
                                   dnnl::memory::format_tag::oihw) &&
       pack_winograd_weights(wanted.data.format_desc.wino_desc, w.data<float>(), plain.data.dims[0],
                             plain.data.dims[1], reinterpret_cast<float*>(bytes + kPackedHeader))) {
+    advise_huge_pages(bytes, total);
     return PackedData{
         packed_key(variant),
         Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)}, bytes, std::move(buffer))};
@@ -303,6 +304,7 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
   } catch (const dnnl::error& e) {
     return internal_error("oneDNN weight reorder: ", e.what());
   }
+  advise_huge_pages(bytes, total);
   return PackedData{packed_key(variant), Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(total)},
                                                       bytes, std::move(buffer))};
 }
