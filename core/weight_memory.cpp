@@ -100,8 +100,10 @@ class ChunkPool {
 
 void advise_huge_pages(const void* p, size_t bytes) {
 #ifdef MADV_HUGEPAGE
+  // From the 2 MiB page the buffer starts in: its bytes before p belong to buffers written
+  // before it (a chunk's buffers are written as they are carved) or to none (a mapping's start).
   const auto a = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t begin = round_up(a, kHugePage), end = (a + bytes) / kHugePage * kHugePage;
+  const uintptr_t begin = a / kHugePage * kHugePage, end = (a + bytes) / kHugePage * kHugePage;
   // Advice only: khugepaged merges the pages in the background (without THP they stay 4 KiB).
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 #else

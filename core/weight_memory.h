@@ -19,8 +19,9 @@ namespace tern {
 // weights share huge pages. A chunk is returned to the system when its last buffer is freed.
 std::shared_ptr<void> weight_buffer(size_t bytes);
 
-// Advises the whole 2 MiB pages of [p, p + bytes) for transparent huge pages: call it once the
-// weights there are written.
+// Advises the 2 MiB pages from the one holding p to the last one [p, p + bytes) fills for
+// transparent huge pages: call it once the weights there are written (a chunk's small buffers
+// complete its pages one after another).
 void advise_huge_pages(const void* p, size_t bytes);
 
 // A packed layout `key` of `floats` floats in a fresh weight_buffer, written by `fill`, then

@@ -194,6 +194,18 @@ TEST_SUITE("core") {
     });
     REQUIRE(blob);
     const std::string after = flags_of(static_cast<const uint8_t*>(blob->data.raw()) + (2 << 20));
+    // Small ones share chunks: a chunk's 2 MiB pages are advised as its buffers complete them.
+    std::vector<PackedData> small;
+    bool advised = false;
+    for (int i = 0; i < 12; ++i) {
+      auto b = packed_blob(size_t{1} << 17, "test small",
+                           [](float* out) { std::memset(out, 1, size_t{1} << 19); });
+      REQUIRE(b);
+      small.push_back(*b);
+    }
+    for (const PackedData& b : small)
+      advised |= flags_of(b.data.raw()).find(" hg") != std::string::npos;
+    CHECK(advised);
     CHECK(during.find(" hg") == std::string::npos);
     CHECK(after.find(" hg") != std::string::npos);
   }
