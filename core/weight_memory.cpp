@@ -22,7 +22,7 @@ size_t round_up(size_t n, size_t to) {
 // Maps `bytes` (a multiple of kHugePage) at a 2 MiB boundary. Not advised for transparent huge
 // pages yet: faulting huge pages in while the weights are written stalled session creation where
 // the host discards freed guest memory (each 2 MiB page zeroed through host faults: GoogLeNet's
-// session 16 ms or 60-90 ms at random); advise_huge_pages comes after the writes.
+// session 16 ms or 60-110 ms at random); advise_huge_pages comes after the writes.
 void* map_huge(size_t bytes) {
   const size_t mapped = bytes + kHugePage;
   void* m = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -23,6 +23,17 @@ using namespace tern;
 using namespace tern_test;
 using namespace tern_test::cpu_kernels;
 
+namespace {
+
+// Whether oneDNN's Winograd kernels run here (AVX-512); says so when they do not.
+bool winograd_cpu() {
+  if (tern_onednn_is_available() && std::string(tern_cpu_get_capability()) == "AVX512") return true;
+  MESSAGE("skipped: oneDNN's Winograd kernels need AVX-512");
+  return false;
+}
+
+}  // namespace
+
 TEST_SUITE("cpu_kernels") {
 #if defined(TERN_HAVE_ONEDNN)
   TEST_CASE("Winograd weight packing matches oneDNN's reorder in every layout it picks") {
@@ -86,10 +97,7 @@ TEST_SUITE("cpu_kernels") {
 #endif
 
   TEST_CASE("oneDNN Conv: Winograd for 3x3 stride-1 float32, from blocked and channels-last") {
-    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
-      MESSAGE("skipped: oneDNN's Winograd kernels need AVX-512");
-      return;
-    }
+    if (!winograd_cpu()) return;
     std::mt19937 rng(5);
     struct Case {
       int64_t c, m, hw, stride, block;
@@ -141,10 +149,7 @@ TEST_SUITE("cpu_kernels") {
   }
 
   TEST_CASE("oneDNN Conv: Winograd with activations its kernels decline, run after it") {
-    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
-      MESSAGE("skipped: oneDNN's Winograd kernels need AVX-512");
-      return;
-    }
+    if (!winograd_cpu()) return;
     // SiLU, Sigmoid, Tanh and HardSwish (after an Affine) on a 48 -> 64 3x3 at 16x16 in 16-channel
     // blocks, with and without a residual: Winograd, the steps applied to its output in order.
     std::mt19937 rng(9);

@@ -441,7 +441,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         try_winograd();
         // oneDNN's Winograd kernels decline most activations (SiLU, GELU...): the convolution
         // (and its residual) there, the activations as a pass of their own over the output
-        // (EfficientNetV2-S's 48 -> 192 at 32x32 with SiLU: 776 us direct, 345 + 15 so), where
+        // (EfficientNetV2-S's 48 -> 192 at 32x32 with SiLU: 776 us direct, 347 + 55 so), where
         // that output is whole channel blocks (the pass sees its elements as a flat run).
         if (!wino && !fp.epilogue.empty() &&
             (out_block == 0 || out_block == p.y[1] || p.y[1] % out_block == 0)) {
