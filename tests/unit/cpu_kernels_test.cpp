@@ -111,6 +111,29 @@ TEST_SUITE("cpu_kernels") {
     }
   }
 
+  TEST_CASE("oneDNN's depthwise batch-reduce kernel is named as the brgemm family it is") {
+    if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) != "AVX512") {
+      MESSAGE("skipped: oneDNN's brdgmm depthwise kernel needs AVX-512");
+      return;
+    }
+    // ShuffleNetV2's depthwise 3x3 on 58 channels, channels-last: oneDNN's brdgmm_dw, which the
+    // profile named plain "onednn" (neither reference nor optimized to a reader).
+    std::mt19937 rng(21);
+    Tensor x = random_f32({1, 58, 20, 20}, rng);
+    Tensor wt = random_f32({58, 1, 3, 3}, rng);
+    Tensor b = random_f32({58}, rng);
+    Attributes a;
+    a.set("group", attr_int(58));
+    a.set("pads", attr_ints({1, 1, 1, 1}));
+    Tensor want = run_reference("Conv", a, {&x, &wt, &b});
+    Tensor xin = to_blocked(x, 58);
+    Prepared p = run_cpu("Conv", a, {&xin, &wt, &b}, {false, true, true}, 58, 58);
+    CHECK_MESSAGE(p.kernel == "onednn(brgemm)", p.kernel);
+    std::vector<float> got = from_blocked(p.outputs[0], 58);
+    Comparison c = compare(got.data(), want.data<float>(), got.size(), 1e-4, 1e-4);
+    CHECK_MESSAGE(c.mismatches == 0, "max abs ", c.max_abs);
+  }
+
   TEST_CASE("oneDNN Conv between layouts: plain, 8/16-blocked and channels-last, either side") {
     if (!tern_onednn_is_available() || std::string(tern_cpu_get_capability()) == "DEFAULT") {
       MESSAGE("skipped: needs oneDNN and AVX2 or better");

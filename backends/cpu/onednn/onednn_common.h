@@ -193,7 +193,10 @@ inline Status require_onednn_sizes(const OpContext& ctx) {
 inline const char* impl_kernel_name(const std::string& impl) {
   if (impl.rfind("ref", 0) == 0) return "onednn(ref)";
   if (impl.find("wino") != std::string::npos) return "onednn(winograd)";
-  if (impl.find("brg") != std::string::npos) return "onednn(brgemm)";
+  // (brdgmm: oneDNN's batch-reduce kernel for depthwise convolutions)
+  if (impl.find("brg") != std::string::npos || impl.find("brdgmm") != std::string::npos) {
+    return "onednn(brgemm)";
+  }
   if (impl.find("gemm") != std::string::npos) return "onednn(gemm)";
   if (impl.find("jit") != std::string::npos) return "onednn(jit)";
   return "onednn";
