@@ -18,6 +18,19 @@ constexpr int64_t kMaxThreads = 4096;
 // quiet at once.
 constexpr int64_t kDefaultSpinUs = 200;
 
+// A flag whose effect is a library's that this build lacks is kept (set and reported like any
+// other) and its description says it has none.
+#if defined(TERN_HAVE_ONEDNN)
+#define TERN_ONEDNN_DOC(doc) doc
+#else
+#define TERN_ONEDNN_DOC(doc) "no effect in this build (it has no oneDNN)"
+#endif
+#if defined(TERN_HAVE_OPENMP)
+#define TERN_OPENMP_DOC(with_openmp, without) with_openmp
+#else
+#define TERN_OPENMP_DOC(with_openmp, without) without
+#endif
+
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -82,9 +95,10 @@ std::vector<FlagDef> make_defs() {
        "cpu",
        0,
        "TERN_ONEDNN_VERBOSE",
-       "oneDNN verbose output on stdout: OFF, ON (each primitive execution), ON_CREATION (also "
-       "creation); oneDNN's switch is process-wide: a run's own level reaches other threads' "
-       "runs while it lasts",
+       TERN_ONEDNN_DOC(
+           "oneDNN verbose output on stdout: OFF, ON (each primitive execution), ON_CREATION (also "
+           "creation); oneDNN's switch is process-wide: a run's own level reaches other threads' "
+           "runs while it lasts"),
        {"OFF", "ON", "ON_CREATION"}},
       {FlagId::kOptEinsumEnabled, "opt_einsum.enabled", T::kBool, S::kSession, P::kKernels, "", 1,
        "", "Einsum contracts operands in an optimised order (otherwise left to right)"},
@@ -167,11 +181,12 @@ std::vector<FlagDef> make_defs() {
        "cpu",
        0,
        "",
-       "activation layout of CPU convolution chains: blocked = channels in blocks of the vector "
-       "width (oneDNN nChw16c / nChw8c), channels_last = NHWC (oneDNN's brgemm convolutions), "
-       "auto = channels_last on AVX-512 when no convolution is grouped, and wherever a quarter of "
-       "the convolutions have channel counts that are not multiples of 8 (they would stay plain "
-       "blocked), else blocked",
+       TERN_ONEDNN_DOC(
+           "activation layout of CPU convolution chains: blocked = channels in blocks of the "
+           "vector width (oneDNN nChw16c / nChw8c), channels_last = NHWC (oneDNN's brgemm "
+           "convolutions), auto = channels_last on AVX-512 when no convolution is grouped, and "
+           "wherever a quarter of the convolutions have channel counts that are not multiples of 8 "
+           "(they would stay plain blocked), else blocked"),
        {"auto", "blocked", "channels_last"}},
       {FlagId::kCudaGraphs, "cuda.graphs", T::kBool, S::kSession, P::kNone, "cuda", 0,
        "TERN_CUDA_GRAPHS",
@@ -199,14 +214,16 @@ std::vector<FlagDef> make_defs() {
        {"auto", "direct", "gemm"}},
       {FlagId::kCpuMatmulAllowBf16, "cpu.matmul.allow_bf16", T::kBool, S::kSession, P::kKernels,
        "cpu", 0, "TERN_CPU_MATMUL_ALLOW_BF16",
-       "float32 MatMul/Gemm with constant weights may compute in bfloat16 (inputs rounded to "
-       "bf16, products accumulated in float32, float32 out) on CPUs with AVX-512 BF16 or AMX "
-       "(oneDNN's bf16 kernels); no effect on other CPUs or under cpu.max_capability=AVX2"},
+       TERN_ONEDNN_DOC(
+           "float32 MatMul/Gemm with constant weights may compute in bfloat16 (inputs rounded to "
+           "bf16, products accumulated in float32, float32 out) on CPUs with AVX-512 BF16 or AMX "
+           "(oneDNN's bf16 kernels); no effect on other CPUs or under cpu.max_capability=AVX2")},
       {FlagId::kCpuConvAllowBf16, "cpu.conv.allow_bf16", T::kBool, S::kSession, P::kKernels, "cpu",
        0, "TERN_CPU_CONV_ALLOW_BF16",
-       "float32 Conv (and fused convolutions) with constant weights may compute in bfloat16 "
-       "(inputs rounded to bf16, float32 accumulation and output) on CPUs with AVX-512 BF16 or "
-       "AMX; no effect on other CPUs or under cpu.max_capability=AVX2"},
+       TERN_ONEDNN_DOC(
+           "float32 Conv (and fused convolutions) with constant weights may compute in bfloat16 "
+           "(inputs rounded to bf16, float32 accumulation and output) on CPUs with AVX-512 BF16 or "
+           "AMX; no effect on other CPUs or under cpu.max_capability=AVX2")},
       {FlagId::kCpuAffinity, "cpu.affinity", T::kCpuList, S::kSession, P::kNone, "cpu", 0,
        "TERN_CPU_AFFINITY",
        "CPUs (a list like 0-3,8; none = no pinning) the run's intra-op threads are pinned to: "
@@ -260,25 +277,29 @@ std::vector<FlagDef> make_defs() {
        kDefaultSpinUs,
        "TERN_SPIN_US",
        "how long Tern's own idle pool threads spin waiting for work before they sleep, in "
-       "microseconds: the inter-op pool's, and the intra-op pool's in builds without OpenMP. "
-       "OpenMP's threads, which run Tern's kernels and oneDNN's in the standard build, spin as "
-       "OMP_WAIT_POLICY / GOMP_SPINCOUNT said when the process started (unset: libgomp spins "
-       "about 300,000 pauses, milliseconds); 0 also releases a run's OpenMP team when the run "
-       "returns, so that nothing spins after it (the next run starts its workers again, tens of "
-       "microseconds: ONNX Runtime's allow_spinning=0)",
+       "microseconds: the inter-op pool's, and the intra-op pool's" TERN_OPENMP_DOC(
+           " in builds without OpenMP. OpenMP's threads, which run Tern's kernels and oneDNN's in "
+           "the standard build, spin as OMP_WAIT_POLICY / GOMP_SPINCOUNT said when the process "
+           "started (unset: libgomp spins about 300,000 pauses, milliseconds); 0 also releases a "
+           "run's OpenMP team when the run returns, so that nothing spins after it (the next run "
+           "starts its workers again, tens of microseconds: ONNX Runtime's allow_spinning=0)",
+           ""),
        {},
        0,
        1000000},
       {FlagId::kCpuRunHomes, "cpu.run_homes", T::kBool, S::kGlobal, P::kNone, "cpu", 1,
        "TERN_RUN_HOMES",
-       "runs with several intra-op threads are planned and run on a few long-lived Tern threads "
-       "(homes), the calling thread waiting, and CPU sessions are created there: libgomp gives "
-       "every thread that starts a parallel region a team of its own, and once a process holds "
-       "more team threads than CPUs (a second application thread running a session) every "
-       "team sleeps at each region instead of spinning, 1.5x slower or worse. Homes keep one "
-       "team per run at a time whatever the number of application threads; a hand-off costs "
-       "microseconds. Off: runs execute on the calling thread. No effect in builds without "
-       "OpenMP (Tern's own intra-op pool is shared already)"},
+       TERN_OPENMP_DOC(
+           "runs with several intra-op threads are planned and run on a few long-lived Tern "
+           "threads (homes), the calling thread waiting, and CPU sessions are created there: "
+           "libgomp gives every thread that starts a parallel region a team of its own, and once a "
+           "process holds more team threads than CPUs (a second application thread running a "
+           "session) every team sleeps at each region instead of spinning, 1.5x slower or worse. "
+           "Homes keep one team per run at a time whatever the number of application threads; a "
+           "hand-off costs microseconds. Off: runs execute on the calling thread. No effect in "
+           "builds without OpenMP (Tern's own intra-op pool is shared already)",
+           "no effect in this build: it has no OpenMP (Tern's own intra-op pool is shared "
+           "already)")},
       {FlagId::kBlasVerbose, "blas.verbose", T::kBool, S::kRun, P::kNone, "cpu", 0,
        "TERN_BLAS_VERBOSE",
        "print one line on stdout per matrix product a CPU kernel runs (MatMul, FusedMatMul, "
@@ -292,12 +313,13 @@ std::vector<FlagDef> make_defs() {
        "or float32"},
       {FlagId::kCpuConvWinograd, "cpu.conv.winograd", T::kBool, S::kSession, P::kKernels, "cpu", 1,
        "TERN_CPU_CONV_WINOGRAD",
-       "float32 3x3 stride-1 Conv (and fused convolutions) with constant weights, outputs of "
-       "12x12 or more and 16+ channels (or activations in 16-channel blocks) run oneDNN's "
-       "Winograd kernels on CPUs with AVX-512 (2.25-4x fewer multiplications; transformed "
-       "weights take 1.8-4x the memory; results differ from direct convolution by rounding); "
-       "off: direct convolution only. No effect under cpu.max_capability=AVX2 (oneDNN 2.6 has "
-       "no AVX2 Winograd kernel)"},
+       TERN_ONEDNN_DOC(
+           "float32 3x3 stride-1 Conv (and fused convolutions) with constant weights, outputs of "
+           "12x12 or more and 16+ channels (or activations in 16-channel blocks) run oneDNN's "
+           "Winograd kernels on CPUs with AVX-512 (2.25-4x fewer multiplications; transformed "
+           "weights take 1.8-4x the memory; results differ from direct convolution by rounding); "
+           "off: direct convolution only. No effect under cpu.max_capability=AVX2 (oneDNN 2.6 has "
+           "no AVX2 Winograd kernel)")},
       {FlagId::kCpuFloat16InFloat32, "cpu.float16_in_float32", T::kBool, S::kSession, P::kNone,
        "cpu", 1, "TERN_CPU_FLOAT16_IN_FLOAT32",
        "a CPU-only session computes a float16 model in float32: float16 constants widened once "
