@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/opt/attention_fusion.h"
 #include "ops/common/op_utils.h"
 
 namespace tern {
@@ -14,8 +15,10 @@ namespace ops {
 
 namespace {
 
-HeadView view_of(bool three_d, int64_t heads, int64_t seq, int64_t dim) {
-  // 3-D: (B, S, heads*dim); 4-D: (B, heads, S, dim).
+HeadView view_of(bool three_d, bool seq_first, int64_t batch, int64_t heads, int64_t seq,
+                 int64_t dim) {
+  // 3-D: (B, S, heads*dim), or (S, B, heads*dim) sequence-first; 4-D: (B, heads, S, dim).
+  if (seq_first) return HeadView{heads * dim, dim, batch * heads * dim};
   return three_d ? HeadView{seq * heads * dim, dim, heads * dim}
                  : HeadView{heads * seq * dim, seq * dim, dim};
 }
@@ -63,8 +66,15 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
                             shape_str(q), ", ", shape_str(k), ", ", shape_str(v));
   }
   const bool three_d = q.size() == 3;
-  p.batch = q[0];
-  if (k[0] != p.batch || v[0] != p.batch) {
+  TERN_ASSIGN_OR_RETURN(int64_t seq_first, ctx.attrs().get_int(kAttentionSeqFirst, 0));
+  p.seq_first = seq_first != 0;
+  if (p.seq_first && (!three_d || ctx.num_inputs() > 4 || ctx.outputs.size() > 1)) {
+    return invalid_argument(ctx.where, ": ", kAttentionSeqFirst,
+                            " takes 3-D Q, K, V, an optional mask and one output");
+  }
+  const size_t bd = p.seq_first ? 1 : 0, sd = 1 - bd;  // the batch and sequence dims (3-D)
+  p.batch = q[bd];
+  if (k[bd] != p.batch || v[bd] != p.batch) {
     return invalid_argument(ctx.where, ": batch sizes differ: Q ", shape_str(q), ", K ",
                             shape_str(k), ", V ", shape_str(v));
   }
@@ -80,13 +90,13 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
       return invalid_argument(ctx.where, ": hidden sizes ", q[2], ", ", k[2], ", ", v[2],
                               " are not multiples of the head counts ", p.q_heads, "/", p.kv_heads);
     }
-    p.seq_q = q[1];
+    p.seq_q = q[sd];
     p.head_dim = q[2] / p.q_heads;
-    seq_new = k[1];
+    seq_new = k[sd];
     if (k[2] / p.kv_heads != p.head_dim) {
       return invalid_argument(ctx.where, ": Q and K head sizes differ");
     }
-    if (v[1] != seq_new) return invalid_argument(ctx.where, ": K and V sequence lengths differ");
+    if (v[sd] != seq_new) return invalid_argument(ctx.where, ": K and V sequence lengths differ");
     p.v_head_dim = v[2] / p.kv_heads;
   } else {
     p.q_heads = q[1];
@@ -107,10 +117,10 @@ Expected<AttentionParams> parse_attention(const OpContext& ctx) {
     return invalid_argument(ctx.where, ": q heads (", p.q_heads,
                             ") must be a multiple of kv heads (", p.kv_heads, ")");
   }
-  p.q = view_of(three_d, p.q_heads, p.seq_q, p.head_dim);
-  p.k = view_of(three_d, p.kv_heads, seq_new, p.head_dim);
-  p.v = view_of(three_d, p.kv_heads, seq_new, p.v_head_dim);
-  p.y = view_of(three_d, p.q_heads, p.seq_q, p.v_head_dim);
+  p.q = view_of(three_d, p.seq_first, p.batch, p.q_heads, p.seq_q, p.head_dim);
+  p.k = view_of(three_d, p.seq_first, p.batch, p.kv_heads, seq_new, p.head_dim);
+  p.v = view_of(three_d, p.seq_first, p.batch, p.kv_heads, seq_new, p.v_head_dim);
+  p.y = view_of(three_d, p.seq_first, p.batch, p.q_heads, p.seq_q, p.v_head_dim);
   p.has_past = ctx.has_input(4) || ctx.has_input(5);
   if (p.has_past) {
     if (!ctx.has_input(4) || !ctx.has_input(5)) {
@@ -222,8 +232,9 @@ Status infer_attention(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::AttentionParams p, ops::parse_attention(ctx));
   const bool three_d = ctx.inputs[0].shape.size() == 3;
   ctx.set_output(0, p.dtype,
-                 three_d ? Shape{p.batch, p.seq_q, p.q_heads * p.v_head_dim}
-                         : Shape{p.batch, p.q_heads, p.seq_q, p.v_head_dim});
+                 p.seq_first ? Shape{p.seq_q, p.batch, p.q_heads * p.v_head_dim}
+                 : three_d   ? Shape{p.batch, p.seq_q, p.q_heads * p.v_head_dim}
+                             : Shape{p.batch, p.q_heads, p.seq_q, p.v_head_dim});
   if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
     ctx.set_output(1, p.dtype, {p.batch, p.kv_heads, p.seq_kv, p.head_dim});
   }

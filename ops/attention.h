@@ -26,7 +26,8 @@ struct HeadView {
 struct AttentionParams {
   int64_t batch = 0, q_heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, past = 0;
   int64_t head_dim = 0, v_head_dim = 0;
-  HeadView q, k, v, y;  // k and v index the new keys/values only (positions past.. seq_kv)
+  bool seq_first = false;  // 3-D Q, K, V and output are (seq, batch, hidden): kAttentionSeqFirst
+  HeadView q, k, v, y;     // k and v index the new keys/values only (positions past.. seq_kv)
   DType dtype = DType::kFloat32;  // Q, K, V, past, a float mask, the outputs
   // softmax_precision when it asks for float16 or bfloat16: the scores are rounded to it before
   // the softmax and the probabilities after (kUndefined: float32 or wider, as kernels compute).

@@ -127,6 +127,12 @@ struct GraphMaker {
     g.values[static_cast<size_t>(id)].constant = t;
     return id;
   }
+  // A float32 graph input of `dims` (-1 for a dynamic dim).
+  int input(const std::string& name, std::vector<tern::Dim> dims) {
+    const int id = g.add_value(name, tern::ValueType{tern::DType::kFloat32, true, std::move(dims)});
+    g.inputs.push_back(id);
+    return id;
+  }
   int node(const std::string& op, std::vector<int> inputs, tern::Attributes attrs = {}) {
     int out = g.add_value(op + std::to_string(g.nodes.size()));
     g.nodes.push_back(tern::Node{

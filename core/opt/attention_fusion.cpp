@@ -57,12 +57,38 @@ bool single_output(const Node& n) {
   return n.outputs.size() == 1 && n.outputs[0] >= 0;
 }
 
-bool is_transpose_0213(const Node& n) {
+bool is_transpose(const Node& n, const std::vector<int64_t>& want) {
   if (n.op_type != "Transpose" || !n.domain.empty() || n.inputs.size() != 1 || !single_output(n)) {
     return false;
   }
   auto perm = n.attrs.get_ints("perm");
-  return perm && *perm == std::vector<int64_t>{0, 2, 1, 3};
+  return perm && *perm == want;
+}
+
+bool is_transpose_0213(const Node& n) {
+  return is_transpose(n, {0, 2, 1, 3});
+}
+
+// Value id as x scaled by a constant, Div(x, c), Mul(x, c) or Mul(c, x), with id read once:
+// returns x and fills the node, c's value id and whether it divides; -1 when id is not that.
+int scaled_value(const Graph& g, const Uses& u, const std::vector<bool>& constant, int id,
+                 int* node, int* value, bool* divides) {
+  for (const char* op : {"Div", "Mul"}) {
+    int idx = -1;
+    const Node* sc = producer(g, u, id, op, &idx);
+    if (!sc || !private_value(u, id) || sc->inputs.size() != 2) continue;
+    int scalar_side = -1;
+    for (int s = 0; s < 2; ++s) {
+      int c = sc->inputs[static_cast<size_t>(s)];
+      if (c >= 0 && constant[static_cast<size_t>(c)]) scalar_side = s;
+    }
+    if (scalar_side < 0 || (op[0] == 'D' && scalar_side != 1)) continue;
+    *node = idx;
+    *value = sc->inputs[static_cast<size_t>(scalar_side)];
+    *divides = op[0] == 'D';
+    return sc->inputs[static_cast<size_t>(1 - scalar_side)];
+  }
+  return -1;
 }
 
 // Value id as the split of a projection into heads, Transpose(Reshape(x3), [0, 2, 1, 3]), with
@@ -112,6 +138,30 @@ void find_three_d(const Graph& g, const Uses& u, AttentionMatch* m) {
   *m = std::move(t);
 }
 
+// The sequence-first form of match m (AttentionMatch::qs ...), when the graph has it.
+void find_seq_first(const Graph& g, const Uses& u, AttentionMatch* m) {
+  if (m->keep_transpose || m->y3 >= 0) return;
+  const std::vector<int64_t> swap = {1, 0, 2};
+  AttentionMatch t = *m;
+  // id as Transpose [1, 0, 2](*s), read once.
+  auto heads = [&](int id, int* s) {
+    int tn = -1;
+    const Node* tr = producer(g, u, id, "Transpose", &tn);
+    if (!tr || !private_value(u, id) || !is_transpose(*tr, swap)) return false;
+    *s = tr->inputs[0];
+    t.removed3.push_back(static_cast<size_t>(tn));
+    return true;
+  };
+  if (!heads(m->q, &t.qs) || !heads(m->k, &t.ks) || !heads(m->v, &t.vs)) return;
+  const int y = g.nodes[m->matmul_v].outputs[0];
+  if (!private_value(u, y)) return;
+  const int tn = u.reader[static_cast<size_t>(y)];
+  if (tn < 0 || !is_transpose(g.nodes[static_cast<size_t>(tn)], swap)) return;
+  t.ys = g.nodes[static_cast<size_t>(tn)].outputs[0];
+  t.removed3.push_back(static_cast<size_t>(tn));
+  *m = std::move(t);
+}
+
 }  // namespace
 
 std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
@@ -146,25 +196,19 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
       m.mask = add->inputs[static_cast<size_t>(1 - side)];
       cur = add->inputs[static_cast<size_t>(side)];
     }
-    for (const char* op : {"Div", "Mul"}) {
-      const Node* sc = producer(g, u, cur, op, &idx);
-      if (!sc || !private_value(u, cur) || sc->inputs.size() != 2) continue;
-      int scalar_side = -1;
-      for (int s = 0; s < 2; ++s) {
-        int id = sc->inputs[static_cast<size_t>(s)];
-        if (id >= 0 && constant[static_cast<size_t>(id)]) scalar_side = s;
-      }
-      if (scalar_side < 0 || (op[0] == 'D' && scalar_side != 1)) continue;
-      m.scale_node = idx;
-      m.scale_value = sc->inputs[static_cast<size_t>(scalar_side)];
-      m.scale_divides = op[0] == 'D';
-      cur = sc->inputs[static_cast<size_t>(1 - scalar_side)];
-      break;
+    if (int x = scaled_value(g, u, constant, cur, &m.scale_node, &m.scale_value, &m.scale_divides);
+        x >= 0) {
+      cur = x;
     }
     const Node* mm1 = producer(g, u, cur, "MatMul", &idx);
     if (!mm1 || !private_value(u, cur)) continue;
     m.matmul_qk = static_cast<size_t>(idx);
     m.q = mm1->inputs[0];
+    if (int x = scaled_value(g, u, constant, m.q, &m.q_scale_node, &m.q_scale_value,
+                             &m.q_scale_divides);
+        x >= 0) {
+      m.q = x;
+    }
     const Node* tr = producer(g, u, mm1->inputs[1], "Transpose", &idx);
     if (!tr) continue;
     m.transpose = static_cast<size_t>(idx);
@@ -178,7 +222,11 @@ std::vector<AttentionMatch> find_attention_patterns(const Graph& g,
     if (!m.keep_transpose) m.removed.push_back(m.transpose);
     if (m.scale_node >= 0) m.removed.push_back(static_cast<size_t>(m.scale_node));
     if (m.add_node >= 0) m.removed.push_back(static_cast<size_t>(m.add_node));
-    if (mm2.outputs.size() == 1 && mm2.outputs[0] >= 0) find_three_d(g, u, &m);
+    if (m.q_scale_node >= 0) m.removed.push_back(static_cast<size_t>(m.q_scale_node));
+    if (mm2.outputs.size() == 1 && mm2.outputs[0] >= 0) {
+      find_three_d(g, u, &m);
+      find_seq_first(g, u, &m);
+    }
     out.push_back(std::move(m));
   }
   return out;
@@ -214,16 +262,24 @@ std::optional<float> attention_scale(const PlanGraph& pg, const AttentionMatch& 
   for (size_t d = 0; d + 2 < r; ++d) {
     if (q.shape[d] != k.shape[d] || q.shape[d] != v.shape[d]) return std::nullopt;
   }
-  float scale = 1.0f;
-  if (m.scale_value >= 0) {
-    const PlannedValue& sv = pg.value(m.scale_value);
+  // A scalar constant's factor (its inverse where it divides).
+  auto factor = [&](int value, bool divides) -> std::optional<float> {
+    const PlannedValue& sv = pg.value(value);
     if (sv.where != PlannedValue::Where::kConstant || sv.dtype != DType::kFloat32 ||
         sv.constant->numel() != 1) {
       return std::nullopt;
     }
     const float c = sv.constant->data<float>()[0];
-    if (m.scale_divides && c == 0.0f) return std::nullopt;
-    scale = m.scale_divides ? 1.0f / c : c;
+    if (divides && c == 0.0f) return std::nullopt;
+    return divides ? 1.0f / c : c;
+  };
+  float scale = 1.0f;
+  for (const auto& [value, divides] :
+       {std::pair{m.scale_value, m.scale_divides}, std::pair{m.q_scale_value, m.q_scale_divides}}) {
+    if (value < 0) continue;
+    const std::optional<float> f = factor(value, divides);
+    if (!f) return std::nullopt;
+    scale *= *f;
   }
   const Shape& scores = pg.value(g.nodes[m.matmul_qk].outputs[0]).shape;
   if (m.add_node >= 0) {
@@ -262,18 +318,33 @@ int64_t three_d_heads(const PlanGraph& pg, const AttentionMatch& m) {
   return h;
 }
 
+// Whether match m's sequence-first form fits this plan: 3-D heads whose transposes each run.
+bool seq_first_fits(const PlanGraph& pg, const AttentionMatch& m) {
+  return m.ys >= 0 && pg.value(m.q).shape.size() == 3 && run_time_steps(pg, m.removed3);
+}
+
+// The forms a fused node takes: the plain one reads q, k and v as the MatMuls did.
+enum class Form { kPlain, kThreeD, kSeqFirst };
+
 std::unique_ptr<Node> attention_node(const Graph& g, const AttentionMatch& m, float scale,
-                                     size_t rank, int64_t three_d_heads) {
+                                     size_t rank, Form form, int64_t three_d_heads) {
   auto node = std::make_unique<Node>();
   node->name = g.nodes[m.matmul_v].name;
   node->op_type = "Attention";
   node->inputs = {m.q, m.k, m.v};
   node->outputs = g.nodes[m.matmul_v].outputs;
   int64_t heads = rank == 3 ? 1 : 0;  // [N, S, D] reads as one head per batch entry
-  if (three_d_heads > 0) {
+  if (form == Form::kThreeD) {
     node->inputs = {m.q3, m.k3, m.v3};
     node->outputs = {m.y3};
     heads = three_d_heads;
+  } else if (form == Form::kSeqFirst) {  // [S, N, D]: one head per entry of N too
+    node->inputs = {m.qs, m.ks, m.vs};
+    node->outputs = {m.ys};
+    Attribute a;
+    a.kind = Attribute::Kind::kInt;
+    a.i = 1;
+    node->attrs.set(kAttentionSeqFirst, a);
   }
   if (m.mask >= 0) node->inputs.push_back(m.mask);
   Attribute a;
@@ -305,11 +376,12 @@ bool attention_context(const PlanGraph& pg, const AttentionMatch& m, const Node&
   return ctx->outputs[0].shape == pg.value(node.outputs[0]).shape;
 }
 
-void mark_removed(PlanGraph& pg, const AttentionMatch& m, bool three_d) {
+// in_form: the fused node has the 3-D or the sequence-first form.
+void mark_removed(PlanGraph& pg, const AttentionMatch& m, bool in_form) {
   for (size_t n : m.removed) {
     if (n != m.matmul_v) pg.removed[n] = true;
   }
-  if (three_d) {
+  if (in_form) {
     for (size_t n : m.removed3) pg.removed[n] = true;
   }
 }
@@ -329,24 +401,27 @@ size_t fuse_attention(PlanGraph& pg, const std::vector<AttentionMatch>& matches,
     if (!free_nodes(m.removed)) continue;
     const std::optional<float> scale = attention_scale(pg, m);
     if (!scale) continue;
-    // The 3-D form where it fits (no copies into and out of heads), else the 4-D one.
+    // The 3-D or sequence-first form where it fits (no copies into and out of heads), else the
+    // plain one.
+    const bool free3 = free_nodes(m.removed3);
+    const int64_t heads = free3 ? three_d_heads(pg, m) : 0;
+    const bool seq_first = free3 && seq_first_fits(pg, m);
     std::unique_ptr<Node> node;
-    auto ctx = std::make_unique<OpContext>();
-    const int64_t heads = free_nodes(m.removed3) ? three_d_heads(pg, m) : 0;
-    for (int64_t h : {heads, int64_t{0}}) {
-      node = attention_node(g, m, *scale, pg.value(m.q).shape.size(), h);
+    std::unique_ptr<OpContext> ctx;
+    for (Form f : {Form::kThreeD, Form::kSeqFirst, Form::kPlain}) {
+      if ((f == Form::kThreeD && heads == 0) || (f == Form::kSeqFirst && !seq_first)) continue;
+      node = attention_node(g, m, *scale, pg.value(m.q).shape.size(), f, heads);
       ctx = std::make_unique<OpContext>();
       if (attention_context(pg, m, *node, ctx.get()) && runnable(*ctx)) break;
       node.reset();
-      if (h == 0) break;
     }
     if (!node) continue;
-    const bool three_d = node->outputs[0] != g.nodes[m.matmul_v].outputs[0];
+    const bool in_form = node->outputs[0] != g.nodes[m.matmul_v].outputs[0];
     for (size_t n : m.removed) taken[n] = true;
-    if (three_d) {
+    if (in_form) {
       for (size_t n : m.removed3) taken[n] = true;
     }
-    mark_removed(pg, m, three_d);
+    mark_removed(pg, m, in_form);
     FusionRecord rec;
     rec.kind = FusionRecord::Kind::kAttention;
     rec.anchor = m.matmul_v;
@@ -387,12 +462,14 @@ bool refit_attention(PlanGraph& pg, const AttentionMatch& m, const Node& fused, 
   const Attribute* a = fused.attrs.find("scale");
   if (!scale || !a || a->f != *scale) return false;
   const bool three_d = m.y3 >= 0 && fused.outputs[0] == m.y3;
+  const bool seq_first = m.ys >= 0 && fused.outputs[0] == m.ys;
   if (three_d) {
     const Attribute* h = fused.attrs.find("q_num_heads");
     if (!h || h->i != three_d_heads(pg, m)) return false;
   }
+  if (seq_first && !seq_first_fits(pg, m)) return false;
   if (!attention_context(pg, m, fused, ctx)) return false;
-  mark_removed(pg, m, three_d);
+  mark_removed(pg, m, three_d || seq_first);
   return true;
 }
 

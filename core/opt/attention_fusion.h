@@ -14,14 +14,23 @@
 
 namespace tern {
 
+// Not an ONNX attribute: set only by this pass on the Attention node it makes of a sequence-first
+// export (AttentionMatch::qs), whose 3-D Q, K, V and output are (seq, batch, hidden) instead of
+// (batch, seq, hidden). A model's node with it is refused on import (check_attributes).
+inline constexpr const char* kAttentionSeqFirst = "tern_seq_first";
+
 struct AttentionMatch {
   size_t transpose = 0, matmul_qk = 0, softmax = 0, matmul_v = 0;
-  int scale_node = -1;          // Div or Mul node, -1 when absent
-  int scale_value = -1;         // the scalar operand's value id
-  bool scale_divides = false;   // Div: scores / s
-  int add_node = -1;            // -1 when there is no mask
-  int mask = -1;                // value id of the additive mask
-  int q = -1, k = -1, v = -1;   // value ids; k is Transpose's input
+  int scale_node = -1;         // Div or Mul node, -1 when absent
+  int scale_value = -1;        // the scalar operand's value id
+  bool scale_divides = false;  // Div: scores / s
+  int add_node = -1;           // -1 when there is no mask
+  int mask = -1;               // value id of the additive mask
+  int q = -1, k = -1, v = -1;  // value ids; k is Transpose's input
+  // Q scaled by a scalar before MatMul(Q, K^T) (torch's export divides Q by sqrt(dim)): the
+  // same as scaling the scores. -1 when absent.
+  int q_scale_node = -1, q_scale_value = -1;
+  bool q_scale_divides = false;
   bool keep_transpose = false;  // its output has other readers
   std::vector<size_t> removed;  // nodes the fused step replaces
   // The (batch, seq, heads * dim) form, when q, k and v are each a projection x3 split into heads
@@ -31,7 +40,14 @@ struct AttentionMatch {
   // in between. -1 when the match has no such form; each plan checks the shapes.
   int q3 = -1, k3 = -1, v3 = -1, y3 = -1;
   int q_heads = -1, k_heads = -1, v_heads = -1, y_heads = -1;  // the [b, s, h, d] values
-  std::vector<size_t> removed3;  // the splits and the merge, replaced too in that form
+  // The sequence-first form (torch's nn.MultiheadAttention export, 3-D): q, k and v are each a
+  // Transpose [1, 0, 2] of a (seq, batch * heads, dim) value, and the result is transposed back
+  // the same way; the Attention node (kAttentionSeqFirst, one head per batch * heads entry) reads
+  // those values and writes the transposed-back one. -1 when the match has no such form.
+  int qs = -1, ks = -1, vs = -1, ys = -1;
+  // The nodes the match's 3-D form (the splits and the merge) or its sequence-first form (the
+  // four Transposes) replaces too; a match has at most one of the two.
+  std::vector<size_t> removed3;
 };
 
 // `constant[v]` tells whether value v is known before any run (an initializer or folded).

@@ -54,6 +54,42 @@ std::unique_ptr<Session> cpu_session(std::shared_ptr<const Model> model,
   return Session::create(std::move(model), cfg).value();
 }
 
+// A CPU session with the mha fastpath off.
+std::unique_ptr<Session> unfused_session(std::shared_ptr<const Model> model) {
+  SessionConfig cfg;
+  cfg.backends = {backends::get("cpu").value()};
+  cfg.overrides.set(FlagId::kMhaFastpath, 0);
+  return Session::create(std::move(model), cfg).value();
+}
+
+// Runs `fused` (the mha fastpath on) and `plain` (off) on the same inputs and checks that they
+// agree and that `fused` ran one Attention step where no Transpose or Div is left and `reshapes`
+// Reshapes; returns how many Transposes `plain` ran.
+size_t check_fused_attention(Session& fused, Session& plain, const std::vector<std::string>& names,
+                             const std::vector<const Tensor*>& inputs, const std::string& yn,
+                             size_t reshapes) {
+  std::vector<Tensor> got, want;
+  REQUIRE(fused.run(names, inputs, {yn}, &got).is_ok());
+  REQUIRE(plain.run(names, inputs, {yn}, &want).is_ok());
+  REQUIRE(got[0].shape() == want[0].shape());
+  const Comparison c = compare(got[0].data<float>(), want[0].data<float>(),
+                               static_cast<size_t>(want[0].numel()), 1e-5, 1e-5);
+  CHECK(c.mismatches == 0);
+  const auto plan = fused.last_plan();
+  CHECK(plan->fused_attention == 1);
+  std::map<std::string, size_t> ops;
+  for (const PlanStep& st : plan->steps) ++ops[st.op_node->op_type];
+  CHECK(ops["Transpose"] == 0);
+  CHECK(ops["Reshape"] == reshapes);
+  CHECK(ops["Div"] == 0);
+  CHECK(ops["Attention"] == 1);
+  size_t plain_transposes = 0;
+  for (const PlanStep& st : plain.last_plan()->steps) {
+    plain_transposes += st.op_node->op_type == "Transpose";
+  }
+  return plain_transposes;
+}
+
 std::vector<float> run_one(Session& s, const std::string& in, const Tensor& x,
                            const std::string& out) {
   std::vector<Tensor> outs;
@@ -119,15 +155,10 @@ TEST_SUITE("core") {
     // seq_kv].
     GraphMaker m;
     m.g.opset = 13;
-    auto input = [&](const char* name, std::vector<Dim> dims) {
-      const int id = m.g.add_value(name, ValueType{DType::kFloat32, true, std::move(dims)});
-      m.g.inputs.push_back(id);
-      return id;
-    };
-    const int q = input("q", {Dim{1, ""}, Dim{2, ""}, Dim{-1, "sq"}, Dim{8, ""}});
-    const int k = input("k", {Dim{-1, "b"}, Dim{2, ""}, Dim{-1, "skv"}, Dim{8, ""}});
-    const int v = input("v", {Dim{1, ""}, Dim{2, ""}, Dim{-1, "skv"}, Dim{8, ""}});
-    const int mask = input("mask", {Dim{1, ""}, Dim{1, ""}, Dim{1, ""}, Dim{-1, "skv"}});
+    const int q = m.input("q", {Dim{1, ""}, Dim{2, ""}, Dim{-1, "sq"}, Dim{8, ""}});
+    const int k = m.input("k", {Dim{-1, "b"}, Dim{2, ""}, Dim{-1, "skv"}, Dim{8, ""}});
+    const int v = m.input("v", {Dim{1, ""}, Dim{2, ""}, Dim{-1, "skv"}, Dim{8, ""}});
+    const int mask = m.input("mask", {Dim{1, ""}, Dim{1, ""}, Dim{1, ""}, Dim{-1, "skv"}});
     Attributes perm;
     perm.set("perm", attr_ints({0, 1, 3, 2}));
     const int kt = m.node("Transpose", {k}, perm);
@@ -175,13 +206,8 @@ TEST_SUITE("core") {
     std::mt19937 rng(9);
     GraphMaker m;
     m.g.opset = 13;
-    auto input = [&](const char* name, std::vector<Dim> dims) {
-      const int id = m.g.add_value(name, ValueType{DType::kFloat32, true, std::move(dims)});
-      m.g.inputs.push_back(id);
-      return id;
-    };
-    const int x = input("x", {Dim{1, ""}, Dim{-1, "seq"}, Dim{16, ""}});
-    const int mask = input("mask", {Dim{1, ""}, Dim{1, ""}, Dim{1, ""}, Dim{-1, "seq"}});
+    const int x = m.input("x", {Dim{1, ""}, Dim{-1, "seq"}, Dim{16, ""}});
+    const int mask = m.input("mask", {Dim{1, ""}, Dim{1, ""}, Dim{1, ""}, Dim{-1, "seq"}});
     const int split = m.constant("split", make_i64({4}, {1, -1, 2, 8}));
     const int merge = m.constant("merge", make_i64({3}, {1, -1, 16}));
     Attributes p0213, p0132, axis;
@@ -203,42 +229,61 @@ TEST_SUITE("core") {
     auto model = Model::create(std::move(m.g), nullptr, "attn3d").value();
     const std::string yn = model->graph().value_name(y);
     auto session = cpu_session(model);
-    SessionConfig plain_cfg;
-    plain_cfg.backends = {backends::get("cpu").value()};
-    plain_cfg.overrides.set(FlagId::kMhaFastpath, 0);
-    auto plain = Session::create(model, plain_cfg).value();
+    auto plain = unfused_session(model);
     int64_t n = 0;
     for (int64_t seq : {5, 9, 1, 33}) {
       CAPTURE(seq);
       const Tensor tx = random_f32({1, seq, 16}, rng), tm = random_f32({1, 1, 1, seq}, rng);
-      std::vector<Tensor> got, want;
-      REQUIRE(session->run({"x", "mask"}, {&tx, &tm}, {yn}, &got).is_ok());
-      REQUIRE(plain->run({"x", "mask"}, {&tx, &tm}, {yn}, &want).is_ok());
-      const Comparison c = compare(got[0].data<float>(), want[0].data<float>(),
-                                   static_cast<size_t>(want[0].numel()), 1e-5, 1e-5);
-      CHECK(c.mismatches == 0);
-      const auto plan = session->last_plan();
-      CHECK(plan->fused_attention == 1);
       // The Attention step reads the projections and writes the merged value: no Transpose or
       // Reshape runs, and the unfused session has all five Transposes.
-      size_t transposes = 0, reshapes = 0, attention = 0;
-      for (const PlanStep& st : plan->steps) {
-        transposes += st.op_node->op_type == "Transpose";
-        reshapes += st.op_node->op_type == "Reshape";
-        attention += st.op_node->op_type == "Attention";
-      }
-      CHECK(transposes == 0);
-      CHECK(reshapes == 0);
-      CHECK(attention == 1);
-      size_t plain_transposes = 0;
-      for (const PlanStep& st : plain->last_plan()->steps) {
-        plain_transposes += st.op_node->op_type == "Transpose";
-      }
-      CHECK(plain_transposes == 5);
+      CHECK(check_fused_attention(*session, *plain, {"x", "mask"}, {&tx, &tm}, yn, 0) == 5);
       ++n;
     }
     CHECK(n == 4);
     CHECK(session->memory().full_plans == 1);  // the other lengths refit the 3-D form
+  }
+
+  TEST_CASE("planner: sequence-first attention (torch's MultiheadAttention) fuses, Q's scale too") {
+    // torch's export of nn.MultiheadAttention: x [seq, batch, 16] projected, each projection
+    // reshaped to [seq, batch * 2 heads, 8] and transposed [1, 0, 2] (K [1, 2, 0]), Q divided by
+    // sqrt 8, softmax(q kᵀ + mask) v, transposed back [1, 0, 2], reshaped to [seq * batch, 16]
+    // and projected.
+    std::mt19937 rng(13);
+    GraphMaker m;
+    m.g.opset = 13;
+    const int x = m.input("x", {Dim{-1, "seq"}, Dim{-1, "batch"}, Dim{16, ""}});
+    const int mask = m.input("mask", {Dim{-1, "seq"}, Dim{-1, "seq"}});
+    const int split = m.constant("split", make_i64({3}, {0, -1, 8}));
+    const int merge = m.constant("merge", make_i64({2}, {-1, 16}));
+    Attributes p102, p120, axis;
+    p102.set("perm", attr_ints({1, 0, 2}));
+    p120.set("perm", attr_ints({1, 2, 0}));
+    axis.set("axis", attr_int(-1));
+    auto heads = [&](const char* w, const Attributes& perm) {
+      const int proj = m.node("MatMul", {x, m.constant(w, random_f32({16, 16}, rng))});
+      return m.node("Transpose", {m.node("Reshape", {proj, split})}, perm);
+    };
+    const int scale = m.constant("scale", make_f32({}, {std::sqrt(8.0f)}));
+    const int q = m.node("Div", {heads("wq", p102), scale});
+    const int kt = heads("wk", p120), v = heads("wv", p102);
+    const int p = m.node("Softmax", {m.node("Add", {m.node("MatMul", {q, kt}), mask})}, axis);
+    const int y3 = m.node("Transpose", {m.node("MatMul", {p, v})}, p102);
+    const int y = m.node(
+        "MatMul", {m.node("Reshape", {y3, merge}), m.constant("wo", random_f32({16, 16}, rng))});
+    m.g.outputs = {y};
+    auto model = Model::create(std::move(m.g), nullptr, "attn_seq_first").value();
+    const std::string yn = model->graph().value_name(y);
+    auto session = cpu_session(model);
+    auto plain = unfused_session(model);
+    for (auto [seq, batch] : {std::pair<int64_t, int64_t>{5, 1}, {9, 2}, {1, 3}, {33, 1}}) {
+      CAPTURE(seq);
+      CAPTURE(batch);
+      const Tensor tx = random_f32({seq, batch, 16}, rng), tm = random_f32({seq, seq}, rng);
+      // The Attention step reads the [seq, batch * heads, 8] values and writes the transposed-back
+      // one: no Transpose or Div runs (the unfused session has five Transposes, K's split in two;
+      // the four Reshapes to and from heads stay, copies of nothing).
+      CHECK(check_fused_attention(*session, *plain, {"x", "mask"}, {&tx, &tm}, yn, 4) == 5);
+    }
   }
 
   // Positional embeddings: Gather(table [128, 256], Range(0, seq)) has only known inputs, but its
