@@ -20,15 +20,10 @@ using namespace tern_test::cpu_kernels;
 TEST_SUITE("cpu_kernels") {
   TEST_CASE(
       "conv1x1_nhwc: pointwise FusedConv on channels-last activations matches the reference") {
-    const std::string cap = tern_cpu_get_capability();
-    if (cap != "AVX512" && cap != "AVX2") {
-      MESSAGE("skipped: the CPU lacks AVX2");
-      return;
-    }
-    const unsigned seed = std::random_device{}();
-    INFO("seed ", seed);
-    std::mt19937 rng(seed);
-    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    PanelTrials trials;
+    if (trials.cap.empty()) return;
+    INFO("seed ", trials.seed);
+    auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
     const std::vector<std::pair<std::vector<std::string>, std::vector<float>>> epilogues = {
         {{}, {}},
         {{"Relu"}, {}},
@@ -37,7 +32,7 @@ TEST_SUITE("cpu_kernels") {
         {{"Sigmoid"}, {}},
         {{"Relu", "Affine"}, {2.0f, 0.5f}}};
     for (const char* isa : {"AVX512", "AVX2"}) {
-      if (cap == "AVX2" && std::string(isa) == "AVX512") continue;
+      if (trials.cap == "AVX2" && std::string(isa) == "AVX512") continue;
       FlagRestore restore;
       REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
       for (int trial = 0; trial < 30; ++trial) {
@@ -47,8 +42,9 @@ TEST_SUITE("cpu_kernels") {
         const auto& ep = epilogues[static_cast<size_t>(pick(0, 5))];
         CAPTURE(isa);
         CAPTURE(trial);
-        Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
-        Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, h, w}, rng);
+        Tensor x = random_f32({n, ic, h, w}, trials.rng),
+               wt = random_f32({oc, ic, 1, 1}, trials.rng);
+        Tensor b = random_f32({oc}, trials.rng), z = random_f32({n, oc, h, w}, trials.rng);
         Attributes a;
         a.set("activations", attr_strings(ep.first));
         a.set("activation_params", attr_floats(ep.second));

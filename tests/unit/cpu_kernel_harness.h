@@ -7,11 +7,13 @@
 
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "backends/registry.h"
 #include "backends_util.h"
+#include "c_api.h"
 #include "core/kernel_registry.h"
 #include "core/op_registry.h"
 #include "ops/conv.h"
@@ -153,6 +155,23 @@ inline Tensor run_reference(const std::string& op, const Attributes& attrs,
   REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
   return run_kernel(**kernel, k->ctx, ins, 1);
 }
+
+// Randomised trials of the panel-GEMM kernels (AVX2 or AVX-512): `cap` the CPU's capability, or
+// "" on a CPU without AVX2 (the test skips, saying so); `pick` draws from a generator whose seed
+// the test logs.
+struct PanelTrials {
+  std::string cap;
+  unsigned seed = std::random_device{}();
+  std::mt19937 rng{seed};
+  PanelTrials() {
+    cap = tern_cpu_get_capability();
+    if (cap != "AVX512" && cap != "AVX2") {
+      MESSAGE("skipped: the CPU lacks AVX2");
+      cap.clear();
+    }
+  }
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+};
 
 // A FusedConv over `ins` = x, w, b[, z] (w and b constant) with x in layout `x_block` and the
 // output and z in `out_block`, shape-inferred; `flags` null: the global values.

@@ -1,0 +1,164 @@
+// 1-D convolution (Conv and FusedConv over plain [N, C, W], one group, constant weights) as one
+// matrix product per image on Tern's panel GEMM (panel_gemm.h): Y (M x OW) = W (M x C*K) cols,
+// where W is the weights as the model stores them ([M][C][K], read in place) and cols (C*K x OW)
+// the image's im2col, packed each run straight into the panel layout (a row per input channel and
+// tap: the channel's row at the tap's offset, zero where it reads padding; OW in panels of 16).
+//
+// It runs the dilated ones: past a few taps (a WaveNet / TCN stack's 8 ... 64) oneDNN's direct
+// kernel declines them and its brgemm kernel generates its code per shape when the session is
+// created, 2-3.5 ms for each of TCN's 64 -> 128 convolutions (16 of its 17 ms session, against
+// 23 ms for ONNX Runtime's whole load); this kernel generates nothing and runs them as fast (91
+// against 90-95 us at one thread; at dilations 2 and 4, where the direct kernel takes them, 91
+// against 82-84). Undilated ones stay with oneDNN's direct kernel, ~10% faster.
+// Bias and FusedConv's epilogue are applied to each tile's rows right after it, a residual and
+// Relu (without bias) in the tile's registers. Each output element is summed by one thread in one
+// order: results do not depend on the thread count.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_libraries.h"
+#include "backends/cpu/panel_gemm.h"
+#include "core/kernel_registry.h"
+#include "core/parallel.h"
+#include "ops/fused_conv.h"
+
+#if defined(__x86_64__)
+
+namespace tern {
+namespace {
+
+class PanelConv1d final : public Kernel {
+ public:
+  const char* name() const override { return name_; }
+  size_t workspace_bytes() const override {
+    return static_cast<size_t>(panel::packed_floats(ck_, ow_)) * sizeof(float);
+  }
+
+  static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
+    const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
+    if (isa != CpuIsa::kAvx512 && isa != CpuIsa::kAvx2) {
+      return unsupported("conv1d_panel: the CPU (or cpu.max_capability) lacks AVX2");
+    }
+    if (ctx.flag(FlagId::kCpuConvAllowBf16) && onednn_native_bf16()) {
+      return unsupported("conv1d_panel: cpu.conv.allow_bf16 is on, oneDNN's bf16 kernel runs it");
+    }
+    TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx));
+    const ops::ConvParams& p = fp.conv;
+    if (p.x.size() != 3 || p.group != 1 || p.win.dilations[0] < 2) {
+      return unsupported("conv1d_panel: not a dilated 1-D convolution of one group");
+    }
+    const auto plain = [](const TensorInfo& t) { return t.block == 0; };
+    if (!plain(ctx.inputs[0]) || !plain(ctx.outputs[0]) || (fp.has_sum && !plain(ctx.inputs[3]))) {
+      return unsupported("conv1d_panel: activations not plain");
+    }
+    const Tensor* w = ctx.inputs[1].value;
+    const Tensor* b = p.has_bias ? ctx.inputs[2].value : nullptr;
+    if (!w || (p.has_bias && !b)) return unsupported("conv1d_panel: weights or bias not constant");
+    auto k = std::make_unique<PanelConv1d>();
+    k->isa_ = isa;
+    k->name_ = isa == CpuIsa::kAvx512 ? "conv1d_panel.avx512" : "conv1d_panel.avx2";
+    k->p_ = p;
+    k->w_ = *w;
+    if (b) k->b_ = *b;
+    k->ck_ = p.w[1] * p.w[2];
+    k->ow_ = p.y[2];
+    k->has_sum_ = fp.has_sum;
+    // Relu goes into the tile where nothing comes between it and the product.
+    k->relu_in_tile_ =
+        !p.has_bias && fp.epilogue.size() == 1 && fp.epilogue[0].act == ops::FusedAct::kRelu;
+    if (!k->relu_in_tile_) k->steps_ = fp.epilogue;
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(const KernelArgs& a, const ExecContext& exec) const override {
+    const int64_t n = p_.x[0], c = p_.x[1], iw = p_.x[2], m = p_.y[1];
+    if (n == 0 || m == 0 || ow_ == 0) return Status::ok();
+    float* cols = static_cast<float*>(a.workspace);
+    const float* w = w_.data<float>();
+    const float* bias = p_.has_bias ? b_.data<float>() : nullptr;
+    const int64_t panels = (ow_ + panel::kPanel - 1) / panel::kPanel;
+    const int64_t group = panel::panels_per_tile(isa_);
+    const int64_t groups = (panels + group - 1) / group;
+    for (int64_t img = 0; img < n; ++img) {
+      const float* x = a.inputs[0]->data<float>() + img * c * iw;
+      float* y = a.outputs[0]->data<float>() + img * m * ow_;
+      const float* z = has_sum_ ? a.inputs[3]->data<float>() + img * m * ow_ : nullptr;
+      const panel::Epilogue e{nullptr, 1.0f, relu_in_tile_, z, ow_};
+      // A task packs one tile's panels (a region of cols of its own) and multiplies every row
+      // by them: one parallel region per image.
+      parallel_for(groups, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
+        for (int64_t g = begin; g < end; ++g) {
+          const int64_t q0 = g * group, q1 = std::min(panels, q0 + group);
+          pack_cols(x, cols, q0, q1);
+          panel::multiply(isa_, w, ck_, cols, ck_, ow_, y, ow_, e, 0, m, q0, q1);
+          if (!bias && steps_.empty()) continue;
+          const int64_t c0 = q0 * panel::kPanel, c1 = std::min(ow_, q1 * panel::kPanel);
+          for (int64_t r = 0; r < m; ++r) {
+            float* row = y + r * ow_ + c0;
+            if (bias) {
+              for (int64_t i = 0; i < c1 - c0; ++i) row[i] += bias[r];
+            }
+            if (!steps_.empty()) ops::apply_epilogue(steps_, row, c1 - c0);
+          }
+        }
+      });
+    }
+    return Status::ok();
+  }
+
+ private:
+  // Panels [p0, p1) of the image's im2col: row (ci, tap) of panel q holds the input at
+  // (16 q + j) * stride - pad + tap * dilation for j < 16, zero outside the row (and past OW).
+  void pack_cols(const float* x, float* cols, int64_t p0, int64_t p1) const {
+    const int64_t iw = p_.x[2], taps = p_.w[2];
+    const int64_t stride = p_.win.strides[0], dil = p_.win.dilations[0];
+    const int64_t pad = p_.win.pads_begin[0];
+    for (int64_t q = p0; q < p1; ++q) {
+      float* out = cols + q * ck_ * panel::kPanel;
+      const int64_t o0 = q * panel::kPanel;
+      const int64_t cnt = std::min(panel::kPanel, ow_ - o0);
+      for (int64_t r = 0; r < ck_; ++r) {
+        const float* row = x + (r / taps) * iw;
+        const int64_t first = o0 * stride - pad + (r % taps) * dil;  // input index of column 0
+        float* dst = out + r * panel::kPanel;
+        if (stride == 1 && first >= 0 && first + cnt <= iw) {
+          std::memcpy(dst, row + first, static_cast<size_t>(cnt) * sizeof(float));
+        } else {
+          for (int64_t j = 0; j < cnt; ++j) {
+            const int64_t i = first + j * stride;
+            dst[j] = i >= 0 && i < iw ? row[i] : 0.0f;
+          }
+        }
+        for (int64_t j = cnt; j < panel::kPanel; ++j) dst[j] = 0.0f;
+      }
+    }
+  }
+
+  ops::ConvParams p_;
+  Tensor w_, b_;  // the model's weights and bias, shared, read in place
+  int64_t ck_ = 0, ow_ = 0;
+  bool has_sum_ = false, relu_in_tile_ = false;
+  std::vector<ops::FusedStep> steps_;  // applied to each tile's rows after it
+  CpuIsa isa_ = CpuIsa::kAvx512;
+  const char* name_ = "conv1d_panel";
+};
+
+}  // namespace
+
+void register_cpu_conv1d_panel(KernelRegistry& r) {
+  // Ahead of oneDNN (priority 0), which takes whatever this declines.
+  r.add("Conv", "cpu", DType::kFloat32, PanelConv1d::create, 10);
+  r.add("FusedConv", "cpu", DType::kFloat32, PanelConv1d::create, 10);
+}
+
+}  // namespace tern
+
+#else  // not x86-64: nothing to register
+
+namespace tern {
+void register_cpu_conv1d_panel(KernelRegistry&) {}
+}  // namespace tern
+
+#endif

@@ -1,0 +1,96 @@
+// conv1d_panel: dilated 1-D Conv/FusedConv on plain activations as one panel GEMM per image
+// (backends/cpu/kernels/conv1d_panel.cpp), against the reference convolution.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "c_api.h"
+#include "ops/conv.h"
+#include "ops/fused_conv.h"
+#include "unit/cpu_kernel_harness.h"
+
+using namespace tern;
+using namespace tern_test;
+using namespace tern_test::cpu_kernels;
+
+TEST_SUITE("cpu_kernels") {
+  TEST_CASE("conv1d_panel: dilated 1-D FusedConv on plain activations matches the reference") {
+    PanelTrials trials;
+    if (trials.cap.empty()) return;
+    INFO("seed ", trials.seed);
+    auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
+    const std::vector<std::pair<std::vector<std::string>, std::vector<float>>> epilogues = {
+        {{}, {}},       {{"Relu"}, {}},           {{"Sigmoid"}, {}},
+        {{"Tanh"}, {}}, {{"Clip"}, {0.0f, 6.0f}}, {{"Relu", "Affine"}, {2.0f, 0.5f}}};
+    for (const char* isa : {"AVX512", "AVX2"}) {
+      if (trials.cap == "AVX2" && std::string(isa) == "AVX512") continue;
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
+      for (int trial = 0; trial < 40; ++trial) {
+        CAPTURE(isa);
+        CAPTURE(trial);
+        // Dilation 1 (oneDNN's direct kernel keeps it) in one trial of eight.
+        const int64_t n = pick(1, 2), c = pick(1, 40), m = pick(1, 70), k = pick(1, 4);
+        const int64_t dil = trial % 8 == 0 ? 1 : pick(2, 70), stride = pick(1, 3);
+        const int64_t span = dil * (k - 1) + 1;
+        const int64_t pb = pick(0, static_cast<int>(span - 1)),
+                      pe = pick(0, static_cast<int>(span));
+        const int64_t w = std::max<int64_t>(1, span - pb - pe) + pick(0, 150);
+        // A residual comes with a bias (FusedConv's inputs are x, w, b, z).
+        const bool has_bias = pick(0, 2) > 0, has_sum = has_bias && pick(0, 1) == 1;
+        const auto& ep = epilogues[static_cast<size_t>(pick(0, 5))];
+        CAPTURE(n);
+        CAPTURE(c);
+        CAPTURE(m);
+        CAPTURE(w);
+        CAPTURE(k);
+        CAPTURE(dil);
+        CAPTURE(stride);
+        CAPTURE(has_bias);
+        CAPTURE(has_sum);
+        Attributes a;
+        a.set("dilations", attr_ints({dil}));
+        a.set("strides", attr_ints({stride}));
+        a.set("pads", attr_ints({pb, pe}));
+        a.set("activations", attr_strings(ep.first));
+        a.set("activation_params", attr_floats(ep.second));
+        const int64_t ow = (w + pb + pe - span) / stride + 1;
+        Tensor x = random_f32({n, c, w}, trials.rng), wt = random_f32({m, c, k}, trials.rng);
+        Tensor b =
+            has_bias ? random_f32({m}, trials.rng) : Tensor::allocate(DType::kFloat32, {m}).value();
+        Tensor z = random_f32({n, m, ow}, trials.rng);
+        Tensor y = Tensor::allocate(DType::kFloat32, {n, m, ow}).value();
+        std::vector<Tensor*> ins = {&x, &wt};
+        if (has_bias) ins.push_back(&b);
+        if (has_sum) ins.push_back(&z);
+        FlagValues flags = Flags::global().resolve(nullptr, nullptr);
+        flags.value[static_cast<size_t>(FlagId::kNumThreads)] = 2;
+        auto fc = fused_conv_context(a, ins, 0, 0, &flags);
+        OpContext& ctx = fc->ctx;
+        REQUIRE(ctx.outputs[0].shape == Shape{n, m, ow});
+        auto kernel = backends::get("cpu").value()->prepare(ctx);
+        REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+        const std::string name = (*kernel)->name();
+        CHECK((name.rfind("conv1d_panel", 0) == 0) == (dil > 1));
+        KernelArgs args;
+        for (Tensor* t : ins) args.inputs.push_back(t);
+        args.outputs.push_back(&y);
+        // The workspace as the arena gives it: 64-byte aligned.
+        const int64_t ws_floats = static_cast<int64_t>((*kernel)->workspace_bytes() / 4) + 1;
+        Tensor workspace = Tensor::allocate(DType::kFloat32, {ws_floats}).value();
+        args.workspace = workspace.raw();
+        REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
+        const std::vector<float> two(y.data<float>(), y.data<float>() + y.numel());
+        REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
+        CHECK(std::memcmp(two.data(), y.raw(), two.size() * 4) == 0);  // thread-independent
+        const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
+        Comparison cmp = compare(two.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+        CHECK_MESSAGE(cmp.mismatches == 0, name, ": max abs ", cmp.max_abs);
+      }
+    }
+  }
+}
