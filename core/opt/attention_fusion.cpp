@@ -69,8 +69,9 @@ bool is_transpose_0213(const Node& n) {
   return is_transpose(n, {0, 2, 1, 3});
 }
 
-// Value id as x scaled by a constant, Div(x, c), Mul(x, c) or Mul(c, x), with id read once:
-// returns x and fills the node, c's value id and whether it divides; -1 when id is not that.
+// Value id as x scaled by a float32 scalar constant, Div(x, c), Mul(x, c) or Mul(c, x), with id
+// read once: returns x and fills the node, c's value id and whether it divides; -1 when id is not
+// that (a constant of other elements scales more than the scores: it stays a node of its own).
 int scaled_value(const Graph& g, const Uses& u, const std::vector<bool>& constant, int id,
                  int* node, int* value, bool* divides) {
   for (const char* op : {"Div", "Mul"}) {
@@ -79,8 +80,10 @@ int scaled_value(const Graph& g, const Uses& u, const std::vector<bool>& constan
     if (!sc || !private_value(u, id) || sc->inputs.size() != 2) continue;
     int scalar_side = -1;
     for (int s = 0; s < 2; ++s) {
-      int c = sc->inputs[static_cast<size_t>(s)];
-      if (c >= 0 && constant[static_cast<size_t>(c)]) scalar_side = s;
+      const int c = sc->inputs[static_cast<size_t>(s)];
+      if (c < 0 || !constant[static_cast<size_t>(c)]) continue;
+      const std::optional<Tensor>& t = g.values[static_cast<size_t>(c)].constant;
+      if (t && t->dtype() == DType::kFloat32 && t->numel() == 1) scalar_side = s;
     }
     if (scalar_side < 0 || (op[0] == 'D' && scalar_side != 1)) continue;
     *node = idx;

@@ -1,7 +1,8 @@
 // The mha fastpath pass (shape-aware): scaled-dot-product attention written out as ops,
-//   MatMul(Q, Transpose(K)) -> [Div|Mul by a scalar] -> [Add mask] -> Softmax(last axis)
-//     -> MatMul(., V)
-// runs as one Attention kernel (which never materialises the scores with the FLASH kernel).
+//   MatMul([Div|Mul](Q, scalar), Transpose(K)) -> [Div|Mul by a scalar] -> [Add mask]
+//     -> Softmax(last axis) -> MatMul(., V)
+// runs as one Attention kernel (which never materialises the scores with the FLASH kernel), in the
+// 3-D or the sequence-first form (AttentionMatch) where the graph has one.
 // Matching is structural and done once per session (find_attention_patterns); each plan checks
 // shapes and dtypes (fuse_attention) and keeps the original nodes where they do not fit.
 #pragma once

@@ -217,7 +217,25 @@ TEST_SUITE("backends") {
     };
     CHECK(line("sdp.cudnn_enabled").find("no effect") != std::string::npos);
     CHECK(line("cuda.preferred_linalg_library").find("no effect") != std::string::npos);
+    // The library-bound ones say they have no effect in a build without the library.
+    const char* onednn_only[] = {"onednn.verbose", "cpu.conv_memory_format",
+                                 "cpu.matmul.allow_bf16", "cpu.conv.allow_bf16",
+                                 "cpu.conv.winograd"};
+    for (const char* name : onednn_only) {
+#if defined(TERN_HAVE_ONEDNN)
+      CHECK_MESSAGE(line(name).find("no effect in this build") == std::string::npos, name);
+#else
+      CHECK_MESSAGE(line(name).find("no effect in this build") != std::string::npos, name);
+#endif
+    }
+#if defined(TERN_HAVE_ONEDNN)
     CHECK(line("onednn.verbose").find("process-wide") != std::string::npos);
+#endif
+#if defined(TERN_HAVE_OPENMP)
+    CHECK(line("cpu.run_homes").find("no effect in this build") == std::string::npos);
+#else
+    CHECK(line("cpu.run_homes").find("no effect in this build") != std::string::npos);
+#endif
     // Flags with an effect do not say otherwise.
     CHECK(line("sdp.flash_enabled").find("no effect") == std::string::npos);
     CHECK(line("cuda.preferred_blas_library").find("no effect") == std::string::npos);

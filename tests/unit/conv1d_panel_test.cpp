@@ -2,7 +2,9 @@
 // (backends/cpu/kernels/conv1d_panel.cpp), against the reference convolution.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <utility>
@@ -40,8 +42,7 @@ TEST_SUITE("cpu_kernels") {
         const int64_t pb = pick(0, static_cast<int>(span - 1)),
                       pe = pick(0, static_cast<int>(span));
         const int64_t w = std::max<int64_t>(1, span - pb - pe) + pick(0, 150);
-        // A residual comes with a bias (FusedConv's inputs are x, w, b, z).
-        const bool has_bias = pick(0, 2) > 0, has_sum = has_bias && pick(0, 1) == 1;
+        const bool has_bias = pick(0, 2) > 0, has_sum = pick(0, 1) == 1;
         const auto& ep = epilogues[static_cast<size_t>(pick(0, 5))];
         CAPTURE(n);
         CAPTURE(c);
@@ -65,7 +66,7 @@ TEST_SUITE("cpu_kernels") {
         Tensor z = random_f32({n, m, ow}, trials.rng);
         Tensor y = Tensor::allocate(DType::kFloat32, {n, m, ow}).value();
         std::vector<Tensor*> ins = {&x, &wt};
-        if (has_bias) ins.push_back(&b);
+        if (has_bias || has_sum) ins.push_back(has_bias ? &b : nullptr);
         if (has_sum) ins.push_back(&z);
         FlagValues flags = Flags::global().resolve(nullptr, nullptr);
         flags.value[static_cast<size_t>(FlagId::kNumThreads)] = 2;
@@ -79,12 +80,18 @@ TEST_SUITE("cpu_kernels") {
         KernelArgs args;
         for (Tensor* t : ins) args.inputs.push_back(t);
         args.outputs.push_back(&y);
-        // The workspace as the arena gives it: 64-byte aligned.
+        // The workspace as the arena gives it: 64-byte aligned, holding whatever came before
+        // (NaN here, so that a value the packing leaves unwritten shows).
         const int64_t ws_floats = static_cast<int64_t>((*kernel)->workspace_bytes() / 4) + 1;
         Tensor workspace = Tensor::allocate(DType::kFloat32, {ws_floats}).value();
         args.workspace = workspace.raw();
+        auto poison = [&] {
+          std::fill_n(workspace.data<float>(), ws_floats, std::numeric_limits<float>::quiet_NaN());
+        };
+        poison();
         REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
         const std::vector<float> two(y.data<float>(), y.data<float>() + y.numel());
+        poison();
         REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
         CHECK(std::memcmp(two.data(), y.raw(), two.size() * 4) == 0);  // thread-independent
         const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);

@@ -173,8 +173,8 @@ struct PanelTrials {
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 };
 
-// A FusedConv over `ins` = x, w, b[, z] (w and b constant) with x in layout `x_block` and the
-// output and z in `out_block`, shape-inferred; `flags` null: the global values.
+// A FusedConv over `ins` = x, w, b[, z] (w and b constant; b null: absent) with x in layout
+// `x_block` and the output and z in `out_block`, shape-inferred; `flags` null: the global values.
 struct FusedConvContext {
   Node node;
   OpContext ctx;
@@ -191,6 +191,11 @@ inline std::unique_ptr<FusedConvContext> fused_conv_context(const Attributes& at
   ctx.opset = 13;
   ctx.flags = flags;
   for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i]) {  // an optional input left out (no bias before a residual)
+      ctx.inputs.push_back(TensorInfo{false, DType::kUndefined, {}, nullptr});
+      ctx.input_names.push_back("");
+      continue;
+    }
     ctx.inputs.push_back(
         TensorInfo{true, DType::kFloat32, ins[i]->shape(), i == 1 || i == 2 ? ins[i] : nullptr});
     ctx.inputs.back().block = i == 0 ? x_block : i == 3 ? out_block : 0;

@@ -63,8 +63,8 @@ std::unique_ptr<Session> unfused_session(std::shared_ptr<const Model> model) {
 }
 
 // Runs `fused` (the mha fastpath on) and `plain` (off) on the same inputs and checks that they
-// agree and that `fused` ran one Attention step where no Transpose or Div is left and `reshapes`
-// Reshapes; returns how many Transposes `plain` ran.
+// agree and that `fused` ran one Attention step where no Transpose, Div or Mul is left and
+// `reshapes` Reshapes; returns how many Transposes `plain` ran.
 size_t check_fused_attention(Session& fused, Session& plain, const std::vector<std::string>& names,
                              const std::vector<const Tensor*>& inputs, const std::string& yn,
                              size_t reshapes) {
@@ -81,7 +81,7 @@ size_t check_fused_attention(Session& fused, Session& plain, const std::vector<s
   for (const PlanStep& st : plan->steps) ++ops[st.op_node->op_type];
   CHECK(ops["Transpose"] == 0);
   CHECK(ops["Reshape"] == reshapes);
-  CHECK(ops["Div"] == 0);
+  CHECK(ops["Div"] + ops["Mul"] == 0);
   CHECK(ops["Attention"] == 1);
   size_t plain_transposes = 0;
   for (const PlanStep& st : plain.last_plan()->steps) {
@@ -245,9 +245,9 @@ TEST_SUITE("core") {
 
   TEST_CASE("planner: sequence-first attention (torch's MultiheadAttention) fuses, Q's scale too") {
     // torch's export of nn.MultiheadAttention: x [seq, batch, 16] projected, each projection
-    // reshaped to [seq, batch * 2 heads, 8] and transposed [1, 0, 2] (K [1, 2, 0]), Q divided by
-    // sqrt 8, softmax(q kᵀ + mask) v, transposed back [1, 0, 2], reshaped to [seq * batch, 16]
-    // and projected.
+    // reshaped to [seq, batch * 2 heads, 8] and transposed [1, 0, 2] (K [1, 2, 0]), Q scaled by
+    // 1 / sqrt 8 (torch divides; here the constant multiplies from the left), softmax(q kᵀ +
+    // mask) v, transposed back [1, 0, 2], reshaped to [seq * batch, 16] and projected.
     std::mt19937 rng(13);
     GraphMaker m;
     m.g.opset = 13;
@@ -263,8 +263,8 @@ TEST_SUITE("core") {
       const int proj = m.node("MatMul", {x, m.constant(w, random_f32({16, 16}, rng))});
       return m.node("Transpose", {m.node("Reshape", {proj, split})}, perm);
     };
-    const int scale = m.constant("scale", make_f32({}, {std::sqrt(8.0f)}));
-    const int q = m.node("Div", {heads("wq", p102), scale});
+    const int scale = m.constant("scale", make_f32({}, {1.0f / std::sqrt(8.0f)}));
+    const int q = m.node("Mul", {scale, heads("wq", p102)});
     const int kt = heads("wk", p120), v = heads("wv", p102);
     const int p = m.node("Softmax", {m.node("Add", {m.node("MatMul", {q, kt}), mask})}, axis);
     const int y3 = m.node("Transpose", {m.node("MatMul", {p, v})}, p102);
@@ -280,7 +280,7 @@ TEST_SUITE("core") {
       CAPTURE(batch);
       const Tensor tx = random_f32({seq, batch, 16}, rng), tm = random_f32({seq, seq}, rng);
       // The Attention step reads the [seq, batch * heads, 8] values and writes the transposed-back
-      // one: no Transpose or Div runs (the unfused session has five Transposes, K's split in two;
+      // one: no Transpose or Mul runs (the unfused session has five Transposes, K's split in two;
       // the four Reshapes to and from heads stay, copies of nothing).
       CHECK(check_fused_attention(*session, *plain, {"x", "mask"}, {&tx, &tm}, yn, 4) == 5);
     }

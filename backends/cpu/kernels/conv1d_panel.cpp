@@ -2,7 +2,8 @@
 // matrix product per image on Tern's panel GEMM (panel_gemm.h): Y (M x OW) = W (M x C*K) cols,
 // where W is the weights as the model stores them ([M][C][K], read in place) and cols (C*K x OW)
 // the image's im2col, packed each run straight into the panel layout (a row per input channel and
-// tap: the channel's row at the tap's offset, zero where it reads padding; OW in panels of 16).
+// tap: the channel's row at the tap's offset, zero where it reads padding; OW in panels of 16),
+// one tile's panels at a time into a slot of the workspace per thread.
 //
 // It runs the dilated ones: past a few taps (a WaveNet / TCN stack's 8 ... 64) oneDNN's direct
 // kernel declines them and its brgemm kernel generates its code per shape when the session is
@@ -33,7 +34,7 @@ class PanelConv1d final : public Kernel {
  public:
   const char* name() const override { return name_; }
   size_t workspace_bytes() const override {
-    return static_cast<size_t>(panel::packed_floats(ck_, ow_)) * sizeof(float);
+    return static_cast<size_t>(slots_ * slot_floats()) * sizeof(float);
   }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
@@ -64,6 +65,7 @@ class PanelConv1d final : public Kernel {
     if (b) k->b_ = *b;
     k->ck_ = p.w[1] * p.w[2];
     k->ow_ = p.y[2];
+    k->slots_ = std::max<int64_t>(1, ctx.flag(FlagId::kNumThreads));
     k->has_sum_ = fp.has_sum;
     // Relu goes into the tile where nothing comes between it and the product.
     k->relu_in_tile_ =
@@ -81,20 +83,23 @@ class PanelConv1d final : public Kernel {
     const int64_t panels = (ow_ + panel::kPanel - 1) / panel::kPanel;
     const int64_t group = panel::panels_per_tile(isa_);
     const int64_t groups = (panels + group - 1) / group;
+    const int threads = static_cast<int>(std::min<int64_t>(exec.num_threads, slots_));
     for (int64_t img = 0; img < n; ++img) {
       const float* x = a.inputs[0]->data<float>() + img * c * iw;
       float* y = a.outputs[0]->data<float>() + img * m * ow_;
       const float* z = has_sum_ ? a.inputs[3]->data<float>() + img * m * ow_ : nullptr;
-      const panel::Epilogue e{nullptr, 1.0f, relu_in_tile_, z, ow_};
-      // A task packs one tile's panels (a region of cols of its own) and multiplies every row
-      // by them: one parallel region per image.
-      parallel_for(groups, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
+      // A task packs one tile's panels into its thread's slot and multiplies every row by them:
+      // one parallel region per image.
+      parallel_for_slots(groups, 1, threads, [&](int slot, int64_t begin, int64_t end) {
+        float* mine = cols + slot * slot_floats();
         for (int64_t g = begin; g < end; ++g) {
           const int64_t q0 = g * group, q1 = std::min(panels, q0 + group);
-          pack_cols(x, cols, q0, q1);
-          panel::multiply(isa_, w, ck_, cols, ck_, ow_, y, ow_, e, 0, m, q0, q1);
-          if (!bias && steps_.empty()) continue;
           const int64_t c0 = q0 * panel::kPanel, c1 = std::min(ow_, q1 * panel::kPanel);
+          pack_cols(x, mine, q0, q1);
+          // Columns c0.. of Y (and Z) as a product of their own, over the slot's panels.
+          const panel::Epilogue e{nullptr, 1.0f, relu_in_tile_, z ? z + c0 : nullptr, ow_};
+          panel::multiply(isa_, w, ck_, mine, ck_, ow_ - c0, y + c0, ow_, e, 0, m, 0, q1 - q0);
+          if (!bias && steps_.empty()) continue;
           for (int64_t r = 0; r < m; ++r) {
             float* row = y + r * ow_ + c0;
             if (bias) {
@@ -109,14 +114,16 @@ class PanelConv1d final : public Kernel {
   }
 
  private:
-  // Panels [p0, p1) of the image's im2col: row (ci, tap) of panel q holds the input at
-  // (16 q + j) * stride - pad + tap * dilation for j < 16, zero outside the row (and past OW).
+  // One tile's panels: panels [p0, p1) of the image's im2col, panel p0 at `cols`; row (ci, tap) of
+  // panel q holds the input at (16 q + j) * stride - pad + tap * dilation for j < 16, zero outside
+  // the row (and past OW).
+  int64_t slot_floats() const { return panel::panels_per_tile(isa_) * ck_ * panel::kPanel; }
   void pack_cols(const float* x, float* cols, int64_t p0, int64_t p1) const {
     const int64_t iw = p_.x[2], taps = p_.w[2];
     const int64_t stride = p_.win.strides[0], dil = p_.win.dilations[0];
     const int64_t pad = p_.win.pads_begin[0];
     for (int64_t q = p0; q < p1; ++q) {
-      float* out = cols + q * ck_ * panel::kPanel;
+      float* out = cols + (q - p0) * ck_ * panel::kPanel;
       const int64_t o0 = q * panel::kPanel;
       const int64_t cnt = std::min(panel::kPanel, ow_ - o0);
       for (int64_t r = 0; r < ck_; ++r) {
@@ -139,6 +146,7 @@ class PanelConv1d final : public Kernel {
   ops::ConvParams p_;
   Tensor w_, b_;  // the model's weights and bias, shared, read in place
   int64_t ck_ = 0, ow_ = 0;
+  int64_t slots_ = 1;  // per-thread slots of the workspace: the session's intra-op threads
   bool has_sum_ = false, relu_in_tile_ = false;
   std::vector<ops::FusedStep> steps_;  // applied to each tile's rows after it
   CpuIsa isa_ = CpuIsa::kAvx512;
