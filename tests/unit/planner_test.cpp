@@ -275,7 +275,9 @@ TEST_SUITE("core") {
     const std::string yn = model->graph().value_name(y);
     auto session = cpu_session(model);
     auto plain = unfused_session(model);
-    for (auto [seq, batch] : {std::pair<int64_t, int64_t>{5, 1}, {9, 2}, {1, 3}, {33, 1}}) {
+    for (const auto& sb : {std::pair<int64_t, int64_t>{5, 1}, {9, 2}, {1, 3}, {33, 1}}) {
+      // (Plain variables: clang's lambdas, CAPTURE's, cannot capture structured bindings.)
+      const int64_t seq = sb.first, batch = sb.second;
       CAPTURE(seq);
       CAPTURE(batch);
       const Tensor tx = random_f32({seq, batch, 16}, rng), tm = random_f32({seq, seq}, rng);
