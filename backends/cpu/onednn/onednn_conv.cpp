@@ -63,10 +63,12 @@ void append_step(dnnl::post_ops& po, const ops::FusedStep& st) {
 
 // Cuts the kernel taps that read only padding, at every output position, from p (kernel size,
 // pads; the output size stays) where the pads stay non-negative; returns the first tap kept per
-// spatial dim. Along a dim of size `in`, tap t reads o*s - pb + t*d for outputs o = 0..out-1.
+// spatial dim, or nothing when no tap is cut. Along a dim of size `in`, tap t reads
+// o*s - pb + t*d for outputs o = 0..out-1.
 std::vector<int64_t> cut_padding_taps(ops::ConvParams& p) {
   ops::Window& w = p.win;
   std::vector<int64_t> first(w.spatial, 0);
+  bool cut = false;
   for (size_t a = 0; a < w.spatial; ++a) {
     const int64_t in = w.in[a], out = w.out[a], s = w.strides[a], d = w.dilations[a];
     const int64_t pb = w.pads_begin[a], pe = w.pads_end[a], kk = w.kernel[a];
@@ -80,8 +82,9 @@ std::vector<int64_t> cut_padding_taps(ops::ConvParams& p) {
     w.pads_begin[a] = nb;
     w.pads_end[a] = ne;
     p.w[2 + a] = k1 - k0 + 1;
+    cut = true;
   }
-  return first;
+  return cut ? first : std::vector<int64_t>();
 }
 
 // How many neighbouring groups to compute as one (block-diagonal weights, zeros between) so that
@@ -98,14 +101,13 @@ int64_t merge_factor(const ops::ConvParams& p, int block) {
 }
 
 // Names the weights a kernel derived from the model's: taps cut (first kept tap and count per
-// dim) and groups merged. Empty when they are the model's.
-std::string variant(const std::vector<int64_t>& tap0, int64_t merge) {
+// dim, tap0 and cut's kernel) and groups merged. Empty when they are the model's. (Trailing taps
+// cut with the first kept, as in a length-1 input padded (0, 2) for 3 taps, change the count only.)
+std::string variant(const std::vector<int64_t>& tap0, const ops::ConvParams& cut, int64_t merge) {
   std::string v;
-  bool cut = false;
-  for (int64_t t : tap0) cut |= t != 0;
-  if (cut) {
+  if (!tap0.empty()) {
     v = "taps";
-    for (int64_t t : tap0) v = str_cat(v, ",", t);
+    for (size_t a = 0; a < tap0.size(); ++a) v = str_cat(v, ",", tap0[a], "x", cut.w[2 + a]);
   }
   if (merge > 1) v = str_cat(v, v.empty() ? "" : " ", "merge", merge);
   return v;
@@ -334,7 +336,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         // (1.4 s a run instead of 13 ms).
         if (wconst) {
           for (const auto& known :
-               onednn::known_layouts(ctx.inputs[1], ctx.weights, variant(tap0, merge))) {
+               onednn::known_layouts(ctx.inputs[1], ctx.weights, variant(tap0, p, merge))) {
             try {
               auto candidate = make_pd(known);
               if (candidate.weights_desc() == known &&
@@ -422,7 +424,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       const bool wino_layout =
           layout == 16 || (layout != 0 && layout != 8 && std::min(p.x[1], p.y[1]) >= 16);
       if (wconst && avx512 && cdt == dt::f32 && s == 2 && p.group == 1 && merge == 1 &&
-          wino_layout && variant(tap0, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
+          wino_layout && variant(tap0, p, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
           onednn::winograd_shape({p.w[2], p.w[3]}, p.win.strides, p.win.dilations,
                                  {p.y.begin() + 2, p.y.end()})) {
         conv_alg = alg::convolution_winograd;
@@ -478,7 +480,7 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       k->name_ = onednn::impl_kernel_name(pd.impl_info_str());
       if (f32_as_bf16) k->name_ += " bf16";  // float32 computed in bf16 (cpu.conv.allow_bf16)
       if (wconst) {
-        const std::string v = variant(tap0, merge);
+        const std::string v = variant(tap0, p, merge);
         std::optional<Tensor> derived = wide;
         if (!v.empty()) {
           TERN_ASSIGN_OR_RETURN(derived,
