@@ -51,6 +51,8 @@ TEST_SUITE("cpu_kernels") {
         CAPTURE(k);
         CAPTURE(dil);
         CAPTURE(stride);
+        CAPTURE(pb);
+        CAPTURE(pe);
         CAPTURE(has_bias);
         CAPTURE(has_sum);
         Attributes a;

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -161,7 +162,11 @@ inline Tensor run_reference(const std::string& op, const Attributes& attrs,
 // the test logs.
 struct PanelTrials {
   std::string cap;
-  unsigned seed = std::random_device{}();
+  // TERN_TEST_SEED replays a logged seed.
+  unsigned seed =
+      std::getenv("TERN_TEST_SEED")
+          ? static_cast<unsigned>(std::strtoul(std::getenv("TERN_TEST_SEED"), nullptr, 10))
+          : std::random_device{}();
   std::mt19937 rng{seed};
   PanelTrials() {
     cap = tern_cpu_get_capability();

@@ -65,9 +65,7 @@ class ChannelsLastPointwiseConv final : public Kernel {
     // optimized .tern file made at two threads loads at one without packing again (ResNet-50's
     // session: 4.5 instead of 19 ms).
     if (fp.has_sum && isa == CpuIsa::kAvx2 && ctx.flag(FlagId::kNumThreads) <= 1) {
-      return unsupported(
-          "conv1x1_nhwc: a residual at one thread on AVX2 (oneDNN's kernel is "
-          "faster)");
+      return unsupported("conv1x1_nhwc: a residual at one thread on AVX2 (oneDNN's is faster)");
     }
     auto k = std::make_unique<ChannelsLastPointwiseConv>();
     k->isa_ = isa;
