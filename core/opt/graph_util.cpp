@@ -43,9 +43,9 @@ std::vector<bool> graph_output_mask(const Graph& g) {
 }
 
 // True when value v is read by exactly one node, `reader`, and is not a graph output.
-bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
-                  const std::vector<bool>& is_output, int v, size_t reader) {
-  const auto& c = consumers[static_cast<size_t>(v)];
+bool only_read_by(const ValueConsumers& consumers, const std::vector<bool>& is_output, int v,
+                  size_t reader) {
+  const auto c = consumers[static_cast<size_t>(v)];
   return !is_output[static_cast<size_t>(v)] && c.size() == 1 && c[0] == reader;
 }
 
@@ -79,14 +79,21 @@ void erase_nodes(Graph& g, const std::vector<bool>& removed) {
   g.nodes.resize(w);
 }
 
-std::vector<std::vector<size_t>> value_consumers(const Graph& g) {
-  std::vector<std::vector<size_t>> c(g.values.size());
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    for (int id : g.nodes[n].inputs) {
-      if (id >= 0) c[static_cast<size_t>(id)].push_back(n);
+ValueConsumers::ValueConsumers(const Graph& g) : start_(g.values.size() + 1, 0) {
+  // Counted, then placed: start_[v + 1] counts v's reads, summed into offsets, then filled.
+  for (const Node& n : g.nodes) {
+    for (int id : n.inputs) {
+      if (id >= 0) ++start_[static_cast<size_t>(id) + 1];
     }
   }
-  return c;
+  for (size_t v = 1; v < start_.size(); ++v) start_[v] += start_[v - 1];
+  nodes_.resize(start_.back());
+  std::vector<size_t> next(start_.begin(), start_.end() - 1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int id : g.nodes[n].inputs) {
+      if (id >= 0) nodes_[next[static_cast<size_t>(id)]++] = n;
+    }
+  }
 }
 
 }  // namespace tern

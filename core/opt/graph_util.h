@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,23 @@
 
 namespace tern {
 
-// For every value, the indices of the nodes reading it (a node reading a value twice appears
-// twice).
-std::vector<std::vector<size_t>> value_consumers(const Graph& g);
+// For every value, the indices of the nodes reading it, in node order (a node reading a value
+// twice appears twice). One flat array: every pass of the optimizer makes one, and a vector per
+// value cost each pass ~0.15 ms of allocations on a 3,000-node graph.
+class ValueConsumers {
+ public:
+  explicit ValueConsumers(const Graph& g);
+  std::span<const size_t> operator[](size_t v) const {
+    return {nodes_.data() + start_[v], nodes_.data() + start_[v + 1]};
+  }
+
+ private:
+  std::vector<size_t> start_;  // value v's readers are nodes_[start_[v], start_[v + 1])
+  std::vector<size_t> nodes_;
+};
+inline ValueConsumers value_consumers(const Graph& g) {
+  return ValueConsumers(g);
+}
 // For every value, the node that produces it (-1: graph input, constant or unproduced).
 std::vector<int> value_producers(const Graph& g);
 // Removes the nodes marked in `removed` (one flag per node), keeping the others' order.
@@ -31,8 +46,8 @@ float scalar_tolerance(const Graph& g, int v);
 // One flag per value: a graph output.
 std::vector<bool> graph_output_mask(const Graph& g);
 // True when value v is read by exactly one node, `reader`, and is not a graph output.
-bool only_read_by(const std::vector<std::vector<size_t>>& consumers,
-                  const std::vector<bool>& is_output, int v, size_t reader);
+bool only_read_by(const ValueConsumers& consumers, const std::vector<bool>& is_output, int v,
+                  size_t reader);
 // True when this build registers `op_type`: a pass makes no node of an op a selective build
 // (TERN_SELECTED_OPS) left out.
 bool op_built(const std::string& op_type);
@@ -70,7 +85,7 @@ int add_constant(Graph& g, std::string name, Tensor t);
 // has already taken (removed at its end).
 struct PatternView {
   Graph& g;
-  std::vector<std::vector<size_t>> consumers = value_consumers(g);
+  ValueConsumers consumers = value_consumers(g);
   std::vector<int> producers = value_producers(g);
   std::vector<bool> is_output = graph_output_mask(g);
   std::vector<bool> removed = std::vector<bool>(g.nodes.size(), false);

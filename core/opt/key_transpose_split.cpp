@@ -14,9 +14,9 @@ namespace tern {
 namespace {
 
 // Whether value v reaches a Softmax through at most a Div/Mul and an Add, each its only reader.
-bool leads_to_softmax(const Graph& g, const std::vector<std::vector<size_t>>& consumers, int v) {
+bool leads_to_softmax(const Graph& g, const ValueConsumers& consumers, int v) {
   for (int hops = 0; hops < 3; ++hops) {
-    const auto& c = consumers[static_cast<size_t>(v)];
+    const auto c = consumers[static_cast<size_t>(v)];
     if (c.size() != 1) return false;
     const Node& n = g.nodes[c[0]];
     if (n.op_type == "Softmax") return true;
@@ -45,7 +45,7 @@ Status split_key_transposes(Graph& g, OptimizerReport* report) {
     // folded into the batch: K [seq, batch * heads, dim], perm [1, 2, 0].
     const bool four = *perm == std::vector<int64_t>{0, 2, 3, 1};
     if (!four && *perm != std::vector<int64_t>{1, 2, 0}) continue;
-    const auto& readers = consumers[static_cast<size_t>(tr.outputs[0])];
+    const auto readers = consumers[static_cast<size_t>(tr.outputs[0])];
     if (readers.size() != 1) continue;
     const Node& mm = g.nodes[readers[0]];
     if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.inputs[1] != tr.outputs[0] ||

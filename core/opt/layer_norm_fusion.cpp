@@ -65,7 +65,7 @@ Status fuse_layer_norm(Graph& g, OptimizerReport* report) {
         continue;
       }
       // sub's output feeds exactly the Pow and the Div.
-      const auto& readers = pv.consumers[static_cast<size_t>(sub_out)];
+      const auto readers = pv.consumers[static_cast<size_t>(sub_out)];
       if (pv.is_output[static_cast<size_t>(sub_out)] || readers.size() != 2) continue;
       const Tensor& sc = *constant_of(g, scale);
       const Tensor& bi = *constant_of(g, bias);

@@ -110,7 +110,7 @@ Status fold_pads(Graph& g, OptimizerReport* report) {
       ++report->pads_folded;
       continue;
     }
-    const auto& readers = pv.consumers[static_cast<size_t>(n.outputs[0])];
+    const auto readers = pv.consumers[static_cast<size_t>(n.outputs[0])];
     if (readers.size() != 1 || pv.is_output[static_cast<size_t>(n.outputs[0])]) continue;
     Node& reader = g.nodes[readers[0]];
     if (!reader.domain.empty() || reader.inputs.empty() || reader.inputs[0] != n.outputs[0] ||

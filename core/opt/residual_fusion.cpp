@@ -59,7 +59,7 @@ size_t fuse_residual_adds(PlanGraph& pg) {
   const std::vector<int> producer = value_producers(g);
   size_t fused_count = 0;
   auto arena_only_for = [&](int id, size_t reader) {
-    const auto& c = consumers[static_cast<size_t>(id)];
+    const auto c = consumers[static_cast<size_t>(id)];
     return pg.value(id).where == PlannedValue::Where::kArena && c.size() == 1 && c[0] == reader;
   };
   // A node that runs as a step of this plan (unchanged ones may have no context yet).
@@ -89,7 +89,7 @@ size_t fuse_residual_adds(PlanGraph& pg) {
       std::vector<size_t> chain = {n};  // the sum's node, then the steps folded after it
       for (;;) {
         const int v = fused->outputs[0];
-        const auto& readers = consumers[static_cast<size_t>(v)];
+        const auto readers = consumers[static_cast<size_t>(v)];
         if (readers.size() != 1 || !live(readers[0]) || !arena_only_for(v, readers[0])) break;
         const Node& rn = g.nodes[readers[0]];
         auto act = activation_of(g, rn);

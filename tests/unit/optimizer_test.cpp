@@ -735,3 +735,29 @@ TEST_SUITE("optimizer") {
     }
   }
 }
+
+TEST_CASE("value_consumers lists each value's readers in node order, a double read twice") {
+  GraphMaker m;
+  const int x = m.input("x", {Dim{2, {}}});
+  const int unread = m.input("unread", {Dim{2, {}}});
+  const int a = m.node("Relu", {x});
+  const int b = m.node("Add", {a, a});
+  const int c = m.node("Mul", {x, -1});  // an absent optional input reads nothing
+  const int d = m.node("Add", {b, x});
+  m.g.outputs = {c, d};
+  const ValueConsumers readers = value_consumers(m.g);
+  auto list = [&](int v) {
+    auto r = readers[static_cast<size_t>(v)];
+    return std::vector<size_t>(r.begin(), r.end());
+  };
+  CHECK(list(x) == std::vector<size_t>{0, 2, 3});
+  CHECK(list(a) == std::vector<size_t>{1, 1});
+  CHECK(list(b) == std::vector<size_t>{3});
+  CHECK(readers[static_cast<size_t>(unread)].empty());
+  CHECK(readers[static_cast<size_t>(c)].empty());
+  CHECK(readers[static_cast<size_t>(d)].empty());
+  const std::vector<bool> is_output = graph_output_mask(m.g);
+  CHECK(only_read_by(readers, is_output, b, 3));
+  CHECK_FALSE(only_read_by(readers, is_output, a, 1));  // read twice by node 1
+  CHECK_FALSE(only_read_by(readers, is_output, d, 3));  // a graph output, read by none
+}
