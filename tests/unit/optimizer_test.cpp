@@ -734,6 +734,57 @@ TEST_SUITE("optimizer") {
       CHECK(std::memcmp(again.raw(), want.raw(), want.byte_size()) == 0);
     }
   }
+
+  TEST_CASE(
+      "a saved model's packed weights of a cut convolution load without deriving them again") {
+    // A 3x3 convolution on a 1x1 map padded by 1 reads only its centre tap: oneDNN's kernel runs
+    // it as a 1x1 one, packing weights cut to that tap (a copy: 256 KB here). Loaded from a model
+    // that carries them packed, nothing is cut or copied again: a session whose memory limit has
+    // no room for the copy is made, and computes the same bits.
+    if (!tern_onednn_is_available()) {
+      MESSAGE("skipped: built without oneDNN");
+      return;
+    }
+    GraphMaker m;
+    const int x = m.input("x", {Dim{1, {}}, Dim{256, {}}, Dim{1, {}}, Dim{1, {}}});
+    Attributes pad1;
+    pad1.set("pads", attr_ints({1, 1, 1, 1}));
+    const int w = m.constant("w", random_f32({256, 256, 3, 3}, 41, -0.1f, 0.1f));
+    m.g.outputs.push_back(m.node("Conv", {x, w}, pad1));
+    Tensor in = random_f32({1, 256, 1, 1}, 42);
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    auto run = [&](std::shared_ptr<const Model> model, uint64_t limit) -> Expected<Tensor> {
+      SessionConfig c = cfg;
+      c.max_memory_bytes = limit;
+      TERN_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, Session::create(std::move(model), c));
+      std::vector<Tensor> out;
+      const Graph& g = s->graph();
+      TERN_RETURN_IF_ERROR(s->run({"x"}, {&in}, {g.value_name(g.outputs[0])}, &out));
+      return std::move(out[0]);
+    };
+    auto session = Session::create(Model::create(m.g, nullptr, "cut").value(), cfg).value();
+    std::vector<Tensor> out;
+    REQUIRE(session->run({"x"}, {&in}, {m.g.value_name(m.g.outputs[0])}, &out).is_ok());
+    const Tensor want = out[0];
+    Graph optimized;
+    const size_t layouts = session->optimized_graph(&optimized);
+    if (layouts == 0) {
+      MESSAGE("skipped: oneDNN's kernel did not take this convolution");
+      return;
+    }
+    REQUIRE(serialization::save_tern(optimized, "cut.tern").is_ok());
+    auto saved = serialization::load_model_file("cut.tern");
+    std::remove("cut.tern");
+    REQUIRE_MESSAGE(saved, saved.status().message());
+    constexpr uint64_t kLimit = 128 << 10;  // under the cut copy's 256 KB
+    auto from_plain = run(Model::create(m.g, nullptr, "cut").value(), kLimit);
+    CHECK(from_plain.status().code() == Code::kOutOfMemory);  // the limit does bite there
+    auto got = run(*saved, kLimit);
+    REQUIRE_MESSAGE(got, got.status().message());
+    REQUIRE(got->byte_size() == want.byte_size());
+    CHECK(std::memcmp(got->raw(), want.raw(), want.byte_size()) == 0);
+  }
 }
 
 TEST_CASE("value_consumers lists each value's readers in node order, a double read twice") {

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -312,16 +314,28 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
                                                       bytes, std::move(buffer))};
 }
 
+// A kernel's derivation of its weights' value (taps cut, groups merged, widened to float32).
+using DeriveWeights = std::function<Expected<Tensor>()>;
+
 // Weights `w` (plain layout `plain`) in layout `wanted`: the model's packed copy when it has one
 // with the same layout, else the session's copy (packed once per session and layout, shared by
-// every plan: `cache`, may be null), else a reorder into memory of the kernel's own. With a
-// `variant`, what is packed is `derived` (the kernel's derivation of w's value, named by
-// `variant`), still cached as a layout of w.
+// every plan: `cache`, may be null), else a reorder into memory of the kernel's own. With
+// `derive`, what is packed is its result (named by `variant`), still cached as a layout of w; it
+// is called only when the weights are packed here: a model packed ahead (an optimized .tern)
+// skips the derivation, a full copy of the weights (14 MB for one of R3D-18's convolutions).
 inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
                                             const dnnl::memory::desc& wanted, const TensorInfo& w,
                                             WeightCache* cache, const std::string& variant = {},
-                                            const Tensor* derived = nullptr) {
-  const Tensor& source = derived ? *derived : *w.value;
+                                            const DeriveWeights& derive = {}) {
+  std::optional<Tensor> derived;
+  auto source = [&]() -> Expected<const Tensor*> {
+    if (!derive) return w.value;
+    if (!derived) {
+      TERN_ASSIGN_OR_RETURN(Tensor t, derive());
+      derived = std::move(t);
+    }
+    return &*derived;
+  };
   PackedWeights packed;
   const size_t total = kPackedHeader + wanted.get_size();
   auto use = [&](const PackedData& d, bool own) -> Status {
@@ -351,16 +365,19 @@ inline Expected<PackedWeights> pack_weights(const dnnl::memory::desc& plain,
     uint64_t hash = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof(wanted.data); ++i) hash = (hash ^ md[i]) * 1099511628211ull;
     TERN_ASSIGN_OR_RETURN(PackedData d,
-                          cache->packed(*w.value, str_cat(packed_key(variant), " #", hash), [&] {
-                            return reorder_weights(plain, wanted, source, variant);
-                          }));
+                          cache->packed(*w.value, str_cat(packed_key(variant), " #", hash),
+                                        [&]() -> Expected<PackedData> {
+                                          TERN_ASSIGN_OR_RETURN(const Tensor* from, source());
+                                          return reorder_weights(plain, wanted, *from, variant);
+                                        }));
     const dnnl_memory_desc_t stored = stored_desc(d);
     if (d.data.byte_size() == total && dnnl_memory_desc_equal(&stored, &wanted.data)) {
       TERN_RETURN_IF_ERROR(use(d, false));
       return packed;
     }
   }
-  TERN_ASSIGN_OR_RETURN(PackedData d, reorder_weights(plain, wanted, source, variant));
+  TERN_ASSIGN_OR_RETURN(const Tensor* from, source());
+  TERN_ASSIGN_OR_RETURN(PackedData d, reorder_weights(plain, wanted, *from, variant));
   TERN_RETURN_IF_ERROR(use(d, true));
   return packed;
 }

@@ -220,13 +220,6 @@ class OnednnConv final : public onednn::PackedWeightKernel {
                              onednn::require_native_bf16().is_ok();
     const dt adt = bf16 ? dt::bf16 : dt::f32;                 // the activations' type in memory
     const dt cdt = bf16 || f32_as_bf16 ? dt::bf16 : dt::f32;  // what the primitive reads
-    // bf16 weights are packed from a float32 copy (the taps cut / groups merged there).
-    std::optional<Tensor> wide;
-    if (bf16) {
-      TERN_ASSIGN_OR_RETURN(wide, Tensor::allocate(DType::kFloat32, wconst->shape()));
-      widen_row(nullptr, DType::kBFloat16, wconst->data<uint16_t>(), wide->data<float>(),
-                wconst->numel());
-    }
     // Taps that read only padding at every output position are cut (constant weights): ASPP's
     // dilation-24 3x3 on a 14x14 map is a 1x1 convolution, which oneDNN also has a direct kernel
     // for where it has none for the dilated one.
@@ -481,14 +474,24 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       if (f32_as_bf16) k->name_ += " bf16";  // float32 computed in bf16 (cpu.conv.allow_bf16)
       if (wconst) {
         const std::string v = variant(tap0, p, merge);
-        std::optional<Tensor> derived = wide;
-        if (!v.empty()) {
-          TERN_ASSIGN_OR_RETURN(derived,
-                                derive_weights(wide ? *wide : *wconst, fp.conv, p, tap0, merge));
+        // What is packed, made only where the weights are packed here: bf16 weights from a
+        // float32 copy, the taps cut / groups merged there.
+        onednn::DeriveWeights derive;
+        if (bf16 || !v.empty()) {
+          derive = [&]() -> Expected<Tensor> {
+            std::optional<Tensor> wide;
+            if (bf16) {
+              TERN_ASSIGN_OR_RETURN(wide, Tensor::allocate(DType::kFloat32, wconst->shape()));
+              widen_row(nullptr, DType::kBFloat16, wconst->data<uint16_t>(), wide->data<float>(),
+                        wconst->numel());
+            }
+            if (v.empty()) return std::move(*wide);
+            return derive_weights(wide ? *wide : *wconst, fp.conv, p, tap0, merge);
+          };
         }
         TERN_ASSIGN_OR_RETURN(k->packed_w_,
                               onednn::pack_weights(plain_w, pd.weights_desc(), ctx.inputs[1],
-                                                   ctx.weights, v, derived ? &*derived : nullptr));
+                                                   ctx.weights, v, derive));
         k->packed_ = true;
       }
       k->args_ =
