@@ -191,7 +191,25 @@ TEST_SUITE("serialization") {
       m->mutable_graph()->mutable_nodes()->GetMutableObject(1)->mutable_inputs()->Mutate(0, 99);
     });
     CHECK(s.code() == Code::kInvalidModel);
-    CHECK(s.message().find("refers to value 99") != std::string::npos);
+    CHECK(s.message().find("node 1 'relu' (Relu): an input refers to value 99") !=
+          std::string::npos);
+
+    s = patched([](fb::Model* m) {
+      m->mutable_graph()->mutable_nodes()->GetMutableObject(0)->mutable_outputs()->Mutate(0, -2);
+    });
+    CHECK(s.message().find("node 0 'add' (Add): an output refers to value -2") !=
+          std::string::npos);
+
+    s = patched([](fb::Model* m) { m->mutable_graph()->mutable_outputs()->Mutate(0, 7); });
+    CHECK(s.message().find("a graph output refers to value 7") != std::string::npos);
+
+    // "w" renamed "x": two values of one name
+    s = patched([](fb::Model* m) {
+      auto* name = m->mutable_graph()->mutable_values()->GetMutableObject(1)->mutable_name();
+      REQUIRE(name->size() == 1);
+      *reinterpret_cast<char*>(name->data()) = 'x';
+    });
+    CHECK(s.message().find("value 1 'x': names must be non-empty and unique") != std::string::npos);
 
     // relu reads its own output: a cycle
     s = patched([](fb::Model* m) {
@@ -203,7 +221,31 @@ TEST_SUITE("serialization") {
     s = patched([](fb::Model* m) {
       m->mutable_graph()->mutable_values()->GetMutableObject(1)->mutate_dtype(99);
     });
-    CHECK(s.message().find("dtype 99") != std::string::npos);
+    CHECK(s.message().find("value 1 'w': dtype 99 is not valid") != std::string::npos);
+  }
+
+  TEST_CASE("the loader names a bad attribute by its node and name") {
+    REQUIRE(serialization::save_tern(sample_graph(true), "a.tern").is_ok());
+    std::vector<uint8_t> b = read_bytes("a.tern");
+    std::remove("a.tern");
+    auto* attrs = fb::GetMutableModel(b.data())
+                      ->mutable_graph()
+                      ->mutable_nodes()
+                      ->GetMutableObject(0)
+                      ->mutable_attributes();
+    bool found = false;
+    for (flatbuffers::uoffset_t k = 0; k < attrs->size(); ++k) {
+      if (attrs->Get(k)->name()->str() != "i") continue;
+      attrs->GetMutableObject(k)->mutate_kind(static_cast<fb::AttributeKind>(99));
+      found = true;
+    }
+    REQUIRE(found);
+    const Status s = load_bytes(b);
+    CHECK(s.code() == Code::kInvalidModel);
+    CHECK_MESSAGE(
+        s.message().find("node 0 'add' (Add): attribute 'i': unknown attribute kind 99") !=
+            std::string::npos,
+        s.message());
   }
 
   TEST_CASE(".tern packed layouts: round trip in place; bad segments, keys and owners refused") {
