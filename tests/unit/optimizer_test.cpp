@@ -735,6 +735,60 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("a saved model of fixed input shapes keeps its shape arithmetic as constants") {
+    // y = Reshape(Relu(x), Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])): the shape steps are
+    // computed while planning. With x's shape fixed they are saved as the constant they give,
+    // and go; with a free batch dim they stay.
+    for (const bool fixed : {true, false}) {
+      CAPTURE(fixed);
+      GraphMaker m;
+      m.g.opset = 13;
+      const int x =
+          m.input("x", {Dim{fixed ? 2 : -1, fixed ? "" : "batch"}, Dim{3, {}}, Dim{4, {}}});
+      const int shape = m.node("Shape", {x});
+      Attributes axis0;
+      axis0.set("axis", attr_int(0));
+      const int batch = m.node("Gather", {shape, m.constant("zero", make_i64({}, {0}))}, axis0);
+      const int one = m.node("Unsqueeze", {batch, m.constant("axes", make_i64({1}, {0}))});
+      Attributes cat0;
+      cat0.set("axis", attr_int(0));
+      const int dims = m.node("Concat", {one, m.constant("rest", make_i64({1}, {-1}))}, cat0);
+      m.g.outputs.push_back(m.node("Reshape", {m.node("Relu", {x}), dims}));
+      SessionConfig cfg;
+      cfg.backends.push_back(backends::get("cpu").value());
+      Tensor in = random_f32({2, 3, 4}, 51);
+      auto run = [&](std::shared_ptr<const Model> model) {
+        auto s = Session::create(std::move(model), cfg);
+        REQUIRE_MESSAGE(s, s.status().message());
+        std::vector<Tensor> out;
+        const Graph& g = (*s)->graph();
+        REQUIRE((*s)->run({"x"}, {&in}, {g.value_name(g.outputs[0])}, &out).is_ok());
+        return std::make_pair(std::move(*s), out[0]);
+      };
+      auto [session, want] = run(Model::create(m.g, nullptr, "shapes").value());
+      CHECK(want.shape() == Shape{2, 12});
+      Graph optimized;
+      session->optimized_graph(&optimized);
+      CHECK(count_ops(optimized, "Shape") == (fixed ? 0 : 1));
+      CHECK(count_ops(optimized, "Concat") == (fixed ? 0 : 1));
+      CHECK(count_ops(optimized, "Reshape") == 1);
+      CHECK(count_ops(optimized, "Relu") == 1);
+      const Value& target = optimized.values[static_cast<size_t>(dims)];
+      CHECK(target.constant.has_value() == fixed);
+      if (fixed) CHECK(target.constant->shape() == Shape{2});
+      // What only the removed steps read holds no data in the file.
+      CHECK_FALSE(optimized.values[static_cast<size_t>(shape)].constant.has_value());
+      CHECK_FALSE(optimized.values[static_cast<size_t>(one)].constant.has_value());
+      REQUIRE(serialization::save_tern(optimized, "shapes.tern").is_ok());
+      auto saved = serialization::load_model_file("shapes.tern");
+      std::remove("shapes.tern");
+      REQUIRE_MESSAGE(saved, saved.status().message());
+      auto [session2, got] = run(*saved);
+      REQUIRE(got.shape() == want.shape());
+      CHECK(std::memcmp(got.raw(), want.raw(), want.byte_size()) == 0);
+    }
+  }
+
   TEST_CASE(
       "a saved model's packed weights of a cut convolution load without deriving them again") {
     // A 3x3 convolution on a 1x1 map padded by 1 reads only its centre tap: oneDNN's kernel runs
