@@ -73,10 +73,13 @@ Status check_composite(const IOInfo& info, const Tensor& t) {
 // Whether every backend of a session is the CPU's.
 // Whether every input of the model has a fixed shape (a model of several shapes plans for each).
 bool static_inputs(const Model& m) {
-  return std::all_of(m.inputs().begin(), m.inputs().end(), [](const IOInfo& in) {
-    return in.has_shape &&
-           std::all_of(in.dims.begin(), in.dims.end(), [](int64_t d) { return d >= 0; });
-  });
+  for (const IOInfo& in : m.inputs()) {
+    if (!in.has_shape) return false;
+    for (int64_t d : in.dims) {
+      if (d < 0) return false;
+    }
+  }
+  return true;
 }
 
 // The values `plan` computed while planning (shape arithmetic, and what follows from it and the

@@ -24,14 +24,11 @@ std::vector<int64_t> read_longs(const flatbuffers::Vector<int64_t>* v) {
   return out;
 }
 
-// `where()` + `what` names the reference in the message (made only for an error).
-template <class Where>
-Status check_index(int id, size_t count, bool allow_missing, const Where& where, const char* what) {
+Status check_index(int id, size_t count, bool allow_missing, const char* what) {
   if ((allow_missing && id == -1) || (id >= 0 && static_cast<size_t>(id) < count)) {
     return Status::ok();
   }
-  return invalid_model(where(), what, " refers to value ", id, ", but the graph has ", count,
-                       " values");
+  return invalid_model(what, " refers to value ", id, ", but the graph has ", count, " values");
 }
 
 // Builds a Graph (and its subgraphs) from the verified buffer; constants point into the mapping.
@@ -49,137 +46,42 @@ struct GraphReader {
       return invalid_model("subgraphs nest deeper than ", Graph::kMaxSubgraphDepth, " levels");
     }
     Graph& g = *out;
-    const size_t nseg = segment_count();
     const size_t nv = fg.values() ? fg.values()->size() : 0;
-    // (Messages are made only for an error: a graph has thousands of values and nodes. Names are
-    // checked for uniqueness as views of the file's bytes.)
+    // A value's or node's messages are prefixed with its name only for an error (a graph has
+    // thousands of them); names are checked unique as views of the file's bytes.
     std::unordered_set<std::string_view> names;
     names.reserve(nv);
-    g.values.reserve(g.values.size() + nv);
     for (size_t i = 0; i < nv; ++i) {
       const fb::Value* v = fg.values()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      Value val;
       const std::string_view name = v->name() ? v->name()->string_view() : std::string_view();
+      Value val;
       val.name = std::string(name);
-      const auto where = [&] { return str_cat("value ", i, " '", val.name, "'"); };
-      if (name.empty() || !names.insert(name).second) {
-        return invalid_model(where(), ": names must be non-empty and unique");
-      }
-      const auto composite = [](int32_t d) { return dtype_is_composite(static_cast<DType>(d)); };
-      if (v->dtype() != 0 && !dtype_is_valid(v->dtype()) && !composite(v->dtype())) {
-        return invalid_model(where(), ": dtype ", v->dtype(), " is not valid");
-      }
-      val.type.dtype = static_cast<DType>(v->dtype());
-      if (composite(v->dtype())) {
-        const int32_t elem = v->elem(), seq_elem = v->seq_elem();
-        const bool elem_ok = elem == 0 || dtype_is_valid(elem) ||
-                             (v->dtype() == static_cast<int32_t>(DType::kOptional) &&
-                              elem == static_cast<int32_t>(DType::kSequence));
-        if (!elem_ok || (seq_elem != 0 && !dtype_is_valid(seq_elem)) || v->segment() != -1) {
-          return invalid_model(where(), ": a ", dtype_name(val.type.dtype),
-                               " value with element type ", elem, "/", seq_elem,
-                               v->segment() != -1 ? " and constant data" : "");
-        }
-        val.type.elem = static_cast<DType>(elem);
-        val.type.seq_elem = static_cast<DType>(seq_elem);
-      }
-      val.type.has_shape = v->has_shape();
-      if (v->shape()) {
-        for (const fb::Dim* d : *v->shape()) {
-          val.type.dims.push_back(
-              Dim{d->value() < 0 ? -1 : d->value(), d->symbol() ? d->symbol()->str() : ""});
-        }
-      }
-      if (v->segment() != -1) {
-        if (v->segment() < 0 || static_cast<size_t>(v->segment()) >= nseg) {
-          return invalid_model(where(), ": segment ", v->segment(), " out of range (", nseg, ")");
-        }
-        if (dtype_size(val.type.dtype) == 0 || val.type.dtype == DType::kString) {
-          return invalid_model(where(), ": constant without a non-string dtype");
-        }
-        const Shape shape = read_longs(v->const_shape());
-        auto n = checked_numel(shape);
-        if (!n) return invalid_model(where(), ": ", n.status().message());
-        const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v->segment()));
-        // (By division: n * size may wrap around, 2^61 int64s "needing" 0 bytes.)
-        const uint64_t elem = dtype_size(val.type.dtype);
-        if (s->length() % elem != 0 || static_cast<uint64_t>(*n) != s->length() / elem) {
-          return invalid_model(where(), ": shape ", shape_str(shape), " needs ", *n,
-                               " elements of ", elem, " bytes, its segment holds ", s->length(),
-                               " bytes");
-        }
-        void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
-        val.constant = Tensor::wrap(val.type.dtype, shape, ptr, keep);
-      }
-      if (v->packed() && v->packed()->size()) {
-        if (!val.constant)
-          return invalid_model(where(), ": packed data on a value that is not a constant");
-        for (size_t k = 0; k < v->packed()->size(); ++k) {
-          const fb::PackedData* pd = v->packed()->Get(static_cast<flatbuffers::uoffset_t>(k));
-          if (!pd->key() || pd->key()->size() == 0) {
-            return invalid_model(where(), ": packed data ", k, " has no key");
-          }
-          if (pd->segment() < 0 || static_cast<size_t>(pd->segment()) >= nseg) {
-            return invalid_model(where(), ": packed data ", k, " segment ", pd->segment(),
-                                 " out of range (", nseg, ")");
-          }
-          const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(pd->segment()));
-          void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
-          val.packed.push_back(PackedData{
-              pd->key()->str(),
-              Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(s->length())}, ptr, keep)});
-        }
-      }
+      const Status st = name.empty() || !names.insert(name).second
+                            ? invalid_model("names must be non-empty and unique")
+                            : read_value(*v, &val);
+      if (!st.is_ok()) return st.with_prefix(str_cat("value ", i, " '", val.name, "'"));
       g.values.push_back(std::move(val));
     }
     if (fg.nodes()) {
       for (size_t i = 0; i < fg.nodes()->size(); ++i) {
-        const fb::Node* n = fg.nodes()->Get(static_cast<flatbuffers::uoffset_t>(i));
         Node node;
-        node.name = n->name() ? n->name()->str() : "";
-        node.op_type = n->op_type() ? n->op_type()->str() : "";
-        node.domain = n->domain() ? n->domain()->str() : "";
-        const auto where = [&] {
-          return str_cat("node ", i, " '", node.name, "' (", node.op_type, ")");
-        };
-        if (node.op_type.empty()) return invalid_model(where(), ": no op type");
-        if (n->inputs()) {
-          node.inputs.reserve(n->inputs()->size());
-          for (int id : *n->inputs()) {
-            TERN_RETURN_IF_ERROR(check_index(id, nv, true, where, ": an input"));
-            node.inputs.push_back(id);
-          }
-        }
-        if (n->outputs()) {
-          node.outputs.reserve(n->outputs()->size());
-          for (int id : *n->outputs()) {
-            TERN_RETURN_IF_ERROR(check_index(id, nv, true, where, ": an output"));
-            node.outputs.push_back(id);
-          }
-        }
-        if (n->attributes()) {
-          for (const fb::Attribute* a : *n->attributes()) {
-            std::string name = a->name() ? a->name()->str() : "";
-            if (name.empty()) return invalid_model(where(), ": an attribute has no name");
-            const auto attr_where = [&] { return str_cat(where(), ": attribute '", name, "'"); };
-            TERN_ASSIGN_OR_RETURN(Attribute attr, attribute(*a, attr_where, depth));
-            node.attrs.set(name, std::move(attr));
-          }
+        const Status st =
+            read_node(*fg.nodes()->Get(static_cast<flatbuffers::uoffset_t>(i)), nv, depth, &node);
+        if (!st.is_ok()) {
+          return st.with_prefix(str_cat("node ", i, " '", node.name, "' (", node.op_type, ")"));
         }
         g.nodes.push_back(std::move(node));
       }
     }
     if (fg.inputs()) {
       for (int id : *fg.inputs()) {
-        TERN_RETURN_IF_ERROR(check_index(
-            id, nv, false, [] { return std::string(); }, "a graph input"));
+        TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph input"));
         g.inputs.push_back(id);
       }
     }
     if (fg.outputs()) {
       for (int id : *fg.outputs()) {
-        TERN_RETURN_IF_ERROR(check_index(
-            id, nv, false, [] { return std::string(); }, "a graph output"));
+        TERN_RETURN_IF_ERROR(check_index(id, nv, false, "a graph output"));
         g.outputs.push_back(id);
       }
     }
@@ -191,18 +93,114 @@ struct GraphReader {
     return Status::ok();
   }
 
-  Expected<std::shared_ptr<const Graph>> subgraph(const fb::Graph* fg, const std::string& where,
-                                                  int depth) {
-    if (!fg) return invalid_model(where, ": the subgraph is missing");
+  // A value's type and data (its name is read by the caller).
+  Status read_value(const fb::Value& v, Value* val) {
+    const size_t nseg = segment_count();
+    const auto composite = [](int32_t d) { return dtype_is_composite(static_cast<DType>(d)); };
+    if (v.dtype() != 0 && !dtype_is_valid(v.dtype()) && !composite(v.dtype())) {
+      return invalid_model("dtype ", v.dtype(), " is not valid");
+    }
+    val->type.dtype = static_cast<DType>(v.dtype());
+    if (composite(v.dtype())) {
+      const int32_t elem = v.elem(), seq_elem = v.seq_elem();
+      const bool elem_ok = elem == 0 || dtype_is_valid(elem) ||
+                           (v.dtype() == static_cast<int32_t>(DType::kOptional) &&
+                            elem == static_cast<int32_t>(DType::kSequence));
+      if (!elem_ok || (seq_elem != 0 && !dtype_is_valid(seq_elem)) || v.segment() != -1) {
+        return invalid_model("a ", dtype_name(val->type.dtype), " value with element type ", elem,
+                             "/", seq_elem, v.segment() != -1 ? " and constant data" : "");
+      }
+      val->type.elem = static_cast<DType>(elem);
+      val->type.seq_elem = static_cast<DType>(seq_elem);
+    }
+    val->type.has_shape = v.has_shape();
+    if (v.shape()) {
+      for (const fb::Dim* d : *v.shape()) {
+        val->type.dims.push_back(
+            Dim{d->value() < 0 ? -1 : d->value(), d->symbol() ? d->symbol()->str() : ""});
+      }
+    }
+    if (v.segment() != -1) {
+      if (v.segment() < 0 || static_cast<size_t>(v.segment()) >= nseg) {
+        return invalid_model("segment ", v.segment(), " out of range (", nseg, ")");
+      }
+      if (dtype_size(val->type.dtype) == 0 || val->type.dtype == DType::kString) {
+        return invalid_model("constant without a non-string dtype");
+      }
+      const Shape shape = read_longs(v.const_shape());
+      auto n = checked_numel(shape);
+      if (!n) return invalid_model(n.status().message());
+      const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(v.segment()));
+      // (By division: n * size may wrap around, 2^61 int64s "needing" 0 bytes.)
+      const uint64_t elem = dtype_size(val->type.dtype);
+      if (s->length() % elem != 0 || static_cast<uint64_t>(*n) != s->length() / elem) {
+        return invalid_model("shape ", shape_str(shape), " needs ", *n, " elements of ", elem,
+                             " bytes, its segment holds ", s->length(), " bytes");
+      }
+      void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
+      val->constant = Tensor::wrap(val->type.dtype, shape, ptr, keep);
+    }
+    if (v.packed() && v.packed()->size()) {
+      if (!val->constant) return invalid_model("packed data on a value that is not a constant");
+      for (size_t k = 0; k < v.packed()->size(); ++k) {
+        const fb::PackedData* pd = v.packed()->Get(static_cast<flatbuffers::uoffset_t>(k));
+        if (!pd->key() || pd->key()->size() == 0) {
+          return invalid_model("packed data ", k, " has no key");
+        }
+        if (pd->segment() < 0 || static_cast<size_t>(pd->segment()) >= nseg) {
+          return invalid_model("packed data ", k, " segment ", pd->segment(), " out of range (",
+                               nseg, ")");
+        }
+        const fb::Segment* s = segments->Get(static_cast<flatbuffers::uoffset_t>(pd->segment()));
+        void* ptr = const_cast<uint8_t*>(data + data_offset + s->offset());
+        val->packed.push_back(PackedData{
+            pd->key()->str(),
+            Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(s->length())}, ptr, keep)});
+      }
+    }
+    return Status::ok();
+  }
+
+  Status read_node(const fb::Node& n, size_t nv, int depth, Node* node) {
+    node->name = n.name() ? n.name()->str() : "";
+    node->op_type = n.op_type() ? n.op_type()->str() : "";
+    node->domain = n.domain() ? n.domain()->str() : "";
+    if (node->op_type.empty()) return invalid_model("no op type");
+    if (n.inputs()) {
+      node->inputs.reserve(n.inputs()->size());
+      for (int id : *n.inputs()) {
+        TERN_RETURN_IF_ERROR(check_index(id, nv, true, "an input"));
+        node->inputs.push_back(id);
+      }
+    }
+    if (n.outputs()) {
+      node->outputs.reserve(n.outputs()->size());
+      for (int id : *n.outputs()) {
+        TERN_RETURN_IF_ERROR(check_index(id, nv, true, "an output"));
+        node->outputs.push_back(id);
+      }
+    }
+    if (n.attributes()) {
+      for (const fb::Attribute* a : *n.attributes()) {
+        std::string name = a->name() ? a->name()->str() : "";
+        if (name.empty()) return invalid_model("an attribute has no name");
+        auto attr = attribute(*a, depth);
+        if (!attr) return attr.status().with_prefix(str_cat("attribute '", name, "'"));
+        node->attrs.set(name, std::move(*attr));
+      }
+    }
+    return Status::ok();
+  }
+
+  Expected<std::shared_ptr<const Graph>> subgraph(const fb::Graph* fg, int depth) {
+    if (!fg) return invalid_model("the subgraph is missing");
     Graph g;
     g.opset = opset;
-    TERN_RETURN_IF_ERROR(read(*fg, depth + 1, &g).with_prefix(where));
+    TERN_RETURN_IF_ERROR(read(*fg, depth + 1, &g));
     return std::make_shared<const Graph>(std::move(g));
   }
 
-  // `where()` names the attribute in a message (made only for an error).
-  template <class Where>
-  Expected<Attribute> attribute(const fb::Attribute& a, const Where& where, int depth) {
+  Expected<Attribute> attribute(const fb::Attribute& a, int depth) {
     Attribute out;
     out.kind = static_cast<Attribute::Kind>(a.kind());
     switch (a.kind()) {
@@ -220,7 +218,7 @@ struct GraphReader {
         break;
       case fb::AttributeKind::Type:
         out.ints = read_longs(a.ints());
-        if (out.ints.size() != 3) return invalid_model(where(), ": a type attribute holds 3 ints");
+        if (out.ints.size() != 3) return invalid_model("a type attribute holds 3 ints");
         break;
       case fb::AttributeKind::Floats:
         if (a.floats()) out.floats.assign(a.floats()->begin(), a.floats()->end());
@@ -235,15 +233,15 @@ struct GraphReader {
         if (!t || !dtype_is_valid(t->dtype()) ||
             t->dtype() == static_cast<int32_t>(DType::kString) ||
             dtype_size(static_cast<DType>(t->dtype())) == 0) {
-          return invalid_model(where(), ": tensor has no valid non-string dtype");
+          return invalid_model("tensor has no valid non-string dtype");
         }
         const Shape shape = read_longs(t->shape());
         auto n = checked_numel(shape);
-        if (!n) return invalid_model(where(), ": ", n.status().message());
+        if (!n) return invalid_model(n.status().message());
         const size_t elem = dtype_size(static_cast<DType>(t->dtype()));
         const size_t have = t->data() ? t->data()->size() : 0;
         if (have % elem != 0 || static_cast<uint64_t>(*n) != have / elem) {  // (no wrap-around)
-          return invalid_model(where(), ": tensor holds ", have, " bytes, its shape needs ", *n,
+          return invalid_model("tensor holds ", have, " bytes, its shape needs ", *n,
                                " elements of ", elem, " bytes");
         }
         const size_t bytes = have;
@@ -252,19 +250,19 @@ struct GraphReader {
         break;
       }
       case fb::AttributeKind::Graph: {
-        TERN_ASSIGN_OR_RETURN(out.g, subgraph(a.g(), where(), depth));
+        TERN_ASSIGN_OR_RETURN(out.g, subgraph(a.g(), depth));
         break;
       }
       case fb::AttributeKind::Graphs: {
         if (!a.graphs()) break;
         for (const fb::Graph* sub : *a.graphs()) {
-          TERN_ASSIGN_OR_RETURN(auto g, subgraph(sub, where(), depth));
+          TERN_ASSIGN_OR_RETURN(auto g, subgraph(sub, depth));
           out.graphs.push_back(std::move(g));
         }
         break;
       }
       default:
-        return invalid_model(where(), ": unknown attribute kind ", static_cast<int>(a.kind()));
+        return invalid_model("unknown attribute kind ", static_cast<int>(a.kind()));
     }
     return out;
   }

@@ -79,19 +79,19 @@ void erase_nodes(Graph& g, const std::vector<bool>& removed) {
   g.nodes.resize(w);
 }
 
-ValueConsumers::ValueConsumers(const Graph& g) : start_(g.values.size() + 1, 0) {
-  // Counted, then placed: start_[v + 1] counts v's reads, summed into offsets, then filled.
+ValueConsumers::ValueConsumers(const Graph& g) : start_(g.values.size() + 2, 0) {
+  // A counting sort: value v's reads are counted in start_[v + 2] and summed, so start_[v + 1] is
+  // where v's readers go; placing them moves it on to v's end, which is v + 1's start.
   for (const Node& n : g.nodes) {
     for (int id : n.inputs) {
-      if (id >= 0) ++start_[static_cast<size_t>(id) + 1];
+      if (id >= 0) ++start_[static_cast<size_t>(id) + 2];
     }
   }
-  for (size_t v = 1; v < start_.size(); ++v) start_[v] += start_[v - 1];
+  for (size_t v = 2; v < start_.size(); ++v) start_[v] += start_[v - 1];
   nodes_.resize(start_.back());
-  std::vector<size_t> next(start_.begin(), start_.end() - 1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     for (int id : g.nodes[n].inputs) {
-      if (id >= 0) nodes_[next[static_cast<size_t>(id)]++] = n;
+      if (id >= 0) nodes_[start_[static_cast<size_t>(id) + 1]++] = n;
     }
   }
 }

@@ -24,6 +24,7 @@ class ValueConsumers {
 
  private:
   std::vector<size_t> start_;  // value v's readers are nodes_[start_[v], start_[v + 1])
+                               // (one more entry, used while counting)
   std::vector<size_t> nodes_;
 };
 inline ValueConsumers value_consumers(const Graph& g) {
