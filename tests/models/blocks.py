@@ -116,7 +116,7 @@ class DeconvDecoder(nn.Module):
 
 class UNetNorms(nn.Module):
     """A small U-Net: InstanceNorm and GroupNorm blocks, max-pool down, bilinear and nearest up,
-    skip Concats."""
+    skip Concats; class probabilities per pixel (Softmax over the channels)."""
 
     def __init__(self):
         super().__init__()
@@ -130,14 +130,14 @@ class UNetNorms(nn.Module):
         self.up_bilinear = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
         self.up_nearest = nn.Upsample(scale_factor=2, mode="nearest")
         self.d2, self.d1 = block(192, 64, gnorm), block(96, 32, inorm)
-        self.head = nn.Conv2d(32, 2, 1)
+        self.head = nn.Conv2d(32, 5, 1)
 
     def forward(self, x):
         a = self.e1(x)
         b = self.e2(self.pool(a))
         c = self.e3(self.pool(b))
         d = self.d2(torch.cat([self.up_bilinear(c), b], 1))
-        return self.head(self.d1(torch.cat([self.up_nearest(d), a], 1)))
+        return self.head(self.d1(torch.cat([self.up_nearest(d), a], 1))).softmax(1)
 
 
 class PixelShuffleSR(nn.Module):

@@ -92,9 +92,55 @@ Expected<std::unique_ptr<Kernel>> make_activation(const OpContext& ctx) {
 struct VecSoftmax {
   const VecOps* vec = nullptr;
   int64_t rows = 0, len = 0;
+  int64_t inner = 1;  // over a strided axis ([rows, len, inner]): run_softmax_strided
 };
 
+#if defined(__x86_64__)
+// Softmax over an axis that is not the last: each [len, inner] block holds `inner` softmaxes down
+// its columns (a segmentation net's classes over [N, C, H, W], a detection head's DFL bins). A
+// task takes a run of up to 512 columns of one block, row by row on the vector primitives, with
+// the run's maxima and sums on its stack. (x86 only: the aarch64 minimal library has no room
+// left within its size goal; there the reference kernel runs it.)
+Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
+  constexpr int64_t kRun = 512;
+  const float* x = a.inputs[0]->data<float>();
+  float* y = a.outputs[0]->data<float>();
+  const int64_t runs = (k.inner + kRun - 1) / kRun, block = k.len * k.inner;
+  parallel_for(k.rows * runs, std::max<int64_t>(1, 16384 / std::max<int64_t>(block, 1)),
+               exec.num_threads, [&](int64_t b, int64_t e) {
+                 float m[kRun], inv[kRun];
+                 for (int64_t t = b; t < e; ++t) {
+                   const int64_t j0 = t % runs * kRun, n = std::min(kRun, k.inner - j0);
+                   const float* xb = x + t / runs * block + j0;
+                   float* yb = y + t / runs * block + j0;
+                   // Each column's maximum (a NaN skipped, as VecOps::max does)
+                   std::copy(xb, xb + n, m);
+                   for (int64_t r = 1; r < k.len; ++r) {
+                     const float* xr = xb + r * k.inner;
+                     for (int64_t j = 0; j < n; ++j) m[j] = xr[j] > m[j] ? xr[j] : m[j];
+                   }
+                   std::fill(inv, inv + n, 0.0f);
+                   for (int64_t r = 0; r < k.len; ++r) {
+                     float* yr = yb + r * k.inner;
+                     k.vec->binary(1, xb + r * k.inner, 1, m, 1, yr, n);  // x - max
+                     k.vec->exp_sum(yr, 0.0f, yr, n);
+                     k.vec->binary(0, inv, 1, yr, 1, inv, n);  // the columns' sums
+                   }
+                   for (int64_t j = 0; j < n; ++j) inv[j] = 1.0f / inv[j];
+                   for (int64_t r = 0; r < k.len; ++r) {
+                     float* yr = yb + r * k.inner;
+                     k.vec->binary(2, yr, 1, inv, 1, yr, n);
+                   }
+                 }
+               });
+  return Status::ok();
+}
+#endif
+
 Status run_softmax(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
+#if defined(__x86_64__)
+  if (k.inner > 1) return run_softmax_strided(k, a, exec);
+#endif
   const float* x = a.inputs[0]->data<float>();
   float* y = a.outputs[0]->data<float>();
   parallel_for(k.rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k.len, 1)), exec.num_threads,
@@ -112,10 +158,14 @@ Status run_softmax(const VecSoftmax& k, const KernelArgs& a, const ExecContext& 
 
 Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::SoftmaxSpan sp, ops::parse_softmax_span(ctx));
+#if !defined(__x86_64__)
   if (sp.inner != 1) return unsupported("vectorised Softmax: not over the last axis");
-  if (sp.outer == 0 || sp.axis_len == 0) return unsupported("vectorised Softmax: empty input");
+#endif
+  if (sp.outer == 0 || sp.axis_len == 0 || sp.inner == 0) {
+    return unsupported("vectorised Softmax: empty input");
+  }
   VecSoftmax k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability))), sp.outer,
-               sp.axis_len};
+               sp.axis_len, sp.inner};
   return make_elementwise_kernel(str_cat("softmax.", k.vec->isa), k, run_softmax);  // by rows
 }
 
