@@ -59,7 +59,8 @@ class MhaMasks(nn.Module):
 
 class AudioConv(nn.Module):
     """A wav2vec2-like feature encoder: strided Conv1d with GroupNorm and GELU, then max and
-    average pooling."""
+    average pooling; a CTC head's log-probabilities over a 64-token vocabulary per frame
+    (LogSoftmax over the channels)."""
 
     def __init__(self):
         super().__init__()
@@ -72,7 +73,7 @@ class AudioConv(nn.Module):
         self.proj = nn.Conv1d(128, 64, 1)
 
     def forward(self, wav):
-        return self.proj(self.avg(self.pool(self.features(wav))))
+        return self.proj(self.avg(self.pool(self.features(wav)))).log_softmax(1)
 
 
 class Tcn(nn.Module):

@@ -20,9 +20,10 @@ using namespace tern_test;
 using namespace tern_test::cpu_kernels;
 
 TEST_SUITE("cpu_kernels") {
-  TEST_CASE("vectorised Softmax over an axis that is not the last matches a double reference") {
+  TEST_CASE("vectorised Softmax and LogSoftmax over any axis match a double reference") {
     // [outer, len, inner] with inner > 1: columns of each block, in runs of 512 (inner 700 takes
-    // two), at 1 and 2 threads; a -inf entry and a large one in some columns.
+    // two), and rows (the last axis; LogSoftmax's own row form), at 1 and 2 threads; a -inf entry
+    // and a large one in some columns.
     struct Case {
       Shape shape;
       int64_t axis;
@@ -45,39 +46,52 @@ TEST_SUITE("cpu_kernels") {
       const int64_t len = c.shape[static_cast<size_t>(axis)];
       Attributes attrs;
       attrs.set("axis", attr_int(c.axis));
-      for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
-        for (int threads : {1, 2}) {
-          CAPTURE(std::string(cap));
-          CAPTURE(threads);
-          FlagRestore restore;
-          REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
-          auto k = inferred("Softmax", attrs, {&x}, {false});
-          auto kernel = backends::get("cpu").value()->prepare(k->ctx);
-          REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+      for (const char* op : {"Softmax", "LogSoftmax"})
+        for (const char* cap : {"AVX512", "AVX2", "DEFAULT"}) {
+          for (int threads : {1, 2}) {
+            CAPTURE(std::string(op));
+            CAPTURE(std::string(cap));
+            CAPTURE(threads);
+            FlagRestore restore;
+            REQUIRE(tern_flag_set("cpu.max_capability", cap) == TERN_OK);
+            const bool log = std::string(op) == "LogSoftmax";
+            auto k = inferred(op, attrs, {&x}, {false});
+            auto kernel = backends::get("cpu").value()->prepare(k->ctx);
+            REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
 #if defined(__x86_64__)
-          CHECK(std::string((*kernel)->name()).rfind("softmax.", 0) == 0);
+            CHECK(std::string((*kernel)->name()).rfind(log ? "log_softmax." : "softmax.", 0) == 0);
 #endif
-          const Tensor y = run_kernel(**kernel, k->ctx, {&x}, threads);
-          const float* yv = y.data<float>();
-          for (int64_t o = 0; o < outer; ++o) {
-            for (int64_t j = 0; j < inner; ++j) {
-              auto at = [&](int64_t r) { return (o * len + r) * inner + j; };
-              double m = -1e300, sum = 0;
-              for (int64_t r = 0; r < len; ++r) m = std::max(m, double{xv[at(r)]});
-              for (int64_t r = 0; r < len; ++r) sum += std::exp(double{xv[at(r)]} - m);
-              for (int64_t r = 0; r < len; ++r) {
-                // (A column of one -inf is NaN, as in the reference: -inf - -inf.)
-                const double want = std::exp(double{xv[at(r)]} - m) / sum;
-                if (std::isnan(want)) {
-                  CHECK(std::isnan(yv[at(r)]));
-                } else {
-                  CHECK(std::abs(yv[at(r)] - want) <= 1e-6 + 1e-5 * want);
+            const Tensor y = run_kernel(**kernel, k->ctx, {&x}, threads);
+            // In place too (the kernel may overwrite its input: Kernel::inplace_input): the same
+            // bits.
+            REQUIRE((*kernel)->inplace_input() == 0);
+            Tensor same = x.clone().value();
+            KernelArgs args;
+            args.inputs.push_back(&same);
+            args.outputs.push_back(&same);
+            REQUIRE((*kernel)->run(args, ExecContext{threads}).is_ok());
+            CHECK(std::memcmp(same.raw(), y.raw(), y.byte_size()) == 0);
+            const float* yv = y.data<float>();
+            for (int64_t o = 0; o < outer; ++o) {
+              for (int64_t j = 0; j < inner; ++j) {
+                auto at = [&](int64_t r) { return (o * len + r) * inner + j; };
+                double m = -1e300, sum = 0;
+                for (int64_t r = 0; r < len; ++r) m = std::max(m, double{xv[at(r)]});
+                for (int64_t r = 0; r < len; ++r) sum += std::exp(double{xv[at(r)]} - m);
+                for (int64_t r = 0; r < len; ++r) {
+                  // (A column of one -inf is NaN, as in the reference: -inf - -inf.)
+                  const double want = log ? double{xv[at(r)]} - m - std::log(sum)
+                                          : std::exp(double{xv[at(r)]} - m) / sum;
+                  if (std::isnan(want) || std::isinf(want)) {
+                    CHECK((std::isnan(want) ? std::isnan(yv[at(r)]) : yv[at(r)] == want));
+                  } else {
+                    CHECK(std::abs(yv[at(r)] - want) <= 1e-6 + 1e-5 * std::abs(want));
+                  }
                 }
               }
             }
           }
         }
-      }
     }
   }
 

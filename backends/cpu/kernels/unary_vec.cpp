@@ -3,6 +3,7 @@
 // GELU's exact form in BERT-style encoders, Sigmoid, Tanh, Gelu, LeakyRelu and Elu, and Softmax
 // over a contiguous (last) span.
 #include <algorithm>
+#include <cmath>
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/vec/vec.h"
@@ -93,6 +94,7 @@ struct VecSoftmax {
   const VecOps* vec = nullptr;
   int64_t rows = 0, len = 0;
   int64_t inner = 1;  // over a strided axis ([rows, len, inner]): run_softmax_strided
+  bool log = false;   // LogSoftmax (x86): x - max - log(sum(exp(x - max)))
 };
 
 #if defined(__x86_64__)
@@ -108,7 +110,7 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
   const int64_t runs = (k.inner + kRun - 1) / kRun, block = k.len * k.inner;
   parallel_for(k.rows * runs, std::max<int64_t>(1, 16384 / std::max<int64_t>(block, 1)),
                exec.num_threads, [&](int64_t b, int64_t e) {
-                 float m[kRun], inv[kRun];
+                 float m[2 * kRun], inv[kRun];  // (m's second half: LogSoftmax's scratch)
                  for (int64_t t = b; t < e; ++t) {
                    const int64_t j0 = t % runs * kRun, n = std::min(kRun, k.inner - j0);
                    const float* xb = x + t / runs * block + j0;
@@ -119,12 +121,23 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
                      const float* xr = xb + r * k.inner;
                      for (int64_t j = 0; j < n; ++j) m[j] = xr[j] > m[j] ? xr[j] : m[j];
                    }
+                   // (y may be x: a row of x is read only before its row of y is written.)
                    std::fill(inv, inv + n, 0.0f);
                    for (int64_t r = 0; r < k.len; ++r) {
                      float* yr = yb + r * k.inner;
                      k.vec->binary(1, xb + r * k.inner, 1, m, 1, yr, n);  // x - max
-                     k.vec->exp_sum(yr, 0.0f, yr, n);
-                     k.vec->binary(0, inv, 1, yr, 1, inv, n);  // the columns' sums
+                     // LogSoftmax keeps x - max, its exponentials go to the stack.
+                     float* ex = k.log ? m + kRun : yr;
+                     k.vec->exp_sum(yr, 0.0f, ex, n);
+                     k.vec->binary(0, inv, 1, ex, 1, inv, n);  // the columns' sums
+                   }
+                   if (k.log) {  // y = (x - max) - log(sum)
+                     for (int64_t j = 0; j < n; ++j) inv[j] = std::log(inv[j]);
+                     for (int64_t r = 0; r < k.len; ++r) {
+                       float* yr = yb + r * k.inner;
+                       k.vec->binary(1, yr, 1, inv, 1, yr, n);
+                     }
+                     continue;
                    }
                    for (int64_t j = 0; j < n; ++j) inv[j] = 1.0f / inv[j];
                    for (int64_t r = 0; r < k.len; ++r) {
@@ -137,9 +150,35 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
 }
 #endif
 
+#if defined(__x86_64__)
+// LogSoftmax over the last axis: y = x - max, its exponentials summed a stack run at a time, then
+// y -= log(sum) (y may be x).
+Status run_log_softmax_rows(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
+  constexpr int64_t kRun = 1024;
+  const float* x = a.inputs[0]->data<float>();
+  float* y = a.outputs[0]->data<float>();
+  parallel_for(k.rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k.len, 1)), exec.num_threads,
+               [&](int64_t b, int64_t e) {
+                 float scratch[kRun];
+                 for (int64_t r = b; r < e; ++r) {
+                   float* yr = y + r * k.len;
+                   const float m = k.vec->max(x + r * k.len, k.len);
+                   k.vec->affine(x + r * k.len, 1.0f, -m, yr, k.len);
+                   double sum = 0;
+                   for (int64_t i = 0; i < k.len; i += kRun) {
+                     sum += k.vec->exp_sum(yr + i, 0.0f, scratch, std::min(kRun, k.len - i));
+                   }
+                   k.vec->affine(yr, 1.0f, -static_cast<float>(std::log(sum)), yr, k.len);
+                 }
+               });
+  return Status::ok();
+}
+#endif
+
 Status run_softmax(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
 #if defined(__x86_64__)
   if (k.inner > 1) return run_softmax_strided(k, a, exec);
+  if (k.log) return run_log_softmax_rows(k, a, exec);
 #endif
   const float* x = a.inputs[0]->data<float>();
   float* y = a.outputs[0]->data<float>();
@@ -156,7 +195,8 @@ Status run_softmax(const VecSoftmax& k, const KernelArgs& a, const ExecContext& 
   return Status::ok();
 }
 
-Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
+// Softmax, and on x86 LogSoftmax (`log`): one body.
+Expected<std::unique_ptr<Kernel>> make_softmax_as(const OpContext& ctx, bool log) {
   TERN_ASSIGN_OR_RETURN(ops::SoftmaxSpan sp, ops::parse_softmax_span(ctx));
 #if !defined(__x86_64__)
   if (sp.inner != 1) return unsupported("vectorised Softmax: not over the last axis");
@@ -165,9 +205,20 @@ Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
     return unsupported("vectorised Softmax: empty input");
   }
   VecSoftmax k{&vec_ops(effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability))), sp.outer,
-               sp.axis_len, sp.inner};
-  return make_elementwise_kernel(str_cat("softmax.", k.vec->isa), k, run_softmax);  // by rows
+               sp.axis_len, sp.inner, log};
+  return make_elementwise_kernel(str_cat(log ? "log_softmax." : "softmax.", k.vec->isa), k,
+                                 run_softmax);  // by rows
 }
+
+Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
+  return make_softmax_as(ctx, false);
+}
+
+#if defined(__x86_64__)
+Expected<std::unique_ptr<Kernel>> make_log_softmax(const OpContext& ctx) {
+  return make_softmax_as(ctx, true);
+}
+#endif
 
 }  // namespace
 
@@ -175,6 +226,9 @@ void register_cpu_unary_vec(KernelRegistry& r) {
   r.add("Erf", "cpu", DType::kFloat32, make_erf, /*priority=*/1);
   r.add("Sigmoid", "cpu", DType::kFloat32, make_sigmoid, /*priority=*/1);
   r.add("Softmax", "cpu", DType::kFloat32, make_softmax, /*priority=*/1);
+#if defined(__x86_64__)  // (the aarch64 minimal library has no room: the reference kernel there)
+  r.add("LogSoftmax", "cpu", DType::kFloat32, make_log_softmax, /*priority=*/1);
+#endif
   for (const char* op : {"Tanh", "Gelu", "LeakyRelu", "Elu", "Relu", "Swish"}) {
     r.add(op, "cpu", DType::kFloat32, make_activation, /*priority=*/1);
   }
