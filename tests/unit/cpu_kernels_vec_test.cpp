@@ -62,15 +62,19 @@ TEST_SUITE("cpu_kernels") {
             CHECK(std::string((*kernel)->name()).rfind(log ? "log_softmax." : "softmax.", 0) == 0);
 #endif
             const Tensor y = run_kernel(**kernel, k->ctx, {&x}, threads);
-            // In place too (the kernel may overwrite its input: Kernel::inplace_input): the same
-            // bits.
-            REQUIRE((*kernel)->inplace_input() == 0);
-            Tensor same = x.clone().value();
-            KernelArgs args;
-            args.inputs.push_back(&same);
-            args.outputs.push_back(&same);
-            REQUIRE((*kernel)->run(args, ExecContext{threads}).is_ok());
-            CHECK(std::memcmp(same.raw(), y.raw(), y.byte_size()) == 0);
+            // In place too where the kernel may overwrite its input (Kernel::inplace_input, as
+            // the vectorised ones do): the same bits.
+#if defined(__x86_64__)
+            CHECK((*kernel)->inplace_input() == 0);
+#endif
+            if ((*kernel)->inplace_input() == 0) {
+              Tensor same = x.clone().value();
+              KernelArgs args;
+              args.inputs.push_back(&same);
+              args.outputs.push_back(&same);
+              REQUIRE((*kernel)->run(args, ExecContext{threads}).is_ok());
+              CHECK(std::memcmp(same.raw(), y.raw(), y.byte_size()) == 0);
+            }
             const float* yv = y.data<float>();
             for (int64_t o = 0; o < outer; ++o) {
               for (int64_t j = 0; j < inner; ++j) {
