@@ -70,7 +70,6 @@ Status check_composite(const IOInfo& info, const Tensor& t) {
   return Status::ok();
 }
 
-// Whether every backend of a session is the CPU's.
 // Whether every input of the model has a fixed shape (a model of several shapes plans for each).
 bool static_inputs(const Model& m) {
   for (const IOInfo& in : m.inputs()) {
@@ -89,35 +88,47 @@ bool static_inputs(const Model& m) {
 // its session). Graph outputs stay computed, and values over 1 MB are left out of the file.
 void keep_planned_values(Graph& g, const Plan& plan) {
   constexpr size_t kMaxBytes = size_t{1} << 20;
-  std::vector<bool> is_output = graph_output_mask(g);
-  const size_t n = std::min(g.values.size(), plan.values.size());
-  std::vector<std::pair<size_t, ValueType>> kept;  // (value, its type before)
-  for (size_t id = 0; id < n; ++id) {
-    const PlannedValue& pv = plan.values[id];
-    Value& v = g.values[id];
-    if (pv.where != PlannedValue::Where::kConstant || !pv.constant || v.constant || is_output[id]) {
-      continue;
+  const std::vector<bool> is_output = graph_output_mask(g);
+  const size_t count = std::min(g.values.size(), plan.values.size());
+  // Value id's data from the plan, when it can go into the file.
+  auto planned = [&](int id) -> const Tensor* {
+    if (id < 0 || static_cast<size_t>(id) >= count) return nullptr;
+    const PlannedValue& pv = plan.values[static_cast<size_t>(id)];
+    if (pv.where != PlannedValue::Where::kConstant || !pv.constant ||
+        g.values[static_cast<size_t>(id)].constant || is_output[static_cast<size_t>(id)]) {
+      return nullptr;
     }
     const Tensor& t = *pv.constant;
-    if (t.dtype() == DType::kString || dtype_is_composite(t.dtype()) ||
-        dtype_size(t.dtype()) == 0 || t.byte_size() > kMaxBytes) {
-      continue;
-    }
-    kept.emplace_back(id, v.type);
-    v.constant = t;
-    v.type.dtype = t.dtype();
-    v.type.has_shape = true;
-    v.type.dims.clear();
-    for (int64_t d : t.shape()) v.type.dims.push_back(Dim{d, {}});
-  }
+    const bool plain = t.dtype() != DType::kString && !dtype_is_composite(t.dtype()) &&
+                       dtype_size(t.dtype()) != 0 && t.byte_size() <= kMaxBytes;
+    return plain ? &t : nullptr;
+  };
+  // A node goes, its outputs becoming constants, only when every output it has can: a value is
+  // never both a constant and a node's output.
   std::vector<bool> computed(g.nodes.size(), false);
+  std::vector<std::pair<int, ValueType>> kept;  // (value, its type before)
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& node = g.nodes[k];
-    computed[k] =
-        std::any_of(node.outputs.begin(), node.outputs.end(), [](int id) { return id >= 0; }) &&
-        std::all_of(node.outputs.begin(), node.outputs.end(), [&](int id) {
-          return id < 0 || g.values[static_cast<size_t>(id)].constant.has_value();
-        });
+    bool all = !random_op(node.op_type);
+    bool any = false;
+    for (int id : node.outputs) {
+      if (id < 0) continue;
+      any = true;
+      all = all && planned(id) != nullptr;
+    }
+    if (!any || !all) continue;
+    computed[k] = true;
+    for (int id : node.outputs) {
+      if (id < 0) continue;
+      const Tensor& t = *planned(id);
+      Value& v = g.values[static_cast<size_t>(id)];
+      kept.emplace_back(id, v.type);
+      v.constant = t;
+      v.type.dtype = t.dtype();
+      v.type.has_shape = true;
+      v.type.dims.clear();
+      for (int64_t d : t.shape()) v.type.dims.push_back(Dim{d, {}});
+    }
   }
   erase_nodes(g, computed);
   OptimizerReport unused;
@@ -125,12 +136,13 @@ void keep_planned_values(Graph& g, const Plan& plan) {
   // What only removed nodes read (the steps between a Shape and a Reshape) holds no data.
   const ValueConsumers readers = value_consumers(g);
   for (auto& [id, type] : kept) {
-    if (!readers[id].empty()) continue;
-    g.values[id].constant.reset();
-    g.values[id].type = std::move(type);
+    if (!readers[static_cast<size_t>(id)].empty()) continue;
+    g.values[static_cast<size_t>(id)].constant.reset();
+    g.values[static_cast<size_t>(id)].type = std::move(type);
   }
 }
 
+// Whether every backend of a session is the CPU's.
 bool only_cpu(const std::vector<Backend*>& backends) {
   return std::all_of(backends.begin(), backends.end(),
                      [](const Backend* b) { return std::string(b->name()) == "cpu"; });

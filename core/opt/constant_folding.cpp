@@ -1,7 +1,6 @@
 // Nodes whose inputs are all constant are computed once, at session creation, and their outputs
 // become constants (random ops excepted: they give new values every run).
 #include <algorithm>
-#include <set>
 
 #include "core/node_context.h"
 #include "core/opt/graph_util.h"
@@ -20,9 +19,6 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
   for (size_t v = 0; v < g.values.size(); ++v) {
     if (g.values[v].constant) mark_constant(v);
   }
-  static const std::set<std::string> kRandom = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-      "Bernoulli",    "Multinomial",   "Dropout"};
   std::vector<bool> is_input(g.values.size(), false);
   for (int id : g.inputs) is_input[static_cast<size_t>(id)] = true;
   std::vector<bool> folded(g.nodes.size(), false);
@@ -31,7 +27,7 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
     report_progress("fold constants", visited++, order.size());
     const Node& node = g.nodes[n];
     bool foldable =
-        (!node.inputs.empty() || node.op_type == "Constant") && !kRandom.count(node.op_type) &&
+        (!node.inputs.empty() || node.op_type == "Constant") && !random_op(node.op_type) &&
         std::none_of(node.outputs.begin(), node.outputs.end(),
                      [&](int id) { return id >= 0 && is_input[static_cast<size_t>(id)]; });
     for (int id : node.inputs) {

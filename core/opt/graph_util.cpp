@@ -1,5 +1,7 @@
 #include "core/opt/graph_util.h"
 
+#include <cstring>
+
 #include "core/half.h"
 #include "core/op_registry.h"
 
@@ -7,6 +9,17 @@ namespace tern {
 
 bool op_built(const std::string& op_type) {
   return OpRegistry::global().find(op_type) != nullptr;
+}
+
+bool random_op(const std::string& op_type) {
+  // One literal of NUL-ended names (no table of pointers to relocate).
+  const char* names =
+      "RandomNormal\0RandomUniform\0RandomNormalLike\0RandomUniformLike\0Bernoulli\0Multinomial\0"
+      "Dropout\0";
+  for (const char* n = names; *n; n += std::strlen(n) + 1) {
+    if (op_type == n) return true;
+  }
+  return false;
 }
 
 const Tensor* constant_of(const Graph& g, int v) {

@@ -49,6 +49,9 @@ std::vector<bool> graph_output_mask(const Graph& g);
 // True when value v is read by exactly one node, `reader`, and is not a graph output.
 bool only_read_by(const ValueConsumers& consumers, const std::vector<bool>& is_output, int v,
                   size_t reader);
+// True for the ops that draw random values (and Dropout, which may): their outputs are made at
+// each run, never folded into constants nor computed while planning.
+bool random_op(const std::string& op_type);
 // True when this build registers `op_type`: a pass makes no node of an op a selective build
 // (TERN_SELECTED_OPS) left out.
 bool op_built(const std::string& op_type);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/opt/graph_util.h"
+
 namespace tern {
 
 void append_value_key(const std::vector<int>& ids, const std::vector<PlannedValue>& values,
@@ -193,7 +195,8 @@ Status infer_plan_shapes(const ShapeInputs& in, PlanGraph* pg, bool* planned,
     // A node whose inputs are all known is computed now only when its outputs are small (shape
     // math); a large one (a positional-embedding Gather over Range(0, seq)) runs as a step, into
     // the arena, instead of allocating a plan constant every time the sequence length changes.
-    bool compute = from_shapes || (all_known && small_outputs(*ctx));
+    // (Random draws are made at each run.)
+    bool compute = from_shapes || (all_known && small_outputs(*ctx) && !random_op(node.op_type));
     if (in.computed_hint && all_known && !from_shapes && !(*in.computed_hint)[n]) compute = false;
     if (in.computed_hint && compute != (*in.computed_hint)[n]) {
       *planned = false;  // not the plan that is being refitted: no reason, nothing is dynamic

@@ -789,6 +789,53 @@ TEST_SUITE("optimizer") {
     }
   }
 
+  TEST_CASE("saved shape arithmetic: a node keeps its outputs computed unless all can be saved") {
+    // p, q = Split(Shape(x)): q is a graph output (never saved as a constant), so the Split stays
+    // and p, which the Reshape reads, stays its output; and a random draw over a planned shape
+    // (RandomNormalLike(ConstantOfShape(Shape(x)))) is made at every run, never while planning.
+    GraphMaker m;
+    m.g.opset = 13;
+    const int x = m.input("x", {Dim{2, {}}, Dim{3, {}}, Dim{4, {}}, Dim{4, {}}});
+    const int shape = m.node("Shape", {x});
+    const int p = m.g.add_value("p"), q = m.g.add_value("q");
+    Attributes axis0;
+    axis0.set("axis", attr_int(0));
+    m.g.nodes.push_back(Node{
+        "split", "Split", "", {shape, m.constant("sizes", make_i64({2}, {2, 2}))}, {p, q}, axis0});
+    const int pooled = m.node("Reshape", {m.node("GlobalAveragePool", {x}), p});
+    const int noise = m.node("RandomNormalLike", {m.node("ConstantOfShape", {p})});
+    m.g.outputs = {m.node("Add", {pooled, noise}), q};
+    SessionConfig cfg;
+    cfg.backends.push_back(backends::get("cpu").value());
+    Tensor in = random_f32({2, 3, 4, 4}, 61);
+    auto run = [&](Session& s) {
+      std::vector<Tensor> out;
+      const Graph& g = s.graph();
+      REQUIRE(s.run({"x"}, {&in}, {g.value_name(g.outputs[0]), g.value_name(g.outputs[1])}, &out)
+                  .is_ok());
+      return out;
+    };
+    auto session = Session::create(Model::create(m.g, nullptr, "split").value(), cfg).value();
+    const std::vector<Tensor> first = run(*session), second = run(*session);
+    REQUIRE(first[0].shape() == Shape{2, 3});
+    // Fresh noise at each run (the draws are unseeded).
+    CHECK(std::memcmp(first[0].raw(), second[0].raw(), first[0].byte_size()) != 0);
+    Graph optimized;
+    session->optimized_graph(&optimized);
+    CHECK(count_ops(optimized, "Split") == 1);
+    CHECK(count_ops(optimized, "RandomNormalLike") == 1);
+    CHECK_FALSE(optimized.values[static_cast<size_t>(p)].constant.has_value());
+    REQUIRE(serialization::save_tern(optimized, "split.tern").is_ok());
+    auto saved = serialization::load_model_file("split.tern");
+    std::remove("split.tern");
+    REQUIRE_MESSAGE(saved, saved.status().message());
+    auto session2 = Session::create(*saved, cfg).value();
+    const std::vector<Tensor> again = run(*session2);
+    REQUIRE(again[1].shape() == first[1].shape());
+    CHECK(std::memcmp(again[1].raw(), first[1].raw(), first[1].byte_size()) == 0);
+    CHECK(std::memcmp(again[0].raw(), first[0].raw(), first[0].byte_size()) != 0);
+  }
+
   TEST_CASE(
       "a saved model's packed weights of a cut convolution load without deriving them again") {
     // A 3x3 convolution on a 1x1 map padded by 1 reads only its centre tap: oneDNN's kernel runs
