@@ -22,14 +22,15 @@ using namespace tern_test::cpu_kernels;
 TEST_SUITE("cpu_kernels") {
   TEST_CASE("vectorised Softmax and LogSoftmax over any axis match a double reference") {
     // [outer, len, inner] with inner > 1: columns of each block, in runs of 512 (inner 700 takes
-    // two), and rows (the last axis; LogSoftmax's own row form), at 1 and 2 threads; a -inf entry
-    // and a large one in some columns.
+    // two), or under 16 columns one at a time (1500 rows: two stack runs), and rows (the last
+    // axis; LogSoftmax's own row form), at 1 and 2 threads; a -inf entry and a large one.
     struct Case {
       Shape shape;
       int64_t axis;
     };
-    const Case cases[] = {
-        {{2, 16, 4, 37}, 1}, {{3, 5, 700}, 1}, {{7, 9}, 0}, {{2, 3, 5, 6}, -3}, {{1, 1, 9}, 1}};
+    const Case cases[] = {{{2, 16, 4, 37}, 1}, {{3, 5, 700}, 1}, {{7, 9}, 0},
+                          {{2, 3, 5, 6}, -3},  {{1, 1, 9}, 1},   {{3, 67}, -1},
+                          {{2, 1500, 3}, 1}};
     const float inf = std::numeric_limits<float>::infinity();
     for (const Case& c : cases) {
       CAPTURE(shape_str(c.shape));

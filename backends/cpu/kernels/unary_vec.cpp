@@ -103,7 +103,44 @@ struct VecSoftmax {
 // task takes a run of up to 512 columns of one block, row by row on the vector primitives, with
 // the run's maxima and sums on its stack. (x86 only: the aarch64 minimal library has no room
 // left within its size goal; there the reference kernel runs it.)
+// Under 16 columns a block's rows are too short for the vector primitives (a call per 2-8
+// elements ran slower than the reference kernel): each column is taken alone, its x - max gathered
+// a stack run at a time for the exponentials, the rest strided.
+Status run_softmax_columns(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
+  constexpr int64_t kRun = 1024;
+  const float* x = a.inputs[0]->data<float>();
+  float* y = a.outputs[0]->data<float>();
+  const int64_t step = k.inner;
+  parallel_for(k.rows * k.inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(k.len, 1)),
+               exec.num_threads, [&](int64_t b, int64_t e) {
+                 float run[kRun];
+                 for (int64_t c = b; c < e; ++c) {
+                   const float* xc = x + c / step * k.len * step + c % step;
+                   float* yc = y + (xc - x);
+                   float m = xc[0];
+                   for (int64_t r = 1; r < k.len; ++r) m = xc[r * step] > m ? xc[r * step] : m;
+                   double sum = 0;
+                   for (int64_t r0 = 0; r0 < k.len; r0 += kRun) {
+                     const int64_t n = std::min(kRun, k.len - r0);
+                     for (int64_t r = 0; r < n; ++r) run[r] = xc[(r0 + r) * step] - m;
+                     sum += k.vec->exp_sum(run, 0.0f, run, n);
+                     if (k.log) continue;
+                     for (int64_t r = 0; r < n; ++r) yc[(r0 + r) * step] = run[r];
+                   }
+                   if (k.log) {  // y = x - (max + log(sum))
+                     const float sub = m + static_cast<float>(std::log(sum));
+                     for (int64_t r = 0; r < k.len; ++r) yc[r * step] = xc[r * step] - sub;
+                     continue;
+                   }
+                   const float inv = static_cast<float>(1.0 / sum);
+                   for (int64_t r = 0; r < k.len; ++r) yc[r * step] *= inv;
+                 }
+               });
+  return Status::ok();
+}
+
 Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
+  if (k.inner < 16) return run_softmax_columns(k, a, exec);
   constexpr int64_t kRun = 512;
   const float* x = a.inputs[0]->data<float>();
   float* y = a.outputs[0]->data<float>();
