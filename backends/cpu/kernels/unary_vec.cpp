@@ -98,11 +98,6 @@ struct VecSoftmax {
 };
 
 #if defined(__x86_64__)
-// Softmax over an axis that is not the last: each [len, inner] block holds `inner` softmaxes down
-// its columns (a segmentation net's classes over [N, C, H, W], a detection head's DFL bins). A
-// task takes a run of up to 512 columns of one block, row by row on the vector primitives, with
-// the run's maxima and sums on its stack. (x86 only: the aarch64 minimal library has no room
-// left within its size goal; there the reference kernel runs it.)
 // Under 16 columns a block's rows are too short for the vector primitives (a call per 2-8
 // elements ran slower than the reference kernel): each column is taken alone, its x - max gathered
 // a stack run at a time for the exponentials, the rest strided.
@@ -139,6 +134,11 @@ Status run_softmax_columns(const VecSoftmax& k, const KernelArgs& a, const ExecC
   return Status::ok();
 }
 
+// Softmax over an axis that is not the last: each [len, inner] block holds `inner` softmaxes down
+// its columns (a segmentation net's classes over [N, C, H, W], a detection head's DFL bins). A
+// task takes a run of up to 512 columns of one block, row by row on the vector primitives, with
+// the run's maxima and sums on its stack. (x86 only: the aarch64 minimal library has no room
+// left within its size goal; there the reference kernel runs it.)
 Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
   if (k.inner < 16) return run_softmax_columns(k, a, exec);
   constexpr int64_t kRun = 512;
@@ -152,7 +152,8 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
                    const int64_t j0 = t % runs * kRun, n = std::min(kRun, k.inner - j0);
                    const float* xb = x + t / runs * block + j0;
                    float* yb = y + t / runs * block + j0;
-                   // Each column's maximum (a NaN skipped, as VecOps::max does)
+                   // Each column's maximum (a NaN met later is skipped; a NaN anywhere makes the
+                   // column's sum, so all of it, NaN)
                    std::copy(xb, xb + n, m);
                    for (int64_t r = 1; r < k.len; ++r) {
                      const float* xr = xb + r * k.inner;
