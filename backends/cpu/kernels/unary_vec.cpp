@@ -147,7 +147,7 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
   const int64_t runs = (k.inner + kRun - 1) / kRun, block = k.len * k.inner;
   parallel_for(k.rows * runs, std::max<int64_t>(1, 16384 / std::max<int64_t>(block, 1)),
                exec.num_threads, [&](int64_t b, int64_t e) {
-                 float m[2 * kRun], inv[kRun];  // (m's second half: LogSoftmax's scratch)
+                 float m[kRun], inv[kRun], ex[kRun];  // (ex: LogSoftmax's exponentials)
                  for (int64_t t = b; t < e; ++t) {
                    const int64_t j0 = t % runs * kRun, n = std::min(kRun, k.inner - j0);
                    const float* xb = x + t / runs * block + j0;
@@ -165,9 +165,9 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
                      float* yr = yb + r * k.inner;
                      k.vec->binary(1, xb + r * k.inner, 1, m, 1, yr, n);  // x - max
                      // LogSoftmax keeps x - max, its exponentials go to the stack.
-                     float* ex = k.log ? m + kRun : yr;
-                     k.vec->exp_sum(yr, 0.0f, ex, n);
-                     k.vec->binary(0, inv, 1, ex, 1, inv, n);  // the columns' sums
+                     float* exps = k.log ? ex : yr;
+                     k.vec->exp_sum(yr, 0.0f, exps, n);
+                     k.vec->binary(0, inv, 1, exps, 1, inv, n);  // the columns' sums
                    }
                    if (k.log) {  // y = (x - max) - log(sum)
                      for (int64_t j = 0; j < n; ++j) inv[j] = std::log(inv[j]);
@@ -186,9 +186,7 @@ Status run_softmax_strided(const VecSoftmax& k, const KernelArgs& a, const ExecC
                });
   return Status::ok();
 }
-#endif
 
-#if defined(__x86_64__)
 // LogSoftmax over the last axis: y = x - max, its exponentials summed a stack run at a time, then
 // y -= log(sum) (y may be x).
 Status run_log_softmax_rows(const VecSoftmax& k, const KernelArgs& a, const ExecContext& exec) {
