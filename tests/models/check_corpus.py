@@ -29,7 +29,10 @@ A detector's detections are compared as a set of rows (box, score, label) in sco
 rows whose scores differ by less than the tolerance may come in either order.
 Prints a line per model and form, and "N passed, N failed".
 --backends and --flag pass tern run's options to every run (a GPU check: --backends cuda,cpu
---flag cudnn.allow_tf32=0); --cached checks a copied cache without making anything.
+--flag cudnn.allow_tf32=0); --cached checks a copied cache without making anything; --optimized
+adds a third form, "opt": the model converted with `tern convert --optimize` (a CPU session's
+optimized graph, planned for the reference inputs: fused ops, packed weights, planned constants),
+which is what a saved optimized model runs, on the CPU or on --backends.
 Needs python3-torch, python3-torchvision, python3-onnx, python3-numpy, node and onnxruntime-node
 (installed into ~/.cache/tern/ort on first use, as tests/bench/compare_ort does).
 """
@@ -266,20 +269,26 @@ def run_tern(build, model, case, out_dir, extra):
     return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}, ""
 
 
-def check(build, name, case, extra):
+def check(build, name, case, extra, optimized):
     want = references(case)
     floor_file = os.path.join(case, "floor.json")
     floor = json.load(open(floor_file)) if os.path.exists(floor_file) else {}
     quant_file = os.path.join(case, "quant.json")
     quant = json.load(open(quant_file)) if os.path.exists(quant_file) else {"steps": {},
                                                                              "argmax": []}
-    tern_file = os.path.join(case, "model.tern")
-    p = subprocess.run([os.path.join(build, "tern"), "convert", os.path.join(case, "model.onnx"),
-                        tern_file], capture_output=True, text=True)
+    inputs = [a for f in sorted(os.listdir(os.path.join(case, "inputs")))
+              for a in ("--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}")]
+    forms = [("onnx", os.path.join(case, "model.onnx"), None)]
+    for form, flags in (("tern", []), ("opt", ["--optimize"] + inputs))[:2 if not optimized else 3]:
+        tern_file = os.path.join(case, "model.tern" if form == "tern" else "model.opt.tern")
+        p = subprocess.run([os.path.join(build, "tern"), "convert", os.path.join(case, "model.onnx"),
+                            tern_file] + flags, capture_output=True, text=True)
+        forms.append((form, tern_file, None if p.returncode == 0 else
+                      "convert failed: " + (p.stdout + p.stderr).strip()))
     results = []
-    for form, model in (("onnx", os.path.join(case, "model.onnx")), ("tern", tern_file)):
-        if form == "tern" and p.returncode != 0:
-            results.append((form, "convert failed: " + (p.stdout + p.stderr).strip()))
+    for form, model, convert_error in forms:
+        if convert_error:
+            results.append((form, convert_error))
             continue
         with tempfile.TemporaryDirectory() as tmp:
             got, err = run_tern(build, model, case, tmp, extra)
@@ -326,6 +335,8 @@ def main():
                     help="check the cases under --models as they are, making none (no export, "
                          "no ONNX Runtime): for a machine the cache was copied to; the names "
                          "default to the cases there")
+    ap.add_argument("--optimized", action="store_true",
+                    help="also check the model converted with tern convert --optimize (form opt)")
     args = ap.parse_intermixed_args()
     if not args.cached and (shutil.which("node") is None or shutil.which("npm") is None):
         print("model_corpus skipped: node and npm are needed for ONNX Runtime's references")
@@ -351,7 +362,7 @@ def main():
 
     def one(name):
         if args.cached:
-            return check(build, name, os.path.join(args.models, name), extra)
+            return check(build, name, os.path.join(args.models, name), extra, args.optimized)
         try:
             case = prepare(name, args.models, scripts_stamp(name))
         except subprocess.CalledProcessError as e:
@@ -359,7 +370,7 @@ def main():
                              f"{e.returncode}")]
         except RuntimeError as e:  # quantize.py's ONNX Runtime runs
             return [("onnx", f"quantization failed: {e}")]
-        return check(build, name, case, extra)
+        return check(build, name, case, extra, args.optimized)
 
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
