@@ -279,7 +279,7 @@ def check(build, name, case, extra, optimized):
     inputs = [a for f in sorted(os.listdir(os.path.join(case, "inputs")))
               for a in ("--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}")]
     forms = [("onnx", os.path.join(case, "model.onnx"), None)]
-    for form, flags in (("tern", []), ("opt", ["--optimize"] + inputs))[:2 if not optimized else 3]:
+    for form, flags in (("tern", []), ("opt", ["--optimize"] + inputs))[:2 if optimized else 1]:
         tern_file = os.path.join(case, "model.tern" if form == "tern" else "model.opt.tern")
         p = subprocess.run([os.path.join(build, "tern"), "convert", os.path.join(case, "model.onnx"),
                             tern_file] + flags, capture_output=True, text=True)
