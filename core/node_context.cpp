@@ -99,8 +99,9 @@ Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend
     }
     // Outputs known only when the node runs, sequences and optionals: the kernel makes them.
     if (!ctx.outputs_from_run && !dtype_is_composite(ctx.outputs[i].dtype)) {
-      TERN_ASSIGN_OR_RETURN((*outputs)[i],
-                            Tensor::allocate(ctx.outputs[i].dtype, ctx.outputs[i].shape));
+      // Not zeroed: the kernel writes all of it, as in a planned run (whose arena is reused).
+      TERN_ASSIGN_OR_RETURN((*outputs)[i], Tensor::allocate_uninitialized(ctx.outputs[i].dtype,
+                                                                          ctx.outputs[i].shape));
     }
     args.outputs.push_back(&(*outputs)[i]);
   }

@@ -54,7 +54,7 @@ class LargeBlocks {
       }
     }
     if (!p) {
-      size = (bytes + kPage - 1) / kPage * kPage;
+      size = mapped_size(bytes);
       p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) return nullptr;
     }
@@ -64,6 +64,15 @@ class LargeBlocks {
  private:
   static constexpr size_t kPage = 4096;
   static constexpr size_t kKept = 8;
+  // A new block is mapped at the next size of the form 2^k or 1.5 * 2^k bytes, so that the block
+  // a growing tensor frees (a Loop's carried value one row longer each iteration) serves its next
+  // few sizes: its pages are resident, where a mapping of the exact size would be faulted in
+  // afresh every iteration. The slack is address space: only pages written become resident.
+  static size_t mapped_size(size_t bytes) {
+    size_t p = kPage;
+    while (2 * p < bytes) p *= 2;  // p < bytes <= 2p (bytes >= kMappedBytes: p is pages)
+    return bytes <= p + p / 2 ? p + p / 2 : 2 * p;
+  }
   void give_back(void* p, size_t size) {
     std::pair<void*, size_t> evicted{nullptr, 0};
     {

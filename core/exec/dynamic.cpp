@@ -155,12 +155,21 @@ Status Executor::run_dynamic(const Plan& plan, const std::vector<const Tensor*>&
       }
     }
   }
+  // Outputs this run computed and alone owns are handed out as they are (a Loop body's carried
+  // value grows each iteration: copying it out made the loop quadratic). Once the run's own
+  // references are gone, what is still shared (an input, a constant, a view of one, a value
+  // wanted twice) is copied.
   std::vector<Tensor> result;
   for (int id : wanted) {
     const PlannedValue& pv = values[static_cast<size_t>(id)];
     if (!pv.constant) return internal_error("output '", g.value_name(id), "' was not computed");
-    TERN_ASSIGN_OR_RETURN(Tensor copy, pv.constant->clone());
-    result.push_back(std::move(copy));
+    result.push_back(*pv.constant);
+  }
+  held.clear();
+  for (Tensor& t : result) {
+    if (dtype_is_composite(t.dtype()) || !t.owns_storage_alone()) {
+      TERN_ASSIGN_OR_RETURN(t, t.clone());
+    }
   }
   *outputs = std::move(result);
   if (profiler_) {

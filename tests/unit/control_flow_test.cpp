@@ -200,6 +200,63 @@ TEST_SUITE("control_flow") {
     CHECK(out[1].shape() == Shape{0});
   }
 
+  TEST_CASE("Loop: a carried value that grows each iteration; a run's outputs are its own") {
+    // acc = Concat(acc, row + i) for n iterations (n a run input): the body's shapes change every
+    // iteration, so it runs node by node and hands its carried value on without a copy. The main
+    // graph also outputs a constant through Identity: each run's outputs are copies no later run
+    // or other output shares.
+    Builder m;
+    m.g.opset = 17;
+    const int n = m.input("n", DType::kInt64);
+    m.input("row", DType::kFloat32, {1, 3});
+    const int x0 = m.input("x0", DType::kFloat32, {0, 3});
+    const int k = m.constant("k", make_f32({2}, {5, 6}));
+    const int seq = m.input("seq", DType::kSequence);
+    const int first = m.node1("SequenceAt", {seq, m.constant("zero", scalar_i64(0))}, "first");
+    m.outputs({m.node1("Identity", {k}, "k_out"), first});
+    Builder body;
+    const int i = body.input("i", DType::kInt64);
+    const int cond = body.input("cond", DType::kBool);
+    const int acc = body.input("acc", DType::kFloat32, {-1, 3}, false);
+    Attributes to_float, axis0;
+    to_float.set("to", attr_int(static_cast<int64_t>(DType::kFloat32)));
+    axis0.set("axis", attr_int(0));
+    const int r =
+        body.node1("Add", {body.capture("row"), body.node1("Cast", {i}, "fi", to_float)}, "r");
+    body.outputs({body.node1("Identity", {cond}, "cond_out"),
+                  body.node1("Concat", {acc, r}, "acc_out", axis0)});
+    const int grown = m.control("Loop", {n, -1, x0}, {"grown"}, {{"body", &body}})[0];
+    m.g.outputs.push_back(grown);
+    auto s = session_of(m.g);
+    CHECK(plan_is_dynamic(*s, {{}, {1, 3}, {0, 3}, {}}));
+    const Tensor row = make_f32({1, 3}, {1, 2, 3});
+    const Tensor x0v = Tensor::allocate(DType::kFloat32, {0, 3}).value();
+    const Tensor item = make_f32({2}, {7, 8});
+    const Tensor seqv = Tensor::sequence(DType::kFloat32, {item});
+    auto run = [&](int64_t trips, const std::vector<std::string>& names) {
+      return run_named(*s, {{"n", scalar_i64(trips)}, {"row", row}, {"x0", x0v}, {"seq", seqv}},
+                       names);
+    };
+    for (int64_t trips : {40, 3}) {
+      auto out = run(trips, {"grown", "k_out", "grown", "k_out", "first"});
+      REQUIRE(out[0].shape() == Shape{trips, 3});
+      std::vector<float> want;
+      for (int64_t t = 0; t < trips; ++t) {
+        for (float v : {1.0f, 2.0f, 3.0f}) want.push_back(v + static_cast<float>(t));
+      }
+      CHECK(values_f32(out[0]) == want);
+      CHECK(values_f32(out[2]) == want);
+      CHECK(values_f32(out[4]) == std::vector<float>{7, 8});
+      // The caller owns them: writing one changes no other output, input or constant.
+      for (Tensor& t : out) t.data<float>()[0] = -1;
+      CHECK(values_f32(out[3]) == std::vector<float>{-1, 6});
+    }
+    CHECK(values_f32(item) == std::vector<float>{7, 8});
+    const auto last = run(1, {"k_out", "first"});
+    CHECK(values_f32(last[0]) == std::vector<float>{5, 6});
+    CHECK(values_f32(last[1]) == std::vector<float>{7, 8});
+  }
+
   TEST_CASE("Nested: an If inside a Loop body reads values of the main graph, two levels up") {
     Builder m;
     m.g.opset = 17;

@@ -132,6 +132,43 @@ TEST_SUITE("core") {
     CHECK(g.values[1].name == "w_2");
   }
 
+  TEST_CASE("a tensor alone owning its storage: not once a copy, a view or a wrapper shares it") {
+    Tensor t = Tensor::allocate(DType::kFloat32, {4, 4}).value();
+    CHECK(t.owns_storage_alone());
+    {
+      Tensor copy = t;  // shares the buffer
+      CHECK_FALSE(t.owns_storage_alone());
+      CHECK_FALSE(copy.owns_storage_alone());
+    }
+    CHECK(t.owns_storage_alone());
+    {
+      Tensor view = t.reshaped({16});
+      CHECK_FALSE(t.owns_storage_alone());
+      CHECK_FALSE(view.owns_storage_alone());
+    }
+    float data[4] = {};
+    CHECK_FALSE(Tensor::wrap(DType::kFloat32, {4}, data, nullptr).owns_storage_alone());
+    Tensor moved = std::move(t);
+    CHECK(moved.owns_storage_alone());
+  }
+
+  TEST_CASE("a large buffer freed serves the next, larger request of a growing tensor") {
+    // A tensor one row longer each time (a Loop's carried Concat) gets the block its previous
+    // size freed, resident, instead of a new mapping faulted in afresh. Blocks that could serve
+    // 45 MB are held first, so that the one freed below is the only candidate.
+    std::vector<std::shared_ptr<void>> held;
+    for (int k = 0; k < 9; ++k) held.push_back(aligned_buffer(45000000));
+    auto first = aligned_buffer(40000000);
+    REQUIRE(first);
+    std::memset(first.get(), 1, 40000000);
+    void* const address = first.get();
+    first.reset();
+    auto grown = aligned_buffer(45000000);
+    REQUIRE(grown);
+    CHECK(grown.get() == address);
+    std::memset(grown.get(), 2, 45000000);  // all of it is writable
+  }
+
   TEST_CASE("weight buffers: aligned, writable, apart; small ones share chunks, large own maps") {
     std::vector<std::shared_ptr<void>> bufs;
     const size_t sizes[] = {1, 100, 4096, 300000, 3 << 20, 64, 5 << 20, 1 << 20};
