@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/kernel.h"
@@ -51,6 +53,17 @@ class SubgraphCompiler {
   // dtypes and flags give the same runner.
   virtual Expected<std::shared_ptr<const SubgraphRunner>> compile(
       const Graph& body, const std::vector<TensorInfo>& inputs, const FlagValues& flags) = 0;
+
+  // A graph a kernel derives from `body` (a Loop body with its appended values taken out):
+  // `derive(body, kind)` runs once per body and `kind`, and the graph is kept as long as this
+  // compiler (the session), so it can be compiled like a subgraph of the model.
+#if !defined(TERN_MINIMAL)  // (its one user, ops/loop.cpp's appending, is left out there)
+  const Graph& derived(const Graph& body, int kind, Graph (*derive)(const Graph&, int));
+
+ private:
+  std::mutex derived_mu_;
+  std::vector<std::pair<std::pair<const Graph*, int>, std::unique_ptr<const Graph>>> derived_;
+#endif
 };
 
 }  // namespace tern

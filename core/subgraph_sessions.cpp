@@ -82,6 +82,19 @@ class NestedRunner final : public SubgraphRunner {
 
 }  // namespace
 
+#if !defined(TERN_MINIMAL)
+const Graph& SubgraphCompiler::derived(const Graph& body, int kind,
+                                       Graph (*derive)(const Graph&, int)) {
+  std::lock_guard<std::mutex> lock(derived_mu_);
+  for (const auto& [key, g] : derived_) {
+    if (key.first == &body && key.second == kind) return *g;
+  }
+  derived_.emplace_back(std::make_pair(&body, kind),
+                        std::make_unique<const Graph>(derive(body, kind)));
+  return *derived_.back().second;
+}
+#endif
+
 SubgraphSessions::~SubgraphSessions() = default;
 
 size_t SubgraphSessions::size() const {

@@ -1,9 +1,15 @@
 // Loop (opsets 1 to 23): runs its body while the iteration count M and the condition allow,
 // carrying N values from one iteration to the next and stacking K per-iteration scan outputs.
 // The body is compiled once per session and planned per input shapes, so an iteration costs the
-// body's kernels plus a small constant. Output shapes are known while planning when the carried
+// body's kernels plus a small constant. A carried value the body only appends to (its output is
+// Concat(carried, pieces) on axis 0, nothing else reading either) is kept by the Loop and grown in
+// place: the body computes the pieces alone (appended_body), so the copying is linear in the
+// iterations instead of quadratic, and the body's shapes stay the same from one iteration to the
+// next. Output shapes are known while planning when the carried
 // values keep their shapes and, for scan outputs, when the trip count is: M is a constant and the
 // condition cannot turn false (the body passes it through or makes it true).
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "ops/common/control_flow.h"
@@ -18,7 +24,90 @@ struct LoopParams {
   size_t carried = 0, scans = 0;
   std::vector<DType> scan_dtypes;  // for scan outputs of a loop that ran no iteration
   std::vector<Shape> scan_shapes;
+  int appended = 0;  // bit j: carried value j is grown by the Loop (appended_values)
 };
+
+// Appending in place is left out of the minimal (mobile) library for its size (~8 kB on
+// aarch64): there the body carries such values as it carries any other.
+#if !defined(TERN_MINIMAL)
+// The carried values the body only appends to: its output for value j is a Concat on axis 0 of
+// the carried input and further pieces, and neither the input nor the Concat's result is read
+// by anything else in the body. (The Concat's axis is normalised by the initial value's rank:
+// the carried value keeps it.) Tensors of byte-sized elements only.
+int appended_values(const Graph& body, const OpContext& ctx, size_t carried) {
+  std::vector<int> uses(body.values.size(), 0);
+  for (const Node& n : body.nodes) {
+    for (int id : n.inputs) {
+      if (id >= 0) ++uses[static_cast<size_t>(id)];
+    }
+  }
+  for (int id : body.outputs) ++uses[static_cast<size_t>(id)];
+  int appended = 0;
+  for (size_t j = 0; j < std::min<size_t>(carried, 30); ++j) {
+    const TensorInfo& init = ctx.inputs[2 + j];
+    const int in = body.inputs[2 + j], out = body.outputs[1 + j];
+    if (init.shape.empty() || dtype_size(init.dtype) == 0 || dtype_is_composite(init.dtype) ||
+        init.dtype == DType::kString || uses[static_cast<size_t>(in)] != 1 ||
+        uses[static_cast<size_t>(out)] != 1) {
+      continue;
+    }
+    for (const Node& n : body.nodes) {
+      if (n.outputs.size() != 1 || n.outputs[0] != out) continue;
+      auto axis = n.attrs.get_int("axis", 1);
+      const bool concat = n.op_type == "Concat" && n.domain.empty() && n.inputs.size() >= 2 &&
+                          n.inputs[0] == in && axis &&
+                          (*axis == 0 || *axis == -static_cast<int64_t>(init.shape.size()));
+      if (concat) appended |= 1 << j;
+    }
+  }
+  return appended;
+}
+
+// The body computing only the pieces of its appended values (bit j of `appended`: carried value
+// j): their Concats lose the carried input (a Concat of the pieces alone); the carried inputs,
+// then read by nothing, stay formal.
+Graph appended_body(const Graph& body, int appended) {
+  Graph g = body;
+  for (size_t j = 0; j < 30; ++j) {
+    if (!(appended >> j & 1)) continue;
+    for (Node& n : g.nodes) {
+      if (n.outputs.size() == 1 && n.outputs[0] == g.outputs[1 + j])
+        n.inputs.erase(n.inputs.begin());
+    }
+  }
+  return g;
+}
+
+// Appends `piece` to an appended carried value: its `rows` so far at the front of `buf`, whose
+// row capacity doubles as it fills (the initial value is the first piece). The dtype and the
+// trailing dims must be the initial value's.
+Status append_rows(const Tensor& piece, const Tensor& init, Tensor* buf, int64_t* rows) {
+  const Shape& s = piece.shape();
+  const Shape& want = init.shape();
+  if (piece.dtype() != init.dtype() || s.size() != want.size() ||
+      !std::equal(s.begin() + 1, s.end(), want.begin() + 1)) {
+    return invalid_argument("the body appends ", dtype_name(piece.dtype()), " ", shape_str(s),
+                            " to the carried ", dtype_name(init.dtype()), " ", shape_str(want),
+                            " (concatenation on axis 0)");
+  }
+  const size_t row_bytes =
+      static_cast<size_t>(numel(Shape(want.begin() + 1, want.end()))) * dtype_size(init.dtype());
+  const int64_t need = *rows + s[0];
+  if (!buf->defined() || need > buf->shape()[0]) {
+    Shape cap = want;
+    cap[0] = std::max<int64_t>({need, 2 * *rows, 4});
+    TERN_ASSIGN_OR_RETURN(Tensor bigger, Tensor::allocate_uninitialized(init.dtype(), cap));
+    if (*rows) std::memcpy(bigger.raw(), buf->raw(), static_cast<size_t>(*rows) * row_bytes);
+    *buf = std::move(bigger);
+  }
+  if (s[0]) {
+    std::memcpy(static_cast<uint8_t*>(buf->raw()) + static_cast<size_t>(*rows) * row_bytes,
+                piece.raw(), static_cast<size_t>(s[0]) * row_bytes);
+  }
+  *rows = need;
+  return Status::ok();
+}
+#endif
 
 Status check_counts(const OpContext& ctx, const ops::SubgraphSlot& slot, size_t* carried,
                     size_t* scans) {
@@ -128,6 +217,10 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
   bool cond = a.inputs[1] ? a.inputs[1]->int_at(0) != 0 : true;
   std::vector<Tensor> state(p.carried);
   for (size_t j = 0; j < p.carried; ++j) state[j] = *a.inputs[2 + j];  // read only, never written
+#if !defined(TERN_MINIMAL)
+  std::vector<int64_t> rows;  // an appended value's rows in state[j] (-1: none yet)
+  if (p.appended) rows.assign(p.carried, -1);
+#endif
   std::vector<std::vector<Tensor>> scans(p.scans);
   TERN_ASSIGN_OR_RETURN(Tensor iter, Tensor::allocate(DType::kInt64, {}));
   TERN_ASSIGN_OR_RETURN(Tensor cond_in, Tensor::allocate(DType::kBool, {}));
@@ -139,6 +232,11 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
     *iter.data<int64_t>() = i;
     *cond_in.data<bool>() = cond;
     for (size_t j = 0; j < p.carried; ++j) formal[2 + j] = &state[j];
+#if !defined(TERN_MINIMAL)
+    for (size_t j = 0; j < p.carried; ++j) {
+      if (p.appended >> j & 1) formal[2 + j] = a.inputs[2 + j];  // read by nothing
+    }
+#endif
     // Between iterations a cancelled or late run stops (the body's steps check too).
     TERN_RETURN_IF_ERROR(check_run(exec.control, "a Loop iteration"));
     TERN_RETURN_IF_ERROR(p.run->run(ops::call_inputs(a, p.body, formal), &outs, exec.control)
@@ -148,7 +246,22 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
                               shape_str(outs[0].shape()), ", not one value");
     }
     cond = outs[0].int_at(0) != 0;
-    for (size_t j = 0; j < p.carried; ++j) state[j] = std::move(outs[1 + j]);
+    for (size_t j = 0; j < p.carried; ++j) {
+#if !defined(TERN_MINIMAL)
+      if (p.appended >> j & 1) {
+        const Tensor& init = *a.inputs[2 + j];
+        if (rows[j] < 0) {
+          state[j] = Tensor();
+          rows[j] = 0;
+          TERN_RETURN_IF_ERROR(append_rows(init, init, &state[j], &rows[j]));
+        }
+        TERN_RETURN_IF_ERROR(append_rows(outs[1 + j], init, &state[j], &rows[j])
+                                 .with_prefix(str_cat("iteration ", i, ": carried value ", j)));
+        continue;
+      }
+#endif
+      state[j] = std::move(outs[1 + j]);
+    }
     for (size_t k = 0; k < p.scans; ++k) {
       Tensor* out = a.outputs[p.carried + k];
       if (out && out->defined()) {  // planned [M, ...]: written in place, no copy kept
@@ -161,6 +274,13 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
   }
   for (size_t j = 0; j < p.carried; ++j) {
     Tensor out = std::move(state[j]);
+#if !defined(TERN_MINIMAL)
+    if ((p.appended >> j & 1) && rows[j] >= 0) {  // the rows, in the buffer (spare capacity too)
+      Shape shape = out.shape();
+      shape[0] = rows[j];
+      out = Tensor::wrap(out.dtype(), std::move(shape), out.raw(), std::make_shared<Tensor>(out));
+    }
+#endif
     if (out.raw() == a.inputs[2 + j]->raw() && !a.outputs[j]->defined()) {
       TERN_ASSIGN_OR_RETURN(out, out.clone());  // no iteration: a copy of the initial value
     }
@@ -180,6 +300,12 @@ Expected<std::unique_ptr<Kernel>> make_loop(const OpContext& ctx) {
   LoopParams p;
   TERN_ASSIGN_OR_RETURN(p.body, ops::subgraph_slot(ctx, "body"));
   TERN_RETURN_IF_ERROR(check_counts(ctx, p.body, &p.carried, &p.scans));
+#if !defined(TERN_MINIMAL)
+  if (ctx.subgraphs) p.appended = appended_values(*p.body.graph, ctx, p.carried);
+  if (p.appended) {
+    p.body.graph = &ctx.subgraphs->derived(*p.body.graph, p.appended, appended_body);
+  }
+#endif
   TERN_ASSIGN_OR_RETURN(
       p.run, ops::compile_subgraph(ctx, p.body,
                                    ops::subgraph_inputs(ctx, p.body, body_formal(ctx, p.carried))));

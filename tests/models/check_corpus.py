@@ -71,6 +71,8 @@ CORPUS = {
                      "max_len": np.array(40, np.int64)}, {}, None),
     "streaming_vad": ({"x": ("normal", (1, 512)), "sr": np.array(16000, np.int64),
                        "h": ("normal", (1, 1, 64)), "c": ("normal", (1, 1, 64))}, {}, None),
+    "paste_masks": ({"masks": ("normal", (60, 1, 28, 28)), "boxes": ("normal", (60, 4))}, {},
+                    None),
     "ssdlite": ({"images": "ssdlite.images.npy"}, {}, ("boxes", "scores", "labels")),
     "faster_rcnn": ({"images": "faster_rcnn.images.npy"}, {}, ("boxes", "scores", "labels")),
 }
@@ -93,7 +95,8 @@ SOURCES = {**{n: ["vision.py"] for n in vision.CASES},
            **{n: ["vision.py", "half.py"] for n in list(vision.HALF) + list(vision.BF16)},
            **{n: ["blocks.py", "vision.py"] for n in blocks.CASES},
            **{n: ["detection.py"] for n in ("ssdlite", "faster_rcnn")},
-           **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad")},
+           **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad",
+                                                   "paste_masks")},
            **{n: ["quantize.py", "ort_outputs.js"] for n in quantize.CASES}}
 
 

@@ -8,6 +8,7 @@ case for each (../shared/tools/ort_reference/make_reference.py; needs node and o
 NAME: gpt_decoder (prefill and decode graphs, KV cache as inputs/outputs), var_encoder (any
 sequence length up to 512), lstm and gru (2 layers, bidirectional, initial states), greedy_loop
 (a data-dependent Loop), streaming_vad (an If on the sample rate, LSTM state in and out),
+paste_masks (Mask R-CNN's mask pasting: a Loop appending to its carried tensor),
 ssdlite and faster_rcnn (torchvision detectors on MobileNetV3), and the vision models and
 building blocks of vision.py and blocks.py (their CASES).
 Without NAME, every model. Prints each file written.
@@ -28,6 +29,7 @@ MODELS = {
     "gru": ("recurrent", "export_gru", {"batch": 1, "seq": 200}),
     "greedy_loop": ("recurrent", "export_greedy_loop", {}),
     "streaming_vad": ("recurrent", "export_streaming_vad", {}),
+    "paste_masks": ("recurrent", "export_paste_masks", {}),
     "ssdlite": ("detection", "export_ssdlite", {}),
     "faster_rcnn": ("detection", "export_faster_rcnn", {}),
 }

@@ -1,14 +1,16 @@
 """Recurrent and control-flow models for the corpus: nn.LSTM and nn.GRU (2 layers, bidirectional,
 batch_first, initial states), a greedy decoding loop over a small GRU cell (a data-dependent
-Loop: it stops at the end token or at a maximum length), and a streaming voice-activity model of
+Loop: it stops at the end token or at a maximum length), a streaming voice-activity model of
 the kind speech apps embed (an If choosing the branch for the sample rate, LSTM state taken and
-returned on every call). Random weights (seeded); opset 17.
+returned on every call), and Mask R-CNN's mask pasting (a Loop appending one full-image mask per
+detection to the masks so far). Random weights (seeded); opset 17.
 
 Each export function writes ONNX files and returns their paths.
 """
 import os
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -144,4 +146,59 @@ def export_streaming_vad(out_dir, seed=0):
     path = os.path.join(out_dir, "streaming_vad.onnx")
     torch.onnx.export(m, (x, sr, h, c), path, input_names=["x", "sr", "h", "c"],
                       output_names=["prob", "h_out", "c_out"], opset_version=17)
+    return [path]
+
+
+def paste_one(mask, box, im_h, im_w):
+    """torchvision's _onnx_paste_mask_in_image: mask [28, 28] resized to box (int64 x0, y0, x1,
+    y1), clipped to the image and padded (Concat with zeros) into an [im_h, im_w] canvas."""
+    one = torch.ones(1, dtype=torch.int64)
+    zero = torch.zeros(1, dtype=torch.int64)
+    w = torch.max(torch.cat((box[2:3] - box[0:1] + one, one)))
+    h = torch.max(torch.cat((box[3:4] - box[1:2] + one, one)))
+    m = F.interpolate(mask.expand((1, 1, mask.size(0), mask.size(1))), size=(int(h), int(w)),
+                      mode="bilinear", align_corners=False)[0][0]
+    x_0 = torch.max(torch.cat((box[0].unsqueeze(0), zero)))
+    x_1 = torch.min(torch.cat((box[2].unsqueeze(0) + one, im_w.unsqueeze(0))))
+    y_0 = torch.max(torch.cat((box[1].unsqueeze(0), zero)))
+    y_1 = torch.min(torch.cat((box[3].unsqueeze(0) + one, im_h.unsqueeze(0))))
+    m = m[(y_0 - box[1]):(y_1 - box[1]), (x_0 - box[0]):(x_1 - box[0])]
+    m = torch.cat((torch.zeros(y_0, m.size(1)), m, torch.zeros(im_h - y_1, m.size(1))), 0)[0:im_h]
+    return torch.cat((torch.zeros(m.size(0), x_0), m, torch.zeros(m.size(0), im_w - x_1)),
+                     1)[:, :im_w]
+
+
+class PasteMasks(nn.Module):
+    """Mask R-CNN's last step as torchvision exports it: each detection's mask probabilities are
+    pasted into a full-image canvas at its box, one detection per Loop iteration, and appended to
+    the canvases so far (torch.cat onto the loop-carried tensor)."""
+
+    def __init__(self, height: int = 160, width: int = 160):
+        super().__init__()
+        self.height = height
+        self.width = width
+
+    def forward(self, masks, boxes):
+        probs = torch.sigmoid(masks)
+        size = torch.tensor([self.width, self.height, self.width, self.height],
+                            dtype=torch.float32)
+        b = torch.sigmoid(boxes) * size  # boxes inside the image, corners in either order
+        corners = torch.cat((torch.min(b[:, 0:2], b[:, 2:4]), torch.max(b[:, 0:2], b[:, 2:4])), 1)
+        ib = corners.to(torch.int64)
+        im_h = torch.tensor(self.height, dtype=torch.int64)
+        im_w = torch.tensor(self.width, dtype=torch.int64)
+        out = torch.zeros(0, self.height, self.width)
+        for i in range(masks.size(0)):
+            out = torch.cat((out, paste_one(probs[i][0], ib[i], im_h, im_w).unsqueeze(0)))
+        return out
+
+
+def export_paste_masks(out_dir, seed=0):
+    """paste_masks.onnx: masks [N, 1, 28, 28] logits, boxes [N, 4] -> pasted [N, 160, 160]."""
+    torch.manual_seed(seed)
+    m = torch.jit.script(PasteMasks().eval())
+    path = os.path.join(out_dir, "paste_masks.onnx")
+    torch.onnx.export(m, (torch.randn(8, 1, 28, 28), torch.randn(8, 4)), path,
+                      input_names=["masks", "boxes"], output_names=["pasted"], opset_version=17,
+                      dynamic_axes={"masks": {0: "n"}, "boxes": {0: "n"}})
     return [path]

@@ -257,6 +257,92 @@ TEST_SUITE("control_flow") {
     CHECK(values_f32(last[1]) == std::vector<float>{7, 8});
   }
 
+  TEST_CASE("Loop: a value the body appends to grows in place; pieces of any row count") {
+    // acc = Concat(acc, row + i, k rows of 10 (row + i)) with k = i % 3 (or 1), for n
+    // iterations. The Loop keeps acc and appends the pieces (the body computes only them: with
+    // k = 1 its shapes are the same in every iteration, one plan); where the body also reads acc
+    // (its condition: rows < 1000) acc is carried as before. Both give the same rows; a piece of
+    // the wrong width fails the run by name.
+    auto model = [](bool read_elsewhere, int64_t axis, bool varying, bool bad) {
+      Builder m;
+      m.g.opset = 17;
+      const int n = m.input("n", DType::kInt64);
+      m.input("row", DType::kFloat32, {1, 3});
+      const int x0 = m.input("x0", DType::kFloat32, {-1, 3}, false);
+      Builder body;
+      const int i = body.input("i", DType::kInt64);
+      const int cond = body.input("cond", DType::kBool);
+      const int acc = body.input("acc", DType::kFloat32, {-1, 3}, false);
+      Attributes to_float, axis_attr, axis0;
+      to_float.set("to", attr_int(static_cast<int64_t>(DType::kFloat32)));
+      axis_attr.set("axis", attr_int(axis));
+      axis0.set("axis", attr_int(0));
+      const int one =
+          body.node1("Add", {body.capture("row"), body.node1("Cast", {i}, "fi", to_float)}, "one");
+      const int k = varying ? body.node1("Mod", {i, body.constant("three", scalar_i64(3))}, "k")
+                            : body.constant("k", scalar_i64(1));
+      const int k1 = body.node1("Unsqueeze", {k, body.constant("ax0", make_i64({1}, {0}))}, "k1");
+      const int shape =
+          body.node1("Concat", {k1, body.constant("w", make_i64({1}, {3}))}, "shape", axis0);
+      const int tens = body.node1(
+          "Expand",
+          {body.node1("Mul", {one, body.constant("ten", make_f32({}, {10}))}, "ten_x"), shape},
+          "tens");
+      int go = body.node1("Identity", {cond}, "cond_out");
+      if (read_elsewhere) {
+        const int rows = body.node1(
+            "Gather", {body.node1("Shape", {acc}, "acc_shape"), body.constant("z", scalar_i64(0))},
+            "rows");
+        go = body.node1("Less", {rows, body.constant("most", scalar_i64(1000))}, "go");
+      }
+      Attributes axis1;
+      axis1.set("axis", attr_int(1));
+      // A bad model's pieces agree with each other, not with acc: [1 + k, 6].
+      const int first = bad ? body.node1("Concat", {one, one}, "wide", axis1) : one;
+      const int more = bad ? body.node1("Concat", {tens, tens}, "wide_tens", axis1) : tens;
+      body.outputs({go, body.node1("Concat", {acc, first, more}, "acc_out", axis_attr)});
+      m.outputs(m.control("Loop", {n, -1, x0}, {"grown"}, {{"body", &body}}));
+      return session_of(m.g);
+    };
+    const Tensor row = make_f32({1, 3}, {1, 2, 3});
+    const Tensor x0 = make_f32({2, 3}, {-1, -2, -3, -4, -5, -6});
+    for (bool read_elsewhere : {false, true}) {
+      for (int64_t axis : {0, -2}) {
+        CAPTURE(read_elsewhere);
+        CAPTURE(axis);
+        const bool varying = axis == 0;
+        auto s = model(read_elsewhere, axis, varying, false);
+        for (int64_t trips : {0, 1, 25}) {
+          CAPTURE(trips);
+          std::vector<float> want = values_f32(x0);
+          for (int64_t t = 0; t < trips; ++t) {
+            for (int rep = 0; rep <= (varying ? t % 3 : 1); ++rep) {
+              for (float v : {1.0f, 2.0f, 3.0f}) {
+                want.push_back((v + static_cast<float>(t)) * (rep ? 10.0f : 1.0f));
+              }
+            }
+          }
+          const auto out =
+              run_named(*s, {{"n", scalar_i64(trips)}, {"row", row}, {"x0", x0}}, {"grown"});
+          REQUIRE(out[0].shape() == Shape{static_cast<int64_t>(want.size() / 3), 3});
+          CHECK(values_f32(out[0]) == want);
+          CHECK(out[0].raw() != x0.raw());
+        }
+#if !defined(TERN_MINIMAL)  // (the minimal library carries them: ops/loop.cpp)
+        // Appended, the body has a plan or two; carried, one per length of acc (25 and more).
+        CHECK((s->memory().plans < 10) == !read_elsewhere);
+#endif
+      }
+      auto bad = model(read_elsewhere, 0, true, true);
+      std::vector<Tensor> out;
+      const Tensor n = scalar_i64(5);
+      const Status st = bad->run({"n", "row", "x0"}, {&n, &row, &x0}, {"grown"}, &out);
+      CHECK(st.code() == Code::kInvalidArgument);
+      MESSAGE(st.message());
+      CHECK(st.message().find("iteration 0") != std::string::npos);
+    }
+  }
+
   TEST_CASE("Nested: an If inside a Loop body reads values of the main graph, two levels up") {
     Builder m;
     m.g.opset = 17;
