@@ -62,17 +62,12 @@ class LargeBlocks {
   }
 
  private:
-  static constexpr size_t kPage = 4096;
   static constexpr size_t kKept = 8;
-  // A new block is mapped at the next size of the form 2^k or 1.5 * 2^k bytes, so that the block
-  // a growing tensor frees (a Loop's carried value one row longer each iteration) serves its next
-  // few sizes: its pages are resident, where a mapping of the exact size would be faulted in
-  // afresh every iteration. The slack is address space: only pages written become resident.
-  static size_t mapped_size(size_t bytes) {
-    size_t p = kPage;
-    while (2 * p < bytes) p *= 2;  // p < bytes <= 2p (bytes >= kMappedBytes: p is pages)
-    return bytes <= p + p / 2 ? p + p / 2 : 2 * p;
-  }
+  // A new block is mapped at the next power of two, so that the block a growing tensor frees (a
+  // Loop's carried value one row longer each iteration) serves its next sizes: its pages are
+  // resident, where a mapping of the exact size would be faulted in afresh every iteration. The
+  // slack is address space: only pages written become resident. (bytes: 256 kB to 2^62.)
+  static size_t mapped_size(size_t bytes) { return size_t{1} << (64 - __builtin_clzll(bytes - 1)); }
   void give_back(void* p, size_t size) {
     std::pair<void*, size_t> evicted{nullptr, 0};
     {
@@ -120,7 +115,7 @@ std::string shape_str(const Shape& shape) {
 }
 
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
-  if (bytes > SIZE_MAX - Tensor::kAlignment) return nullptr;
+  if (bytes > SIZE_MAX / 4) return nullptr;  // (LargeBlocks' size classes stay in range)
   size_t rounded = (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
   if (rounded == 0) rounded = Tensor::kAlignment;
   return allocate_charged(rounded, [rounded]() -> std::shared_ptr<void> {
@@ -146,7 +141,9 @@ namespace {
 
 // String elements are std::string objects: constructed on allocation, destroyed with the buffer.
 std::shared_ptr<void> string_buffer(size_t n) {
-  auto buf = aligned_buffer(n * sizeof(std::string));
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(n, sizeof(std::string), &bytes)) return nullptr;
+  auto buf = aligned_buffer(bytes);
   if (!buf) return nullptr;
   auto* p = static_cast<std::string*>(buf.get());
   for (size_t i = 0; i < n; ++i) new (p + i) std::string();

@@ -72,10 +72,10 @@ class Tensor {
   bool on_host() const { return device_.is_host(); }
 
   void* raw() const { return data_; }
-  // True when this host tensor alone keeps its storage alive: no copy, view or wrapper of it
-  // shares the buffer (wrapped memory without an owner never qualifies). Its buffer may then be
-  // handed on without a copy.
-  bool owns_storage_alone() const { return on_host() && keepalive_ && keepalive_.use_count() == 1; }
+  // True when this tensor alone keeps its storage alive: no copy, view or wrapper of it shares
+  // the buffer (wrapped memory without an owner never qualifies). Its buffer may then be handed
+  // on without a copy.
+  bool owns_storage_alone() const { return keepalive_ && keepalive_.use_count() == 1; }
   template <class T>
   T* data() const {
     return static_cast<T*>(data_);

@@ -78,6 +78,20 @@ Graph appended_body(const Graph& body, int appended) {
   return g;
 }
 
+// Whether bit j of an appended-values mask is set (carried values from the 30th on never are).
+bool appends(int mask, size_t j) {
+  return j < 30 && (mask >> j & 1);
+}
+
+// Points `slot` at the body a Loop runs: the body with its appended values taken out (derived
+// once per session), or the body itself. Returns the appended-values mask.
+int appended_slot(const OpContext& ctx, ops::SubgraphSlot* slot, size_t carried) {
+  if (!ctx.subgraphs) return 0;
+  const int appended = appended_values(*slot->graph, ctx, carried);
+  if (appended) slot->graph = &ctx.subgraphs->derived(*slot->graph, appended, appended_body);
+  return appended;
+}
+
 // Appends `piece` to an appended carried value: its `rows` so far at the front of `buf`, whose
 // row capacity doubles as it fills (the initial value is the first piece). The dtype and the
 // trailing dims must be the initial value's.
@@ -159,6 +173,11 @@ Status infer_loop(OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(ops::SubgraphSlot slot, ops::subgraph_slot(ctx, "body"));
   size_t carried = 0, scans = 0;
   TERN_RETURN_IF_ERROR(check_counts(ctx, slot, &carried, &scans));
+#if !defined(TERN_MINIMAL)
+  // The body the kernel runs (one nested session, not two): an appended value's output is its
+  // new rows, so its shape is the run's to tell.
+  const int appended = appended_slot(ctx, &slot, carried);
+#endif
   const Graph& body = *slot.graph;
   std::vector<TensorInfo> formal = body_formal(ctx, carried);
   std::vector<TensorInfo> outs;
@@ -196,6 +215,9 @@ Status infer_loop(OpContext& ctx) {
       outs.push_back(t);
     }
   }
+#if !defined(TERN_MINIMAL)
+  if (appended) known = false;
+#endif
   const std::optional<int64_t> trips = known_trip_count(ctx, body);
   // Carried outputs keep the initial values' shapes when no iteration may run with others.
   for (size_t j = 0; j < carried; ++j) {
@@ -234,7 +256,7 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
     for (size_t j = 0; j < p.carried; ++j) formal[2 + j] = &state[j];
 #if !defined(TERN_MINIMAL)
     for (size_t j = 0; j < p.carried; ++j) {
-      if (p.appended >> j & 1) formal[2 + j] = a.inputs[2 + j];  // read by nothing
+      if (appends(p.appended, j)) formal[2 + j] = a.inputs[2 + j];  // read by nothing
     }
 #endif
     // Between iterations a cancelled or late run stops (the body's steps check too).
@@ -248,7 +270,7 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
     cond = outs[0].int_at(0) != 0;
     for (size_t j = 0; j < p.carried; ++j) {
 #if !defined(TERN_MINIMAL)
-      if (p.appended >> j & 1) {
+      if (appends(p.appended, j)) {
         const Tensor& init = *a.inputs[2 + j];
         if (rows[j] < 0) {
           state[j] = Tensor();
@@ -273,9 +295,10 @@ Status run_loop(const LoopParams& p, const KernelArgs& a, const ExecContext& exe
     }
   }
   for (size_t j = 0; j < p.carried; ++j) {
+    if (!a.outputs[j]) continue;  // an omitted output
     Tensor out = std::move(state[j]);
 #if !defined(TERN_MINIMAL)
-    if ((p.appended >> j & 1) && rows[j] >= 0) {  // the rows, in the buffer (spare capacity too)
+    if (appends(p.appended, j) && rows[j] >= 0) {  // the rows, in the buffer (spare capacity too)
       Shape shape = out.shape();
       shape[0] = rows[j];
       out = Tensor::wrap(out.dtype(), std::move(shape), out.raw(), std::make_shared<Tensor>(out));
@@ -301,10 +324,7 @@ Expected<std::unique_ptr<Kernel>> make_loop(const OpContext& ctx) {
   TERN_ASSIGN_OR_RETURN(p.body, ops::subgraph_slot(ctx, "body"));
   TERN_RETURN_IF_ERROR(check_counts(ctx, p.body, &p.carried, &p.scans));
 #if !defined(TERN_MINIMAL)
-  if (ctx.subgraphs) p.appended = appended_values(*p.body.graph, ctx, p.carried);
-  if (p.appended) {
-    p.body.graph = &ctx.subgraphs->derived(*p.body.graph, p.appended, appended_body);
-  }
+  p.appended = appended_slot(ctx, &p.body, p.carried);
 #endif
   TERN_ASSIGN_OR_RETURN(
       p.run, ops::compile_subgraph(ctx, p.body,

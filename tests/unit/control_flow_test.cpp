@@ -248,8 +248,10 @@ TEST_SUITE("control_flow") {
       CHECK(values_f32(out[2]) == want);
       CHECK(values_f32(out[4]) == std::vector<float>{7, 8});
       // The caller owns them: writing one changes no other output, input or constant.
-      for (Tensor& t : out) t.data<float>()[0] = -1;
-      CHECK(values_f32(out[3]) == std::vector<float>{-1, 6});
+      for (size_t o = 0; o < out.size(); ++o)
+        out[o].data<float>()[0] = -1.0f - static_cast<float>(o);
+      CHECK(out[2].data<float>()[0] == -3.0f);  // not -1: grown's two copies are apart
+      CHECK(values_f32(out[3]) == std::vector<float>{-4, 6});
     }
     CHECK(values_f32(item) == std::vector<float>{7, 8});
     const auto last = run(1, {"k_out", "first"});
@@ -341,6 +343,45 @@ TEST_SUITE("control_flow") {
       MESSAGE(st.message());
       CHECK(st.message().find("iteration 0") != std::string::npos);
     }
+  }
+
+  TEST_CASE("Loop: 34 carried values, the second appended; the 34th a counter carried as usual") {
+    // Carried 1 is appended (Concat on axis 0); 0 and 2..32 pass through; 33 counts the
+    // iterations. (Value 33 once shared value 1's bit of the appended-values mask.)
+    Builder m;
+    m.g.opset = 17;
+    const int n = m.input("n", DType::kInt64);
+    Builder body;
+    body.input("i", DType::kInt64);
+    const int cond = body.input("cond", DType::kBool);
+    std::vector<int> ins{n, -1}, outs{body.node1("Identity", {cond}, "cond_out")};
+    std::vector<std::string> names;
+    Attributes axis0;
+    axis0.set("axis", attr_int(0));
+    for (int j = 0; j < 34; ++j) {
+      const std::string name = "v" + std::to_string(j);
+      const int init = m.constant(
+          name + "_0", j == 1 ? make_f32({1, 2}, {7, 8}) : make_f32({}, {static_cast<float>(j)}));
+      const int in = body.input(name, DType::kFloat32);
+      ins.push_back(init);
+      names.push_back(name + "_final");
+      if (j == 1) {  // in [k, 2] -> [k + 1, 2]
+        const int row = body.constant("row", make_f32({1, 2}, {1, 2}));
+        outs.push_back(body.node1("Concat", {in, row}, "grown", axis0));
+      } else if (j == 33) {
+        outs.push_back(body.node1("Add", {in, body.constant("step", make_f32({}, {1}))}, "count"));
+      } else {
+        outs.push_back(body.node1("Identity", {in}, name + "_out"));
+      }
+    }
+    body.outputs(outs);
+    m.outputs(m.control("Loop", ins, names, {{"body", &body}}));
+    auto s = session_of(m.g);
+    const auto out = run_named(*s, {{"n", scalar_i64(3)}}, names);
+    CHECK(values_f32(out[0]) == std::vector<float>{0});
+    CHECK(values_f32(out[1]) == std::vector<float>{7, 8, 1, 2, 1, 2, 1, 2});
+    CHECK(values_f32(out[32]) == std::vector<float>{32});
+    CHECK(values_f32(out[33]) == std::vector<float>{36});  // 33 + 3 iterations
   }
 
   TEST_CASE("Nested: an If inside a Loop body reads values of the main graph, two levels up") {

@@ -67,6 +67,9 @@ TEST_SUITE("core") {
     Tensor c = s.clone().value();
     s.data<std::string>()[1] = "changed";
     CHECK(c.data<std::string>()[1] == std::string(100, 'x'));
+    // 2^60 strings: out of memory (their byte count, 32 each, once wrapped to nothing).
+    CHECK(Tensor::allocate(DType::kString, {int64_t{1} << 30, int64_t{1} << 30}).status().code() ==
+          Code::kOutOfMemory);
   }
 
   TEST_CASE("float8 and float4 codes decode and round-trip with round-to-nearest-even") {
