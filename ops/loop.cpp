@@ -1,13 +1,13 @@
 // Loop (opsets 1 to 23): runs its body while the iteration count M and the condition allow,
 // carrying N values from one iteration to the next and stacking K per-iteration scan outputs.
 // The body is compiled once per session and planned per input shapes, so an iteration costs the
-// body's kernels plus a small constant. A carried value the body only appends to (its output is
-// Concat(carried, pieces) on axis 0, nothing else reading either) is kept by the Loop and grown in
-// place: the body computes the pieces alone (appended_body), so the copying is linear in the
-// iterations instead of quadratic, and the body's shapes stay the same from one iteration to the
-// next. Output shapes are known while planning when the carried
+// body's kernels plus a small constant. Output shapes are known while planning when the carried
 // values keep their shapes and, for scan outputs, when the trip count is: M is a constant and the
-// condition cannot turn false (the body passes it through or makes it true).
+// condition cannot turn false (the body passes it through or makes it true). A carried value the
+// body only appends to (its output is Concat(carried, pieces) on axis 0, nothing else reading
+// either) is kept by the Loop and grown in place: the body computes the pieces alone
+// (appended_body), so the copying is linear in the iterations instead of quadratic, and the
+// body's shapes stay the same from one iteration to the next.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -33,7 +33,7 @@ struct LoopParams {
 // The carried values the body only appends to: its output for value j is a Concat on axis 0 of
 // the carried input and further pieces, and neither the input nor the Concat's result is read
 // by anything else in the body. (The Concat's axis is normalised by the initial value's rank:
-// the carried value keeps it.) Tensors of byte-sized elements only.
+// the carried value keeps it.) Tensors only: not strings, sequences or optionals.
 int appended_values(const Graph& body, const OpContext& ctx, size_t carried) {
   std::vector<int> uses(body.values.size(), 0);
   for (const Node& n : body.nodes) {
