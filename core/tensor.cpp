@@ -141,9 +141,7 @@ namespace {
 
 // String elements are std::string objects: constructed on allocation, destroyed with the buffer.
 std::shared_ptr<void> string_buffer(size_t n) {
-  size_t bytes = 0;
-  if (__builtin_mul_overflow(n, sizeof(std::string), &bytes)) return nullptr;
-  auto buf = aligned_buffer(bytes);
+  auto buf = aligned_buffer(n * sizeof(std::string));  // (n is at most 2^62 / that)
   if (!buf) return nullptr;
   auto* p = static_cast<std::string*>(buf.get());
   for (size_t i = 0; i < n; ++i) new (p + i) std::string();
@@ -162,27 +160,17 @@ Expected<Tensor> Tensor::allocate(DType dtype, Shape shape) {
 }
 
 Expected<Tensor> Tensor::allocate_uninitialized(DType dtype, Shape shape) {
-  if (dtype == DType::kString) {
-    TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape));
-    auto buf = string_buffer(static_cast<size_t>(n));
-    if (!buf) return out_of_memory("cannot allocate ", n, " strings");
-    Tensor t;
-    t.dtype_ = dtype;
-    t.shape_ = std::move(shape);
-    t.data_ = buf.get();
-    t.keepalive_ = std::move(buf);
-    return t;
-  }
-  if (dtype_size(dtype) == 0) {
+  const size_t elem = dtype_size(dtype);  // (a string element is a std::string)
+  if (elem == 0) {
     return unsupported("tensors of dtype ", dtype_name(dtype), " are not supported");
   }
   TERN_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape));
-  size_t elem = dtype_size(dtype);
   if (static_cast<uint64_t>(n) > (uint64_t{1} << 62) / elem) {
     return invalid_argument("tensor of shape ", shape_str(shape), " is too large");
   }
   size_t bytes = static_cast<size_t>(n) * elem;
-  auto buf = aligned_buffer(bytes);
+  auto buf =
+      dtype == DType::kString ? string_buffer(static_cast<size_t>(n)) : aligned_buffer(bytes);
   if (!buf)
     return out_of_memory("cannot allocate ", bytes, " bytes for a tensor of shape ",
                          shape_str(shape));

@@ -67,8 +67,11 @@ TEST_SUITE("core") {
     Tensor c = s.clone().value();
     s.data<std::string>()[1] = "changed";
     CHECK(c.data<std::string>()[1] == std::string(100, 'x'));
-    // 2^60 strings: out of memory (their byte count, 32 each, once wrapped to nothing).
+    // 2^60 strings are too large, as 2^60 of any 4-byte type (their byte count, 32 each, once
+    // wrapped to nothing); 2^56 are out of memory.
     CHECK(Tensor::allocate(DType::kString, {int64_t{1} << 30, int64_t{1} << 30}).status().code() ==
+          Code::kInvalidArgument);
+    CHECK(Tensor::allocate(DType::kString, {int64_t{1} << 28, int64_t{1} << 28}).status().code() ==
           Code::kOutOfMemory);
   }
 
