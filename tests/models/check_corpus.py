@@ -95,8 +95,8 @@ SOURCES = {**{n: ["vision.py"] for n in vision.CASES},
            **{n: ["vision.py", "half.py"] for n in list(vision.HALF) + list(vision.BF16)},
            **{n: ["blocks.py", "vision.py"] for n in blocks.CASES},
            **{n: ["detection.py"] for n in ("ssdlite", "faster_rcnn")},
-           **{n: ["recurrent.py"] for n in ("lstm", "gru", "greedy_loop", "streaming_vad",
-                                                   "paste_masks")},
+           **{n: ["recurrent.py"]
+              for n in ("lstm", "gru", "greedy_loop", "streaming_vad", "paste_masks")},
            **{n: ["quantize.py", "ort_outputs.js"] for n in quantize.CASES}}
 
 
@@ -261,11 +261,15 @@ def detections_match(got, want, names):
     return ""
 
 
+def input_args(case):
+    """tern's --input NAME=FILE.npy arguments for the case's reference inputs."""
+    return [a for f in sorted(os.listdir(os.path.join(case, "inputs")))
+            for a in ("--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}")]
+
+
 def run_tern(build, model, case, out_dir, extra):
     cmd = [os.path.join(build, "tern"), "run", model, "--runs", "1", "--threads", "2",
-           "--output-dir", out_dir] + extra
-    for f in sorted(os.listdir(os.path.join(case, "inputs"))):
-        cmd += ["--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}"]
+           "--output-dir", out_dir] + extra + input_args(case)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return None, (p.stdout + p.stderr).strip().splitlines()[-1]
@@ -279,10 +283,9 @@ def check(build, name, case, extra, optimized):
     quant_file = os.path.join(case, "quant.json")
     quant = json.load(open(quant_file)) if os.path.exists(quant_file) else {"steps": {},
                                                                              "argmax": []}
-    inputs = [a for f in sorted(os.listdir(os.path.join(case, "inputs")))
-              for a in ("--input", f"{f[:-4]}={os.path.join(case, 'inputs', f)}")]
     forms = [("onnx", os.path.join(case, "model.onnx"), None)]
-    for form, flags in (("tern", []), ("opt", ["--optimize"] + inputs))[:2 if optimized else 1]:
+    converted = [("tern", [])] + ([("opt", ["--optimize"] + input_args(case))] if optimized else [])
+    for form, flags in converted:
         tern_file = os.path.join(case, "model.tern" if form == "tern" else "model.opt.tern")
         p = subprocess.run([os.path.join(build, "tern"), "convert", os.path.join(case, "model.onnx"),
                             tern_file] + flags, capture_output=True, text=True)
