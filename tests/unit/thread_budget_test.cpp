@@ -336,6 +336,39 @@ TEST_SUITE("concurrency") {
 #endif
   }
 
+  TEST_CASE("creating a session starts no OpenMP team: its weights are packed on one thread") {
+#if !defined(TERN_HAVE_OPENMP)
+    MESSAGE("no OpenMP in this build");
+#else
+    if (std::thread::hardware_concurrency() < 2) return;
+    // A team's idle workers spin through the rest of the creation, contending with it for the
+    // cores. On a thread of its own (which has no team yet) and off the homes, the creation must
+    // leave the thread count as it was; the first run then starts the team.
+    FlagRestore restore;
+    REQUIRE(tern_flag_set("cpu.run_homes", "0") == TERN_OK);
+    auto tasks = [] {
+      int n = 0;
+      for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+        n += !e.is_directory() ? 0 : 1;
+      return n;
+    };
+    // Made once here first: threads that libraries start (and end) on their first use are not
+    // counted below.
+    two_thread_matmul_conv("cpu.spin_us", "200");
+    int made = -1, ran = -1;
+    std::thread([&] {
+      TwoThreadRun r;
+      const int before = tasks();
+      r = two_thread_matmul_conv("cpu.spin_us", "200");
+      made = tasks() - before;
+      run(*r.s, {"x"}, {&r.x}, r.out);
+      ran = tasks() - before;
+    }).join();
+    CHECK(made == 0);
+    CHECK(ran >= 1);  // the run's team: what the check above would have seen
+#endif
+  }
+
   TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
     // No idle readings (as where /proc/stat cannot be read): tries are made by count alone.
     auto unknown = [] { return IdleCpuMeter::Reading{}; };
