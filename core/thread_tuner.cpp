@@ -50,6 +50,25 @@ ThreadTuner::Entry& ThreadTuner::entry(const std::vector<Shape>& shapes, int wan
   return e;
 }
 
+double ThreadTuner::current_ms(const Entry& e) {
+  const int n = e.recent_count;
+  if (n == 0) return e.levels[e.current].ms;
+  double v[4];
+  for (int i = 0; i < n; ++i) {  // insertion sort of at most 4
+    int j = i;
+    for (; j > 0 && v[j - 1] > e.recent[i]; --j) v[j] = v[j - 1];
+    v[j] = e.recent[i];
+  }
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void ThreadTuner::move_to(Entry& e, size_t level) {
+  e.current = level;
+  e.recent_count = e.recent_next = 0;
+  e.interval = kFirstInterval;
+  e.next_probe = e.runs + e.interval;
+}
+
 bool ThreadTuner::cores_busy(Entry& e) {
   // More threads gain only where other processes left the CPUs for them: the level tried must fit
   // in the CPUs this process could have had over the last reading's window (the yield rule's
@@ -73,9 +92,7 @@ void ThreadTuner::yield_to_others(Entry& e) {
   size_t to = e.current;
   while (to + 1 < e.levels.size() && e.levels[to].threads > fit) ++to;
   if (to == e.current) return;
-  e.current = to;
-  e.interval = kFirstInterval;
-  e.next_probe = e.runs + e.interval;
+  move_to(e, to);
   e.again = e.probing = e.contended_probe = -1;
   e.alarm = false;
   e.slow_bits = 0;
@@ -154,22 +171,28 @@ void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads
   }
   l.min_ms = l.min_ms == 0 ? ms : std::min(l.min_ms, ms);
   l.ms = (l.ms == 0 || probe) ? ms : l.ms + kAlpha * (ms - l.ms);
+  if (index == e.current) {
+    e.recent[e.recent_next] = ms;
+    e.recent_next = (e.recent_next + 1) % 4;
+    e.recent_count = std::min(e.recent_count + 1, 4);
+  }
   // Only a probe moves the choice: it measured its level just now, where the others' estimates
   // may be stale (contention comes and goes), and one slow run at the current level must not send
-  // the session back to a count measured under other conditions.
+  // the session back to a count measured under other conditions. The probe is weighed against
+  // the current level's recent median, not its estimate: one run 3x the best (a preempted vCPU,
+  // the first runs' page faults) raised the estimate of a 2-thread SqueezeNet (0.8 ms) past the
+  // 1-thread time (1.35), and the session ran at 1 thread until its next try of 2.
   size_t best = e.current;
-  const Level& cur = e.levels[e.current];
-  if (probe && index != e.current && (cur.ms == 0 || ms < cur.ms * kBetter)) best = index;
+  const double now = current_ms(e);
+  if (probe && index != e.current && (now == 0 || ms < now * kBetter)) best = index;
   if (probe && e.contended_probe == static_cast<int>(index)) {
     // Fewer threads tried because of contention: taken unless clearly slower. At the same
     // latency, fewer threads wait for fewer preempted ones: their slow runs are rarer and shorter.
     e.contended_probe = -1;
-    if (index > e.current && ms * kBetter <= cur.ms) best = index;
+    if (index > e.current && ms * kBetter <= now) best = index;
   }
   if (best != e.current) {
-    e.current = best;
-    e.interval = kFirstInterval;
-    e.next_probe = e.runs + e.interval;
+    move_to(e, best);
   } else if (probe) {
     e.interval = std::min(e.interval * 2, kMaxInterval);  // the choice held: probe less often
   }

@@ -73,9 +73,18 @@ class ThreadTuner {
     int contended_probe = -1;  // a level of fewer threads tried because of contention
     bool alarm = false;        // the current level just ran far slower than its best: probe fewer
     uint8_t slow_bits = 0;     // of the current level's last 4 runs, those far slower than its best
+    // The current level's last (up to) 4 latencies, oldest overwritten first: what it gives now,
+    // which one outlier cannot move the way it moves the estimate.
+    double recent[4] = {};
+    int recent_count = 0;  // of them held (at most 4)
+    int recent_next = 0;   // where the next goes
     int64_t last_alarm = -1000;
   };
   Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_
+  // The current level's latency now: the median of its recent runs (its estimate before any).
+  static double current_ms(const Entry& e);
+  // Makes `level` the current one (its recent runs start over).
+  static void move_to(Entry& e, size_t level);
   // Whether the try of more threads due now waits, the CPUs being busy (then scheduled later).
   bool cores_busy(Entry& e);  // under mu_
   // Moves the current level down to the threads that fit in the CPUs left to this process.

@@ -443,6 +443,29 @@ TEST_SUITE("concurrency") {
     CHECK(t.levels(shapes).front().threads == 2);
   }
 
+  TEST_CASE("adaptive threads: one slow run does not send the session to fewer threads") {
+    // 2 threads take 0.8 ms, 1 takes 1.35 (SqueezeNet on 2 cores); the first runs are slower
+    // (page faults), and every 40th run at 2 threads takes 2.7 (a vCPU preempted once): each such
+    // run sets off a try of 1 thread, which must not be taken.
+    auto unknown = [] { return IdleCpuMeter::Reading{}; };
+    ThreadTuner t(unknown);
+    const std::vector<Shape> shapes = {{1, 3, 160, 160}};
+    int at1 = 0, runs_at2 = 0;
+    for (int i = 0; i < 400; ++i) {
+      const int c = t.choose(shapes, 2);
+      double ms = 1.35;
+      if (c == 2) {
+        ++runs_at2;
+        ms = runs_at2 == 2 ? 3.0 : runs_at2 == 3 ? 1.5 : runs_at2 % 40 == 0 ? 2.7 : 0.8;
+      }
+      if (i >= 100 && c == 1) ++at1;
+      t.record(shapes, 2, c, ms, ms);
+    }
+    MESSAGE("runs at 1 thread of the last 300: ", at1);
+    CHECK(at1 <= 30);  // the tries only: two runs each
+    CHECK(t.levels(shapes).front().threads == 2);
+  }
+
   TEST_CASE("adaptive threads: fewer threads at once while other processes hold the CPUs") {
     // Two CPUs; another process keeps `others` threads busy. The kernel shares the CPUs between
     // the runnable threads: this process's last run's threads and the other's.
