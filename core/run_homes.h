@@ -9,8 +9,8 @@
 // whatever the number of application threads: as many homes as multi-thread runs run at once
 // (the thread budget bounds that), each reused while idle, so the teams stay within the CPUs.
 // A hand-off costs a wake-up each way (microseconds). Runs of one thread (no team) and runs
-// nested in a run stay on their thread. A CPU session is created on a home too: preparing its
-// kernels (weight reorders) starts parallel regions, which would give the creating thread a team.
+// nested in a run stay on their thread. A CPU session is created on a home too: folding its large
+// constants may start parallel regions, which would give the creating thread a team.
 #pragma once
 
 #include <functional>

@@ -158,8 +158,9 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   std::optional<Expected<std::unique_ptr<Session>>> made;
   auto make = [&] { made.emplace(create_charged(std::move(model), std::move(config))); };
 #if defined(TERN_HAVE_OPENMP)
-  // A CPU session prepares its kernels (weight reorders, folding) with OpenMP: on a run home, as
-  // its runs will, so that the calling thread gets no OpenMP team of its own (core/run_homes.h).
+  // A CPU session's creation may start parallel regions (folding large constants; weight
+  // reorders run on one thread): on a run home, as its runs will, so that the calling thread gets
+  // no OpenMP team of its own (core/run_homes.h).
   if (only_cpu(config.backends) && Flags::global().get(FlagId::kCpuRunHomes) != 0) {
     TERN_RETURN_IF_ERROR(RunHomes::global().run([&] {
       make();
