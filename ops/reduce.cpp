@@ -278,6 +278,11 @@ Expected<ArgParams> arg_params(const OpContext& ctx, bool max, Shape* out) {
   ArgParams p{max, last != 0, ctx.inputs[0].dtype, 1, in[static_cast<size_t>(axis)], 1};
   for (int64_t d = 0; d < axis; ++d) p.outer *= in[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < in.size(); ++d) p.inner *= in[d];
+  // (Unknown sizes are negative: only a known empty axis with elements to choose for is refused.)
+  if (p.n == 0 && p.outer != 0 && p.inner != 0) {
+    return invalid_argument(ctx.where, ": axis ", axis, " of ", shape_str(in),
+                            " is empty: no element to take the index of");
+  }
   *out = in;
   if (keep) {
     (*out)[static_cast<size_t>(axis)] = 1;

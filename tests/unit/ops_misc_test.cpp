@@ -414,6 +414,22 @@ TEST_SUITE("bad_input") {
 #endif
   }
 
+  TEST_CASE("ArgMax and ArgMin over an empty axis: refused, not read out of bounds") {
+    std::mt19937 rng(3);
+    for (const char* op : {"ArgMax", "ArgMin"}) {
+      CAPTURE(op);
+      Attributes at;
+      at.set("axis", attr_int(1));
+      const Status s = status({op, at, {random_f32({3, 0, 2}, rng)}, {}, 13});
+      CHECK(s.code() == Code::kInvalidArgument);
+      CHECK(s.message().find("is empty") != std::string::npos);
+      // Nothing to choose for: an empty output, as the input.
+      auto out = SingleOp{op, at, {random_f32({0, 0, 2}, rng)}, {}, 13}.run();
+      REQUIRE_MESSAGE(out.has_value(), out.status().message());
+      CHECK(out->at(0).shape() == Shape{0, 1, 2});
+    }
+  }
+
   TEST_CASE("DeformConv rejects offsets, masks and weights that do not fit, and other ranks") {
     std::mt19937 rng(7);
     const Tensor x = random_f32({1, 4, 5, 5}, rng), w = random_f32({2, 4, 3, 3}, rng);
