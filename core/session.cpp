@@ -260,19 +260,21 @@ Expected<std::unique_ptr<Session>> Session::create_charged(std::shared_ptr<const
                    Profiler::thread_number(), {}};
     e.dur_us = s->profiler_->since_start_us(Profiler::Clock::now()) - e.ts_us;
     const OptimizerReport& r = s->optimizer_report_;
-    e.args = {{"nodes", std::to_string(g.nodes.size())},
-              {"folded_constants", std::to_string(r.constants_folded)},
-              {"batch_norms_folded", std::to_string(r.batch_norms_folded)},
-              {"hardswish_fused", std::to_string(r.hardswish_fused)},
-              {"swish_fused", std::to_string(r.swish_fused)},
-              {"layer_norms_fused", std::to_string(r.layer_norms_fused)},
-              {"group_norms_fused", std::to_string(r.group_norms_fused)},
-              {"activations_fused", std::to_string(r.activations_fused)},
-              {"dead_nodes_removed", std::to_string(r.dead_nodes_removed)},
-              {"pads_folded", std::to_string(r.pads_folded)},
-              {"identities_bypassed", std::to_string(r.identities_bypassed)},
-              {"float16_values_widened", std::to_string(r.float16_values_widened)},
-              {"float16_casts_added", std::to_string(r.float16_casts_added)}};
+    const std::pair<const char*, size_t> counts[] = {
+        {"nodes", g.nodes.size()},
+        {"folded_constants", r.constants_folded},
+        {"batch_norms_folded", r.batch_norms_folded},
+        {"hardswish_fused", r.hardswish_fused},
+        {"swish_fused", r.swish_fused},
+        {"layer_norms_fused", r.layer_norms_fused},
+        {"group_norms_fused", r.group_norms_fused},
+        {"activations_fused", r.activations_fused},
+        {"dead_nodes_removed", r.dead_nodes_removed},
+        {"pads_folded", r.pads_folded},
+        {"identities_bypassed", r.identities_bypassed},
+        {"float16_values_widened", r.float16_values_widened},
+        {"float16_casts_added", r.float16_casts_added}};
+    for (const auto& [name, n] : counts) e.args.emplace_back(name, std::to_string(n));
     s->profiler_->record(std::move(e));
   }
   return s;

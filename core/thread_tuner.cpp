@@ -51,20 +51,21 @@ ThreadTuner::Entry& ThreadTuner::entry(const std::vector<Shape>& shapes, int wan
 }
 
 double ThreadTuner::current_ms(const Entry& e) {
-  const int n = e.recent_count;
+  const int n = static_cast<int>(std::min<int64_t>(e.recent_runs, 4));
   if (n == 0) return e.levels[e.current].ms;
-  double v[4];
-  for (int i = 0; i < n; ++i) {  // insertion sort of at most 4
-    int j = i;
-    for (; j > 0 && v[j - 1] > e.recent[i]; --j) v[j] = v[j - 1];
-    v[j] = e.recent[i];
+  // The median of at most 4: the mean of what is left once the lowest and highest are dropped.
+  double sum = 0, lo = e.recent[0], hi = e.recent[0];
+  for (int i = 0; i < n; ++i) {
+    sum += e.recent[i];
+    lo = std::min(lo, e.recent[i]);
+    hi = std::max(hi, e.recent[i]);
   }
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return n <= 2 ? sum / n : (sum - lo - hi) / (n - 2);
 }
 
 void ThreadTuner::move_to(Entry& e, size_t level) {
   e.current = level;
-  e.recent_count = e.recent_next = 0;
+  e.recent_runs = 0;
   e.interval = kFirstInterval;
   e.next_probe = e.runs + e.interval;
 }
@@ -171,11 +172,7 @@ void ThreadTuner::record(const std::vector<Shape>& shapes, int want, int threads
   }
   l.min_ms = l.min_ms == 0 ? ms : std::min(l.min_ms, ms);
   l.ms = (l.ms == 0 || probe) ? ms : l.ms + kAlpha * (ms - l.ms);
-  if (index == e.current) {
-    e.recent[e.recent_next] = ms;
-    e.recent_next = (e.recent_next + 1) % 4;
-    e.recent_count = std::min(e.recent_count + 1, 4);
-  }
+  if (index == e.current) e.recent[e.recent_runs++ % 4] = ms;
   // Only a probe moves the choice: it measured its level just now, where the others' estimates
   // may be stale (contention comes and goes), and one slow run at the current level must not send
   // the session back to a count measured under other conditions. The probe is weighed against

@@ -76,8 +76,7 @@ class ThreadTuner {
     // The current level's last (up to) 4 latencies, oldest overwritten first: what it gives now,
     // which one outlier cannot move the way it moves the estimate.
     double recent[4] = {};
-    int recent_count = 0;  // of them held (at most 4)
-    int recent_next = 0;   // where the next goes
+    int64_t recent_runs = 0;  // runs recorded there since it became current
     int64_t last_alarm = -1000;
   };
   Entry& entry(const std::vector<Shape>& shapes, int want);  // under mu_

@@ -280,8 +280,7 @@ Expected<ArgParams> arg_params(const OpContext& ctx, bool max, Shape* out) {
   for (size_t d = static_cast<size_t>(axis) + 1; d < in.size(); ++d) p.inner *= in[d];
   // (Unknown sizes are negative: only a known empty axis with elements to choose for is refused.)
   if (p.n == 0 && p.outer != 0 && p.inner != 0) {
-    return invalid_argument(ctx.where, ": axis ", axis, " of ", shape_str(in),
-                            " is empty: no element to take the index of");
+    return invalid_argument(ctx.where, ": empty axis ", axis);
   }
   *out = in;
   if (keep) {
