@@ -115,6 +115,30 @@ class DeconvDecoder(nn.Module):
         return img, self.rows(img.flatten(1, 2)[:, :64, :])
 
 
+class GroupedDeconv(nn.Module):
+    """A mobile decoder: depthwise ConvTranspose upsampling (4x4 stride 2; 3x3 stride 2 with output
+    padding and two output channels per input one) between pointwise convolutions, a dilated
+    depthwise one, and a grouped one (8 channels per group)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 64, 3, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(64, 64, 4, stride=2, padding=1, groups=64)
+        self.pw = nn.Conv2d(64, 32, 1)
+        self.up2 = nn.ConvTranspose2d(32, 64, 3, stride=2, padding=1, output_padding=1, groups=32)
+        self.dil = nn.ConvTranspose2d(64, 64, 3, padding=2, dilation=2, groups=64)
+        self.grouped = nn.ConvTranspose2d(64, 16, 3, padding=1, groups=8)
+        self.head = nn.Conv2d(16, 3, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.stem(x))
+        y = torch.relu(self.up1(y))
+        y = torch.relu(self.pw(y))
+        y = torch.relu(self.up2(y))
+        y = torch.relu(self.dil(y))
+        return self.head(torch.relu(self.grouped(y)))
+
+
 class UNetNorms(nn.Module):
     """A small U-Net: InstanceNorm and GroupNorm blocks, max-pool down, bilinear and nearest up,
     skip Concats; class probabilities per pixel (Softmax over the channels)."""
@@ -203,6 +227,7 @@ CASES = {
     "audio_conv1d": (AudioConv, {"wav": (1, 1, 16000)}),
     "tcn": (Tcn, {"x": (1, 40, 400)}),
     "deconv_decoder": (DeconvDecoder, {"z": (1, 64, 1, 1)}),
+    "grouped_deconv": (GroupedDeconv, {"x": (1, 3, 96, 96)}),
     "unet_norms": (UNetNorms, {"x": (1, 3, 96, 96)}),
     "pixelshuffle_sr": (PixelShuffleSR, {"x": (1, 1, 96, 96)}),
     "conv_zoo": (ConvZoo, {"x": (1, 3, 96, 96)}),

@@ -27,6 +27,15 @@ using namespace tern;
 using namespace tern_test;
 using namespace tern_test::cpu_kernels;
 
+namespace {
+// ConvTranspose with few channels per group: Tern's rows, the reference in the minimal library.
+#if defined(TERN_MINIMAL)
+constexpr const char* kGroupedRows = "reference";
+#else
+constexpr const char* kGroupedRows = "grouped_rows.";
+#endif
+}  // namespace
+
 TEST_SUITE("cpu_kernels") {
   TEST_CASE("ConvTranspose (oneDNN; patch GEMM when kernel = stride) matches the reference") {
     if (!tern_onednn_is_available()) {
@@ -60,6 +69,8 @@ TEST_SUITE("cpu_kernels") {
       const bool patches = g == 1 && k == stride && pad == 0 && outpad == 0;
       if (patches && (!one_d || p.kernel == "patch_gemm")) {
         CHECK(p.kernel == "patch_gemm");
+      } else if (g > 1) {  // few channels per group: Tern's rows (the next test)
+        CHECK(p.kernel.rfind(kGroupedRows, 0) == 0);
       } else {  // oneDNN, and one of its optimised implementations
         CHECK(p.kernel.rfind("onednn", 0) == 0);
         // Plain activations run on a blocked or channels-last copy: not oneDNN's GEMM, whose
@@ -80,6 +91,74 @@ TEST_SUITE("cpu_kernels") {
                                     ref.data());
       check_close(p.outputs[0], ref,
                   "deconv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()));
+    }
+  }
+
+  TEST_CASE("ConvTranspose with few channels per group (grouped rows) matches the reference") {
+    const unsigned seed = std::random_device{}();
+    INFO("seed ", seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    for (int trial = 0; trial < 60; ++trial) {
+      // Depthwise (one channel per group) every other trial; 1-D, 2-D and 3-D; any multiplier,
+      // kernel, stride, dilation, uneven pads and output padding; two images now and then.
+      const size_t dims = static_cast<size_t>(pick(1, 3));
+      const int64_t g = pick(2, 5), cg = trial % 2 ? 1 : pick(1, 8), mg = pick(1, 3);
+      const int64_t n = pick(1, 2);
+      Shape xs = {n, g * cg}, ws = {g * cg, mg};
+      std::vector<int64_t> strides, dilations, pads(2 * dims), outpads;
+      for (size_t d = 0; d < dims; ++d) {
+        const int64_t k = pick(1, dims == 3 ? 3 : 4), s = pick(1, 3), dil = pick(1, 2);
+        xs.push_back(pick(1, dims == 3 ? 5 : 9));
+        ws.push_back(k);
+        strides.push_back(s);
+        dilations.push_back(dil);
+        pads[d] = pick(0, static_cast<int>((k - 1) * dil));
+        pads[d + dims] = pick(0, static_cast<int>((k - 1) * dil));
+        outpads.push_back(pick(0, static_cast<int>(std::max(s, dil) - 1)));
+      }
+      Tensor x = random_f32(xs, rng), wt = random_f32(ws, rng), b = random_f32({g * mg}, rng);
+      Attributes a;
+      a.set("group", attr_int(g));
+      a.set("strides", attr_ints(strides));
+      a.set("dilations", attr_ints(dilations));
+      a.set("pads", attr_ints(pads));
+      a.set("output_padding", attr_ints(outpads));
+      const std::string what = "deconv " + shape_str(x.shape()) + " w " + shape_str(wt.shape()) +
+                               " group " + std::to_string(g) + " strides " + shape_str(strides) +
+                               " dilations " + shape_str(dilations) + " pads " + shape_str(pads) +
+                               " output_padding " + shape_str(outpads);
+      // Without a bias every third trial.
+      const std::vector<Tensor*> ins =
+          trial % 3 == 2 ? std::vector<Tensor*>{&x, &wt} : std::vector<Tensor*>{&x, &wt, &b};
+      const std::vector<bool> constant = {false, true, true};
+      RefContext ref_ctx("ConvTranspose", a, std::vector<const Tensor*>(ins.begin(), ins.end()));
+      auto params = ops::parse_conv_transpose(ref_ctx.ctx);
+      if (!params.has_value()) {  // pads larger than the output: refused alike
+        CHECK_MESSAGE(params.status().message().find("empty") != std::string::npos, what);
+        continue;
+      }
+      std::vector<float> ref(static_cast<size_t>(numel(params->y)));
+      ops::conv_transpose_reference(*params, x.data<float>(), wt.data<float>(),
+                                    ins.size() == 3 ? b.data<float>() : nullptr, ref.data());
+      const std::vector<bool> marks(constant.begin(),
+                                    constant.begin() + static_cast<std::ptrdiff_t>(ins.size()));
+      Prepared one = run_cpu("ConvTranspose", a, ins, marks, 0, 0, 1);
+      CHECK_MESSAGE(one.kernel.rfind(kGroupedRows, 0) == 0, what, ": ", one.kernel);
+      check_close(one.outputs[0], ref, what);
+      // Each element sums its terms in one order: the same bits at 3 threads.
+      Prepared three = run_cpu("ConvTranspose", a, ins, marks, 0, 0, 3);
+      CHECK_MESSAGE(bitwise_equal(three.outputs[0], one.outputs[0]), what);
+    }
+    // Wider groups stay on oneDNN's deconvolution.
+    if (tern_onednn_is_available()) {
+      std::mt19937 r2(5);
+      Tensor x = random_f32({1, 18, 5, 5}, r2), wt = random_f32({18, 2, 3, 3}, r2),
+             b = random_f32({4}, r2);
+      Attributes a;
+      a.set("group", attr_int(2));
+      Prepared p = run_cpu("ConvTranspose", a, {&x, &wt, &b}, {false, true, true});
+      CHECK(p.kernel.rfind("onednn", 0) == 0);
     }
   }
 
