@@ -150,6 +150,25 @@ TEST_SUITE("cpu_kernels") {
       Prepared three = run_cpu("ConvTranspose", a, ins, marks, 0, 0, 3);
       CHECK_MESSAGE(bitwise_equal(three.outputs[0], one.outputs[0]), what);
     }
+    {  // Many rows over 3 threads, chunks starting inside the second image: the same bits.
+      std::mt19937 r3(9);
+      Tensor x = random_f32({2, 16, 40, 40}, r3), wt = random_f32({16, 1, 3, 3}, r3),
+             b = random_f32({16}, r3);
+      Attributes a;
+      a.set("group", attr_int(16));
+      a.set("strides", attr_ints({2, 2}));
+      a.set("pads", attr_ints({1, 1, 1, 1}));
+      a.set("output_padding", attr_ints({1, 1}));
+      RefContext ref_ctx("ConvTranspose", a, {&x, &wt, &b});
+      auto params = ops::parse_conv_transpose(ref_ctx.ctx).value();
+      std::vector<float> ref(static_cast<size_t>(numel(params.y)));
+      ops::conv_transpose_reference(params, x.data<float>(), wt.data<float>(), b.data<float>(),
+                                    ref.data());
+      Prepared one = run_cpu("ConvTranspose", a, {&x, &wt, &b}, {false, true, true}, 0, 0, 1);
+      Prepared three = run_cpu("ConvTranspose", a, {&x, &wt, &b}, {false, true, true}, 0, 0, 3);
+      check_close(three.outputs[0], ref, "depthwise [2,16,40,40] stride 2 at 3 threads");
+      CHECK(bitwise_equal(three.outputs[0], one.outputs[0]));
+    }
     // Wider groups stay on oneDNN's deconvolution.
     if (tern_onednn_is_available()) {
       std::mt19937 r2(5);

@@ -281,15 +281,15 @@ inline dnnl_memory_desc_t stored_desc(const PackedData& d) {
   return stored;
 }
 
-// Within its scope the calling thread's parallel regions run on it alone. Weights are packed while
-// a session is made: a parallel region there gives the thread a team whose idle workers then spin
-// (OMP_WAIT_POLICY / GOMP_SPINCOUNT) through the rest of the creation, contending with it for the
-// cores; 2-thread sessions took 3-21 ms to make instead of 2.5 on 2 cores. The primitives are still
-// made for the run's threads: only the packing runs on one.
+// Within its scope (when `on`) the calling thread's parallel regions run on it alone. Weights are
+// packed while a session is made: a parallel region there gives the thread a team whose idle
+// workers then spin (OMP_WAIT_POLICY / GOMP_SPINCOUNT) through the rest of the creation,
+// contending with it for the cores; 2-thread sessions took 3-21 ms to make instead of 2.5 on 2
+// cores. The primitives are still made for the run's threads: only the packing runs on one.
 class OneThread {
  public:
 #if defined(TERN_HAVE_OPENMP)
-  OneThread() : was_(omp_get_max_threads()) {
+  explicit OneThread(bool on) : was_(on ? omp_get_max_threads() : 1) {
     if (was_ != 1) omp_set_num_threads(1);
   }
   ~OneThread() {
@@ -300,8 +300,14 @@ class OneThread {
 
  private:
   int was_;
+#else
+  explicit OneThread(bool) {}
 #endif
 };
+
+// Weights of this many bytes or more are reordered on the session's threads: there the parallel
+// reorder pays (a large model's widest layers on many cores), below it would only start a team.
+constexpr size_t kParallelReorderBytes = size_t{1} << 22;
 
 // `w` reordered from `plain` into `wanted`, as a blob (the layout description, then the data).
 inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
@@ -329,7 +335,7 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
   try {
     dnnl::memory src(plain, engine(), w.raw());
     dnnl::memory dst(wanted, engine(), bytes + kPackedHeader);
-    OneThread one;
+    OneThread one(w.byte_size() < kParallelReorderBytes);
     dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
     thread_stream().wait();
   } catch (const dnnl::error& e) {
