@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 
 #include "core/half.h"
 #include "core/low_float.h"
@@ -22,6 +23,23 @@ namespace tern {
 namespace {
 
 constexpr size_t kMappedBytes = size_t{256} << 10;
+
+// Whether `bytes` exceed this machine's memory and swap: such a block can never be backed. Where
+// the kernel overcommits without limit (vm.overcommit_memory=1) mapping it succeeds, and writing
+// it (a tensor's zeros) gets the process killed instead of an OUT_OF_MEMORY status: a 2^42-float
+// tensor (16 TiB) on a 128 GiB machine did.
+// (Read at each new mapping: a system call beside the mmap. The minimal library has no room for
+// the check in its size and maps as asked.)
+bool beyond_memory(size_t bytes) {
+#if defined(TERN_MINIMAL)
+  (void)bytes;
+  return false;
+#else
+  struct sysinfo info {};
+  return sysinfo(&info) == 0 && info.mem_unit > 0 &&
+         bytes / info.mem_unit > info.totalram + info.totalswap;
+#endif
+}
 
 // Large buffers (run arenas, big tensors and outputs) have pages of their own, and when freed are
 // kept, a few at a time, for the next request they fit (at most twice its size). Through malloc
@@ -54,6 +72,7 @@ class LargeBlocks {
       }
     }
     if (!p) {
+      if (beyond_memory(bytes)) return nullptr;
       size = mapped_size(bytes);
       p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) return nullptr;
@@ -131,6 +150,7 @@ std::shared_ptr<void> mapped_buffer(size_t bytes) {
   if (bytes > SIZE_MAX - kPage) return nullptr;
   const size_t size = std::max<size_t>((bytes + kPage - 1) / kPage * kPage, kPage);
   return allocate_charged(size, [size]() -> std::shared_ptr<void> {
+    if (beyond_memory(size)) return nullptr;
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
     return std::shared_ptr<void>(p, [size](void* q) { munmap(q, size); });
