@@ -336,7 +336,7 @@ TEST_SUITE("concurrency") {
 #endif
   }
 
-  TEST_CASE("creating a session starts no OpenMP team: its weights are packed on one thread") {
+  TEST_CASE("weights are packed on one thread: a session made off the homes starts no team") {
 #if !defined(TERN_HAVE_OPENMP)
     MESSAGE("no OpenMP in this build");
 #else
