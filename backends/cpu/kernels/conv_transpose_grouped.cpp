@@ -50,7 +50,6 @@ struct GroupedDeconv {
   using RowFn = void (*)(const GroupedDeconv&, const float*, const float*, float, int64_t, int64_t,
                          int64_t, float*, float*);
   RowFn row = nullptr;
-  const char* isa = "";
 };
 
 // For each output index o < out, the kernel indices and input indices that reach it (division
@@ -192,13 +191,12 @@ Expected<std::unique_ptr<Kernel>> make_grouped_deconv(const OpContext& ctx) {
     if (hi > lo) k.columns.push_back({kw, ph, q, lo, hi});
   }
   k.row = baseline_row;
-  k.isa = "baseline";
+  const char* name = "baseline";
 #if defined(__x86_64__)
   const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
-  if (isa == CpuIsa::kAvx512) k.row = avx512_row, k.isa = "avx512";
-  if (isa == CpuIsa::kAvx2) k.row = avx2_row, k.isa = "avx2";
+  if (isa == CpuIsa::kAvx512) k.row = avx512_row, name = "avx512";
+  if (isa == CpuIsa::kAvx2) k.row = avx2_row, name = "avx2";
 #endif
-  const char* name = k.isa;
   return make_kernel(str_cat("grouped_rows.", name), std::move(k), run_grouped);
 }
 
