@@ -129,6 +129,21 @@ Status run_prepared(const OpContext& ctx, const Kernel& kernel, Backend* backend
   return Status::ok();
 }
 
+bool outputs_fit(const OpContext& ctx, int64_t cap) {
+  int64_t bytes = 0;
+  for (const TensorInfo& t : ctx.outputs) {
+    if (!t.present) continue;
+    int64_t n = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) return false;
+      n = d != 0 && n > cap / d ? cap + 1 : n * d;
+    }
+    bytes += n * static_cast<int64_t>(dtype_size(t.dtype));
+    if (bytes > cap) return false;
+  }
+  return true;
+}
+
 Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
                      const FlagValues& flags, std::vector<Tensor>* outputs) {
   Backend* backend = nullptr;

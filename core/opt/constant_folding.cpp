@@ -9,6 +9,17 @@
 
 namespace tern {
 
+#if !defined(TERN_MINIMAL)
+namespace {
+// Constants of at most this many bytes are computed on one thread. A parallel region while the
+// session is being made starts the creating thread's OpenMP team there, whose idle worker then
+// spins through the rest of the creation beside it; and starting a worker costs a scheduler tick
+// (about 4 ms) on this project's 2-vCPU machines. swin_small's optimized .tern folds such small
+// constants at every load.
+constexpr int64_t kParallelFoldBytes = int64_t{1} << 22;
+}  // namespace
+#endif
+
 Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const FlagValues& flags,
                       OptimizerReport* report) {
   TERN_ASSIGN_OR_RETURN(std::vector<size_t> order, g.topological_order());
@@ -22,6 +33,10 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
   std::vector<bool> is_input(g.values.size(), false);
   for (int id : g.inputs) is_input[static_cast<size_t>(id)] = true;
   std::vector<bool> folded(g.nodes.size(), false);
+#if !defined(TERN_MINIMAL)
+  FlagValues one_thread = flags;
+  one_thread.value[static_cast<size_t>(FlagId::kNumThreads)] = 1;
+#endif
   size_t visited = 0;
   for (size_t n : order) {
     report_progress("fold constants", visited++, order.size());
@@ -40,7 +55,16 @@ Status fold_constants(Graph& g, const std::vector<Backend*>& backends, const Fla
     ctx.flags = &flags;
     TERN_RETURN_IF_ERROR(make_node_context(g, node, g.describe_node(n), values, &ctx));
     std::vector<Tensor> outs;
+#if !defined(TERN_MINIMAL)
+    if (!ctx.outputs_from_run && outputs_fit(ctx, kParallelFoldBytes)) {
+      ctx.flags = &one_thread;
+      TERN_RETURN_IF_ERROR(evaluate_node(ctx, backends, one_thread, &outs));
+    } else {
+      TERN_RETURN_IF_ERROR(evaluate_node(ctx, backends, flags, &outs));
+    }
+#else
     TERN_RETURN_IF_ERROR(evaluate_node(ctx, backends, flags, &outs));
+#endif
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const int id = node.outputs[i];
       if (id < 0) continue;

@@ -11,21 +11,6 @@ namespace {
 // static.
 constexpr int64_t kMaxComputedBytes = int64_t{64} << 10;
 
-bool small(const OpContext& ctx) {
-  int64_t bytes = 0;
-  for (const TensorInfo& t : ctx.outputs) {
-    if (!t.present) continue;
-    int64_t n = 1;
-    for (int64_t d : t.shape) {
-      if (d < 0) return false;
-      n = d != 0 && n > kMaxComputedBytes / d ? kMaxComputedBytes + 1 : n * d;
-    }
-    bytes += n * static_cast<int64_t>(dtype_size(t.dtype));
-    if (bytes > kMaxComputedBytes) return false;
-  }
-  return true;
-}
-
 bool tensors_only(const std::vector<TensorInfo>& list) {
   return std::none_of(list.begin(), list.end(), [](const TensorInfo& t) {
     return t.present && (dtype_is_composite(t.dtype) || t.dtype == DType::kString);
@@ -76,7 +61,7 @@ Expected<std::vector<bool>> static_nodes(const ShapeInputs& in) {
     std::vector<Tensor> outs;
     if (from_shapes) {
       for (auto& v : ctx.output_values) outs.push_back(std::move(*v));
-    } else if (all_known && small(ctx)) {
+    } else if (all_known && outputs_fit(ctx, kMaxComputedBytes)) {
       if (!evaluate_node(ctx, in.backends, *in.flags, &outs).is_ok()) continue;
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {

@@ -379,6 +379,50 @@ TEST_SUITE("concurrency") {
 #endif
   }
 
+  TEST_CASE(
+      "small constants are folded on one thread: a session made off the homes starts no team") {
+#if !defined(TERN_HAVE_OPENMP)
+    MESSAGE("no OpenMP in this build");
+#elif defined(__clang__)
+    MESSAGE("skipped: two OpenMP runtimes in this build");  // as in the test above
+#else
+    if (std::thread::hardware_concurrency() < 2) return;
+    // Two constants of 256 KiB added at creation (as a model's masks and tables are): a parallel
+    // Add would give the creating thread its team, whose worker spins through the creation.
+    FlagRestore restore;
+    REQUIRE(tern_flag_set("cpu.run_homes", "0") == TERN_OK);
+    REQUIRE(tern_set_num_threads(2) == TERN_OK);
+    REQUIRE(tern_flag_set("cpu.adaptive_threads", "0") == TERN_OK);
+    auto make = [] {
+      Builder b;
+      const int x = b.input("x", {64, 1024});
+      const int c = b.node("Add", {b.constant("a", random_f32({64, 1024}, 4)),
+                                   b.constant("b", random_f32({64, 1024}, 5))});
+      return b.session({b.node("Add", {x, c})});
+    };
+    auto tasks = [] {
+      int n = 0;
+      for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+        n += !e.is_directory() ? 0 : 1;
+      return n;
+    };
+    make();  // threads that libraries start on their first use are not counted below
+    int made = -1;
+    bool failed = false;
+    std::thread([&] {
+      try {
+        const int before = tasks();
+        auto s = make();
+        made = tasks() - before;
+      } catch (...) {
+        failed = true;
+      }
+    }).join();
+    REQUIRE_FALSE(failed);
+    CHECK(made == 0);
+#endif
+  }
+
   TEST_CASE("adaptive threads: fewer while faster, back when the cores come free") {
     // No idle readings (as where /proc/stat cannot be read): tries are made by count alone.
     auto unknown = [] { return IdleCpuMeter::Reading{}; };
