@@ -50,6 +50,12 @@ class Backend {
   virtual bool supports_op(const std::string& op_type) const;
   // The kernel for one node with concrete input types and shapes, or UNSUPPORTED.
   virtual Expected<std::unique_ptr<Kernel>> prepare(const OpContext& ctx) const;
+#if !defined(TERN_MINIMAL)
+  // Whether prepare() for nodes of this op may run on other threads beside the preparation of the
+  // plan's other nodes, and is costly enough to be worth it (JIT-compiled kernels): such nodes
+  // are prepared ahead on helper threads when the plan's runs use several (core/plan/partition).
+  virtual bool prepares_concurrently(const std::string& op_type) const { return false; }
+#endif
   // The activation layout this backend's convolutions run fastest with, for a graph whose
   // convolutions are `convs`, under these flags: a channel block (8, 16), kChannelsLast, or 0
   // when blocked layouts would not help (the planner then keeps every tensor plain).

@@ -1,6 +1,7 @@
 #include "core/threading.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace tern {
 
@@ -44,6 +46,60 @@ bool start_detached_thread(void (*fn)(void*), void* arg) noexcept {
   if (rc != 0) delete start;
   return rc == 0;
 }
+
+#if !defined(TERN_MINIMAL)
+namespace {
+thread_local bool t_helper = false;
+}  // namespace
+
+bool on_helper_thread() noexcept {
+  return t_helper;
+}
+
+int run_with_helpers(int helpers, const std::function<void()>& work) {
+  const CpuList mask = thread_cpu_affinity();
+  const int here = sched_getcpu();
+  std::vector<int> elsewhere;
+  for (int c : mask) {
+    if (c != here) elsewhere.push_back(c);
+  }
+  helpers = std::min(helpers, static_cast<int>(elsewhere.size()));
+  struct Shared {
+    const std::function<void()>* work;
+    const CpuList* mask;
+  } shared{&work, &mask};
+  std::vector<pthread_t> started;
+  cpu_set_t* set = helpers > 0 ? CPU_ALLOC(elsewhere.back() + 1) : nullptr;
+  const size_t bytes = set ? CPU_ALLOC_SIZE(elsewhere.back() + 1) : 0;
+  if (set) {
+    CPU_ZERO_S(bytes, set);
+    for (int c : elsewhere) CPU_SET_S(static_cast<size_t>(c), bytes, set);
+  }
+  for (int i = 0; set && i < helpers; ++i) {
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) break;
+    pthread_attr_setaffinity_np(&attr, bytes, set);
+    pthread_t thread;
+    const int rc = pthread_create(
+        &thread, &attr,
+        [](void* p) -> void* {
+          const auto* s = static_cast<const Shared*>(p);
+          set_thread_cpu_affinity(*s->mask);  // started elsewhere; now free to run anywhere
+          t_helper = true;
+          (*s->work)();
+          return nullptr;
+        },
+        &shared);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) break;
+    started.push_back(thread);
+  }
+  if (set) CPU_FREE(set);
+  work();
+  for (pthread_t t : started) pthread_join(t, nullptr);
+  return static_cast<int>(started.size());
+}
+#endif
 
 namespace {
 

@@ -238,6 +238,19 @@ void CpuBackend::set_num_threads(int n) {
 #endif
 }
 
+#if defined(TERN_HAVE_ONEDNN)
+bool CpuBackend::prepares_concurrently(const std::string& op_type) const {
+  // The ops whose kernels make oneDNN primitives (JIT compilation: 50-60% of a session's
+  // creation) or pack weights. Their factories read only the node's context, the session's
+  // weight store (locked) and oneDNN, whose primitive creation is thread-safe.
+  static const std::set<std::string> costly = {
+      "Conv",          "FusedConv",   "ConvTranspose", "QLinearConv",       "FusedQLinearConv",
+      "MatMul",        "FusedMatMul", "Gemm",          "QLinearMatMul",     "FusedQLinearMatMul",
+      "MatMulInteger", "MaxPool",     "AveragePool",   "GlobalAveragePool", "GlobalMaxPool"};
+  return costly.count(op_type) != 0;
+}
+#endif
+
 void CpuBackend::begin_run(const FlagValues& flags) {
   g_last_run_threads.store(static_cast<int>(flags[FlagId::kNumThreads]));
   begin_run_affinity(flags);

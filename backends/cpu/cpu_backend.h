@@ -27,6 +27,9 @@ class CpuBackend final : public Backend {
   int conv_layout(const FlagValues& flags, const std::vector<ConvSite>& convs) const override;
   LayoutRole layout_role(const Node& node) const override;
   void set_num_threads(int n) override;
+#if defined(TERN_HAVE_ONEDNN)
+  bool prepares_concurrently(const std::string& op_type) const override;
+#endif
   void begin_run(const FlagValues& flags) override;
   void end_run(const FlagValues& flags) override;
 

@@ -1,10 +1,14 @@
 #include "core/plan/partition.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <optional>
 
+#include "core/memory_budget.h"
 #include "core/plan/layout.h"
 #include "core/progress.h"
+#include "core/threading.h"
 #include "core/transfer.h"
 
 namespace tern {
@@ -25,6 +29,26 @@ Status choose_kernel(const OpContext& ctx, const std::vector<Backend*>& backends
 }
 
 namespace {
+
+#if !defined(TERN_MINIMAL)
+// The blocks (TensorInfo::block) a context gives its inputs, then its outputs.
+std::vector<int> context_blocks(const OpContext& ctx) {
+  std::vector<int> blocks;
+  for (const TensorInfo& t : ctx.inputs) blocks.push_back(t.block);
+  for (const TensorInfo& t : ctx.outputs) blocks.push_back(t.block);
+  return blocks;
+}
+
+// A kernel prepared ahead (Partitioner::prepare_ahead) for a context with these blocks.
+struct Ahead {
+  Backend* backend = nullptr;
+  std::shared_ptr<const Kernel> kernel;
+  std::vector<int> blocks;
+};
+// Fewer costly nodes than this are prepared on the planning thread alone: starting a helper
+// costs about 0.1 ms.
+constexpr size_t kMinAhead = 4;
+#endif
 
 // Builds the steps; one per partition() call.
 class Partitioner {
@@ -53,7 +77,17 @@ class Partitioner {
   Expected<int> to_plain(int id, size_t consumer);
   Expected<int> place(int id, Backend* dev, bool to_device, size_t consumer);
   Status place_step(PlanStep& step);
+  [[gnu::always_inline]] inline bool layout_aware(size_t n) const;
   Status choose_for_node(size_t n, PlanStep& step);
+#if !defined(TERN_MINIMAL)
+  void prepare_ahead();
+  std::vector<Ahead> ahead_;  // by node
+#endif
+#if !defined(TERN_MINIMAL)
+  size_t progress_base_ = 0;  // "prepare kernels" steps reported before the sequential pass
+#else
+  static constexpr size_t progress_base_ = 0;
+#endif
 
   PlanGraph& pg_;
   const Graph& g_;
@@ -181,10 +215,9 @@ Status Partitioner::place_step(PlanStep& step) {
   return Status::ok();
 }
 
-// The kernel for node n's context; blocked inputs the chosen kernel cannot read get plain twins.
-Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
-  OpContext& ctx = *pg_.ctxs[n];
-  const Node& node = *ctx.node;
+// Whether node n's kernel is to read its blocked inputs as they are (else they get plain twins).
+inline bool Partitioner::layout_aware(size_t n) const {
+  const Node& node = *pg_.ctxs[n]->node;
   // The layout rules are the first host backend's (the one layouts were chosen for).
   const Backend* host = nullptr;
   for (Backend* b : backends_) {
@@ -195,9 +228,15 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
   }
   const int out_block =
       !node.outputs.empty() && node.outputs[0] >= 0 ? pg_.value(node.outputs[0]).block : 0;
-  const bool layout_aware = host && !pg_.is_plain_only(n) && reads_blocked(*host, node, out_block);
+  return host && !pg_.is_plain_only(n) && reads_blocked(*host, node, out_block);
+}
+
+// The kernel for node n's context; blocked inputs the chosen kernel cannot read get plain twins.
+Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
+  OpContext& ctx = *pg_.ctxs[n];
+  const bool aware = layout_aware(n);
   for (int& id : step.inputs) {
-    if (id >= 0 && pg_.value(id).block > 0 && !layout_aware) {
+    if (id >= 0 && pg_.value(id).block > 0 && !aware) {
       TERN_ASSIGN_OR_RETURN(id, to_plain(id, n));
     }
   }
@@ -207,6 +246,13 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     if (step.outputs[i] >= 0) ctx.outputs[i].block = pg_.value(step.outputs[i]).block;
   }
+#if !defined(TERN_MINIMAL)
+  if (n < ahead_.size() && ahead_[n].kernel && ahead_[n].blocks == context_blocks(ctx)) {
+    step.backend = ahead_[n].backend;
+    step.kernel = std::move(ahead_[n].kernel);
+    return Status::ok();
+  }
+#endif
   Status chosen = choose_kernel(ctx, backends_, &step);
   // A kernel for blocked inputs may be missing (a pool or convolution oneDNN declines): when the
   // output is plain anyway, the inputs are made plain and the choice is made again.
@@ -235,11 +281,76 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
   return chosen;
 }
 
+#if !defined(TERN_MINIMAL)
+// Where the plan's runs use several threads, the costly kernels (Backend::prepares_concurrently)
+// are prepared first, on this thread and helpers (as many threads as the runs use), each for its
+// node's context as choose_for_node will give it; choose_for_node then takes the kernel made for
+// a context like its own. On the CPU alone: device backends keep one thread's order.
+void Partitioner::prepare_ahead() {
+  const int threads = static_cast<int>(pg_.flags ? (*pg_.flags)[FlagId::kNumThreads]
+                                                 : Flags::global().get(FlagId::kNumThreads));
+  if (threads < 2) return;
+  for (Backend* b : backends_) {
+    if (!b->is_host()) return;
+  }
+  std::vector<size_t> nodes;
+  for (size_t n : *pg_.order) {
+    if (!pg_.ctxs[n] || pg_.removed[n]) continue;
+    const std::string& op = pg_.ctxs[n]->node->op_type;
+    if (std::all_of(backends_.begin(), backends_.end(),
+                    [&](const Backend* b) { return b->prepares_concurrently(op); })) {
+      nodes.push_back(n);
+    }
+  }
+  if (nodes.size() < kMinAhead) return;
+  ahead_.resize(pg_.ctxs.size());
+  progress_base_ = nodes.size();
+  const size_t progress_total = nodes.size() + pg_.order->size();
+  for (size_t n : nodes) {  // the blocks choose_for_node's first choice gives the context
+    OpContext& ctx = *pg_.ctxs[n];
+    const Node& node = *ctx.node;
+    const bool aware = layout_aware(n);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] >= 0) ctx.inputs[i].block = aware ? pg_.value(node.inputs[i]).block : 0;
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] >= 0) ctx.outputs[i].block = pg_.value(node.outputs[i]).block;
+    }
+    ahead_[n].blocks = context_blocks(ctx);
+  }
+  const std::shared_ptr<MemoryBudget> budget = MemoryBudget::current();
+  std::atomic<size_t> next{0};
+  run_with_helpers(threads - 1, [&] {
+    std::optional<BudgetScope> scope;
+    if (on_helper_thread()) {
+      scope.emplace(budget);  // what they pack is charged as on the planning thread
+      for (Backend* b : backends_) b->set_num_threads(threads);  // primitives sized for the runs
+    }
+    for (size_t i; (i = next.fetch_add(1)) < nodes.size();) {
+      const size_t n = nodes[i];
+      if (!on_helper_thread()) report_progress("prepare kernels", i, progress_total);
+      PlanStep step;
+      try {
+        if (!choose_kernel(*pg_.ctxs[n], backends_, &step).is_ok()) continue;
+      } catch (...) {
+        continue;  // choose_for_node meets it again, on the planning thread
+      }
+      ahead_[n].backend = step.backend;
+      ahead_[n].kernel = std::move(step.kernel);
+    }
+  });
+}
+#endif
+
 Status Partitioner::run() {
+#if !defined(TERN_MINIMAL)
+  prepare_ahead();
+#endif
   // Preparing a kernel packs its weights: the long part of a plan for big models.
   size_t visited = 0;
   for (size_t n : *pg_.order) {
-    report_progress("prepare kernels", visited++, pg_.order->size());
+    report_progress("prepare kernels", progress_base_ + visited++,
+                    progress_base_ + pg_.order->size());
     if (!pg_.ctxs[n] || pg_.removed[n]) continue;
     const Node& node = *pg_.ctxs[n]->node;
     PlanStep step;
@@ -252,7 +363,7 @@ Status Partitioner::run() {
     TERN_RETURN_IF_ERROR(place_step(step));
     add_step(std::move(step));
   }
-  report_progress("prepare kernels", visited, pg_.order->size());
+  report_progress("prepare kernels", progress_base_ + visited, progress_base_ + pg_.order->size());
   // Graph outputs computed on a device stay in its arena; the run copies them out at its end.
   for (PlannedValue& pv : pg_.values) {
     if (pv.where == PlannedValue::Where::kOutput && !pv.device.is_host()) {

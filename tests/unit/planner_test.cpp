@@ -5,14 +5,20 @@
 // plan's outputs are checked against a session that planned those shapes from scratch.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "api/api_internal.h"
 #include "c_api.h"
+#include "core/kernel_registry.h"
+#include "core/threading.h"
 #include "graph_builder.h"
 #include "test_util.h"
 
@@ -529,5 +535,97 @@ TEST_SUITE("core") {
     tern_session_destroy(s);
     tern_model_destroy(loaded);
     std::filesystem::remove(path);
+  }
+}
+
+namespace {
+
+#if !defined(TERN_MINIMAL)
+// A host backend whose Relu kernels may be prepared beside each other (as the CPU's oneDNN ones
+// are): it counts where each preparation ran. The planning thread's first one waits (at most 5 s)
+// until a helper has taken a node, so that a helper takes one however fast the rest go.
+struct AheadCounts {
+  std::atomic<int> prepared{0}, on_helpers{0};
+  std::atomic<bool> wait_for_helper{false};
+};
+AheadCounts g_ahead;
+
+class AheadHost final : public Backend {
+ public:
+  const char* name() const override { return "aheadhost"; }
+  bool is_built() const override { return true; }
+  bool is_available() const override { return true; }
+  bool prepares_concurrently(const std::string& op) const override { return op == "Relu"; }
+};
+
+Expected<std::unique_ptr<Kernel>> ahead_relu(const OpContext&) {
+  ++g_ahead.prepared;
+  if (on_helper_thread()) {
+    ++g_ahead.on_helpers;
+  } else if (g_ahead.wait_for_helper.exchange(false)) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (g_ahead.on_helpers == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  return make_kernel("ahead_relu", 0, [](int, const KernelArgs& a, const ExecContext&) {
+    const float* x = a.inputs[0]->data<float>();
+    float* y = a.outputs[0]->data<float>();
+    for (int64_t i = 0; i < a.outputs[0]->numel(); ++i) y[i] = x[i] > 0 ? x[i] * 0.5f : x[i];
+    return Status::ok();
+  });
+}
+#endif
+
+}  // namespace
+
+TEST_SUITE("core") {
+  TEST_CASE("planner: costly kernels are prepared ahead on helpers when runs use several threads") {
+#if defined(TERN_MINIMAL)
+    MESSAGE("minimal build: kernels are prepared on the planning thread alone");
+#else
+    static AheadHost host;
+    static std::once_flag once;
+    std::call_once(once, [] {
+      KernelRegistry::global().add("Relu", "aheadhost", DType::kFloat32, ahead_relu);
+    });
+    // Eight Relus in a chain (each halves the positive values: every kernel must run, in order).
+    Graph g;
+    g.opset = 13;
+    int v = g.add_value("x", ValueType{DType::kFloat32, true, {Dim{4, ""}}});
+    g.inputs = {v};
+    for (int i = 0; i < 8; ++i) {
+      const int out = g.add_value("r" + std::to_string(i));
+      g.nodes.push_back(Node{"relu" + std::to_string(i), "Relu", "", {v}, {out}, {}});
+      v = out;
+    }
+    g.outputs = {v};
+    auto model = Model::create(std::move(g), nullptr, "planner_test").value();
+    const Tensor x = make_f32({4}, {256, -1, 0, 512});
+    const bool two_cpus = thread_cpu_affinity().size() >= 2;
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      g_ahead.prepared = 0;
+      g_ahead.on_helpers = 0;
+      g_ahead.wait_for_helper = threads > 1;
+      SessionConfig cfg;
+      cfg.backends = {&host};
+      cfg.overrides.set(FlagId::kNumThreads, threads);
+      cfg.overrides.set(FlagId::kGraphOptimize, 0);
+      auto s = Session::create(model, cfg);
+      REQUIRE(s);
+      CHECK(g_ahead.prepared == 8);  // each node once: the sequential pass took what was made
+      if (threads == 1) {
+        CHECK(g_ahead.on_helpers == 0);
+      } else if (two_cpus) {
+        CHECK(g_ahead.on_helpers >= 1);
+      } else {
+        MESSAGE("one CPU to run on: no helper to check");
+      }
+      std::vector<Tensor> out;
+      REQUIRE((*s)->run({"x"}, {&x}, {"r7"}, &out).is_ok());
+      CHECK(values_f32(out[0]) == std::vector<float>{1, -1, 0, 2});
+    }
+#endif
   }
 }

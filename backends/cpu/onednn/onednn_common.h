@@ -23,6 +23,7 @@
 #include "backends/cpu/onednn/winograd.h"
 #include "core/kernel.h"
 #include "core/tensor.h"
+#include "core/threading.h"
 #include "core/weight_memory.h"
 
 namespace tern::onednn {
@@ -335,7 +336,9 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
   try {
     dnnl::memory src(plain, engine(), w.raw());
     dnnl::memory dst(wanted, engine(), bytes + kPackedHeader);
-    OneThread one(w.byte_size() < kParallelReorderBytes);
+    // Always on a preparation helper (core/threading.h): it lives for one plan's preparation, and
+    // an OpenMP team started on it would be thrown away with it.
+    OneThread one(w.byte_size() < kParallelReorderBytes || on_helper_thread());
     dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
     thread_stream().wait();
   } catch (const dnnl::error& e) {
