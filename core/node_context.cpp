@@ -147,6 +147,12 @@ bool outputs_fit(const OpContext& ctx, int64_t cap) {
 Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
                      const FlagValues& flags, std::vector<Tensor>* outputs) {
   Backend* backend = nullptr;
+#if !defined(TERN_MINIMAL)
+  // oneDNN sizes a primitive's work split by the thread count current when it is made.
+  for (Backend* b : backends) {
+    if (b->is_host()) b->set_num_threads(static_cast<int>(flags[FlagId::kNumThreads]));
+  }
+#endif
   TERN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, prepare_on_host(ctx, backends, &backend));
   return run_prepared(ctx, *kernel, backend, flags, outputs);
 }

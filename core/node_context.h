@@ -55,12 +55,13 @@ struct PlannedValue {
 Status make_node_context(const Graph& graph, const Node& node, const std::string& where,
                          const std::vector<PlannedValue>& values, OpContext* ctx);
 
-// Runs ctx's node now, on the first host backend in `backends` with a kernel for it, under
-// `flags`; `outputs` receives fresh host tensors (an omitted optional output stays undefined).
 // Whether ctx's outputs, at their inferred shapes (all dims known), take at most `cap` bytes
 // together.
 bool outputs_fit(const OpContext& ctx, int64_t cap);
 
+// Runs ctx's node now, on the first host backend in `backends` with a kernel for it, under
+// `flags` (the kernel is made under their thread count too); `outputs` receives fresh host tensors
+// (an omitted optional output stays undefined).
 Status evaluate_node(const OpContext& ctx, const std::vector<Backend*>& backends,
                      const FlagValues& flags, std::vector<Tensor>* outputs);
 

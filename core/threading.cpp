@@ -50,10 +50,15 @@ bool start_detached_thread(void (*fn)(void*), void* arg) noexcept {
 #if !defined(TERN_MINIMAL)
 namespace {
 thread_local bool t_helper = false;
+thread_local bool t_with_helpers = false;
 }  // namespace
 
 bool on_helper_thread() noexcept {
   return t_helper;
+}
+
+bool beside_helpers() noexcept {
+  return t_helper || t_with_helpers;
 }
 
 int run_with_helpers(int helpers, const std::function<void()>& work) {
@@ -69,6 +74,15 @@ int run_with_helpers(int helpers, const std::function<void()>& work) {
     const CpuList* mask;
   } shared{&work, &mask};
   std::vector<pthread_t> started;
+  started.reserve(static_cast<size_t>(std::max(helpers, 0)));
+  // Joined however this returns: the helpers read `shared` and what `work` refers to.
+  struct Join {
+    std::vector<pthread_t>& threads;
+    ~Join() {
+      t_with_helpers = false;
+      for (pthread_t t : threads) pthread_join(t, nullptr);
+    }
+  } join{started};
   cpu_set_t* set = helpers > 0 ? CPU_ALLOC(elsewhere.back() + 1) : nullptr;
   const size_t bytes = set ? CPU_ALLOC_SIZE(elsewhere.back() + 1) : 0;
   if (set) {
@@ -95,8 +109,8 @@ int run_with_helpers(int helpers, const std::function<void()>& work) {
     started.push_back(thread);
   }
   if (set) CPU_FREE(set);
+  t_with_helpers = !started.empty();
   work();
-  for (pthread_t t : started) pthread_join(t, nullptr);
   return static_cast<int>(started.size());
 }
 #endif

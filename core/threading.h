@@ -25,6 +25,9 @@ bool start_detached_thread(void (*fn)(void*), void* arg) noexcept;
 int run_with_helpers(int helpers, const std::function<void()>& work);
 // Whether the calling thread is one of run_with_helpers' helpers.
 bool on_helper_thread() noexcept;
+// Whether it is a helper, or a caller of run_with_helpers while its helpers run: a parallel region
+// started there would only contend with them.
+bool beside_helpers() noexcept;
 #endif
 
 // Physical cores of this machine (logical CPUs when the topology cannot be read).

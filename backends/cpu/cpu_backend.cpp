@@ -240,9 +240,10 @@ void CpuBackend::set_num_threads(int n) {
 
 #if defined(TERN_HAVE_ONEDNN)
 bool CpuBackend::prepares_concurrently(const std::string& op_type) const {
-  // The ops whose kernels make oneDNN primitives (JIT compilation: 50-60% of a session's
-  // creation) or pack weights. Their factories read only the node's context, the session's
-  // weight store (locked) and oneDNN, whose primitive creation is thread-safe.
+  // The ops whose kernels make oneDNN primitives (JIT compilation: over half of a convolution
+  // network's session creation) or pack weights. Their factories read the node's context, the
+  // kernel registry and the flags, and use the session's weight store (locked) and oneDNN, whose
+  // primitive creation is thread-safe.
   static const std::set<std::string> costly = {
       "Conv",          "FusedConv",   "ConvTranspose", "QLinearConv",       "FusedQLinearConv",
       "MatMul",        "FusedMatMul", "Gemm",          "QLinearMatMul",     "FusedQLinearMatMul",

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/memory_budget.h"
 #include "core/plan/layout.h"
@@ -82,8 +83,6 @@ class Partitioner {
 #if !defined(TERN_MINIMAL)
   void prepare_ahead();
   std::vector<Ahead> ahead_;  // by node
-#endif
-#if !defined(TERN_MINIMAL)
   size_t progress_base_ = 0;  // "prepare kernels" steps reported before the sequential pass
 #else
   static constexpr size_t progress_base_ = 0;
@@ -247,10 +246,13 @@ Status Partitioner::choose_for_node(size_t n, PlanStep& step) {
     if (step.outputs[i] >= 0) ctx.outputs[i].block = pg_.value(step.outputs[i]).block;
   }
 #if !defined(TERN_MINIMAL)
-  if (n < ahead_.size() && ahead_[n].kernel && ahead_[n].blocks == context_blocks(ctx)) {
-    step.backend = ahead_[n].backend;
-    step.kernel = std::move(ahead_[n].kernel);
-    return Status::ok();
+  if (n < ahead_.size() && ahead_[n].kernel) {
+    Ahead made = std::move(ahead_[n]);
+    if (made.blocks == context_blocks(ctx)) {
+      step.backend = made.backend;
+      step.kernel = std::move(made.kernel);
+      return Status::ok();
+    }
   }
 #endif
   Status chosen = choose_kernel(ctx, backends_, &step);
@@ -293,14 +295,25 @@ void Partitioner::prepare_ahead() {
   for (Backend* b : backends_) {
     if (!b->is_host()) return;
   }
+  if (thread_cpu_affinity().size() < 2) return;  // no CPU for a helper
   std::vector<size_t> nodes;
+  std::set<const Tensor*> weights;  // read by the nodes taken so far
   for (size_t n : *pg_.order) {
     if (!pg_.ctxs[n] || pg_.removed[n]) continue;
-    const std::string& op = pg_.ctxs[n]->node->op_type;
-    if (std::all_of(backends_.begin(), backends_.end(),
-                    [&](const Backend* b) { return b->prepares_concurrently(op); })) {
-      nodes.push_back(n);
+    const OpContext& ctx = *pg_.ctxs[n];
+    if (!std::all_of(backends_.begin(), backends_.end(), [&](const Backend* b) {
+          return b->prepares_concurrently(ctx.node->op_type);
+        })) {
+      continue;
     }
+    // A kernel may pack its weights in a layout the session packed them in before (a weight
+    // read by two convolutions): such nodes keep the sequential order. (Weights: constants of
+    // rank 2 or more; scales and zero points, often shared, are not packed.)
+    bool shared = false;
+    for (const TensorInfo& in : ctx.inputs) {
+      if (in.value && in.shape.size() >= 2 && !weights.insert(in.value).second) shared = true;
+    }
+    if (!shared) nodes.push_back(n);
   }
   if (nodes.size() < kMinAhead) return;
   ahead_.resize(pg_.ctxs.size());
@@ -330,10 +343,20 @@ void Partitioner::prepare_ahead() {
       const size_t n = nodes[i];
       if (!on_helper_thread()) report_progress("prepare kernels", i, progress_total);
       PlanStep step;
+      Status chosen;
       try {
-        if (!choose_kernel(*pg_.ctxs[n], backends_, &step).is_ok()) continue;
+        chosen = choose_kernel(*pg_.ctxs[n], backends_, &step);
       } catch (...) {
         continue;  // choose_for_node meets it again, on the planning thread
+      }
+      if (!chosen.is_ok()) {
+        // Declined with blocked data, the plan is made again with this node on plain data
+        // (PlanGraph::declined_blocked): what the rest would prepare is not what it will want.
+        const std::vector<int>& blocks = ahead_[n].blocks;
+        if (std::any_of(blocks.begin(), blocks.end(), [](int b) { return b != 0; })) {
+          next.store(nodes.size());
+        }
+        continue;
       }
       ahead_[n].backend = step.backend;
       ahead_[n].kernel = std::move(step.kernel);

@@ -336,9 +336,9 @@ inline Expected<PackedData> reorder_weights(const dnnl::memory::desc& plain,
   try {
     dnnl::memory src(plain, engine(), w.raw());
     dnnl::memory dst(wanted, engine(), bytes + kPackedHeader);
-    // Always on a preparation helper (core/threading.h): it lives for one plan's preparation, and
-    // an OpenMP team started on it would be thrown away with it.
-    OneThread one(w.byte_size() < kParallelReorderBytes || on_helper_thread());
+    // Always where kernels are prepared on helpers (core/threading.h): the other threads are
+    // busy, and a helper lives for one plan's preparation (its OpenMP team would go with it).
+    OneThread one(w.byte_size() < kParallelReorderBytes || beside_helpers());
     dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
     thread_stream().wait();
   } catch (const dnnl::error& e) {
