@@ -16,6 +16,7 @@ Expected<const Tensor*> WeightStore::device_constant(const Tensor& host, Backend
 
 Expected<PackedData> WeightStore::packed(const Tensor& w, const std::string& key,
                                          const Packer& pack) {
+#if defined(TERN_MINIMAL)
   // Packing runs under the lock: two plans asking at once pack once.
   std::lock_guard<std::mutex> lock(mu_);
   auto it = packed_.find({&w, key});
@@ -23,6 +24,34 @@ Expected<PackedData> WeightStore::packed(const Tensor& w, const std::string& key
   TERN_ASSIGN_OR_RETURN(PackedData d, pack());
   packed_bytes_ += d.data.byte_size();
   return packed_.emplace(std::make_pair(&w, key), std::move(d)).first->second;
+#else
+  // Each layout is packed once, outside the lock: threads preparing a plan's kernels together
+  // (core/plan/partition.cpp) pack different weights at once; one asking for a layout another
+  // thread is packing waits for it.
+  const Key k{&w, key};
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    auto it = packed_.find(k);
+    if (it != packed_.end()) return it->second;
+    if (!packing_.count(k)) break;
+    packed_cv_.wait(lock);
+  }
+  packing_.insert(k);
+  lock.unlock();
+  struct Claim {  // given up however this returns (a failed pack: a waiter packs it itself)
+    WeightStore& store;
+    const Key& key;
+    ~Claim() {
+      std::lock_guard<std::mutex> relock(store.mu_);
+      store.packing_.erase(key);
+      store.packed_cv_.notify_all();
+    }
+  } claim{*this, k};
+  TERN_ASSIGN_OR_RETURN(PackedData d, pack());
+  std::lock_guard<std::mutex> relock(mu_);
+  packed_bytes_ += d.data.byte_size();
+  return packed_.emplace(k, std::move(d)).first->second;
+#endif
 }
 
 std::vector<PackedData> WeightStore::layouts(const Tensor& w, const std::string& prefix) const {

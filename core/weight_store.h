@@ -4,9 +4,11 @@
 // it there).
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -29,10 +31,15 @@ class WeightStore final : public WeightCache {
   size_t device_constant_count() const;
 
  private:
+  using Key = std::pair<const Tensor*, std::string>;
   mutable std::mutex mu_;
   std::map<std::tuple<const Tensor*, int, int>, std::unique_ptr<Tensor>> device_;
-  std::map<std::pair<const Tensor*, std::string>, PackedData> packed_;
+  std::map<Key, PackedData> packed_;
   size_t packed_bytes_ = 0;
+#if !defined(TERN_MINIMAL)
+  std::set<Key> packing_;  // being packed, outside the lock
+  std::condition_variable packed_cv_;
+#endif
 };
 
 }  // namespace tern

@@ -19,6 +19,7 @@
 #include "c_api.h"
 #include "core/kernel_registry.h"
 #include "core/threading.h"
+#include "core/weight_store.h"
 #include "graph_builder.h"
 #include "test_util.h"
 
@@ -626,6 +627,60 @@ TEST_SUITE("core") {
       REQUIRE((*s)->run({"x"}, {&x}, {"r7"}, &out).is_ok());
       CHECK(values_f32(out[0]) == std::vector<float>{1, -1, 0, 2});
     }
+#endif
+  }
+}
+
+TEST_SUITE("core") {
+  TEST_CASE("weight store: layouts of different weights pack at once, one layout once") {
+#if defined(TERN_MINIMAL)
+    MESSAGE("minimal build: packing runs under the store's lock");
+#else
+    WeightStore store;
+    const Tensor a = make_f32({2, 2}, {1, 2, 3, 4}), b = make_f32({2, 2}, {5, 6, 7, 8});
+    std::atomic<int> inside{0}, arrived{0}, packs_of_a{0};
+    std::atomic<bool> overlapped{false};
+    // Each packer waits (at most 5 s) until the other one has arrived: under one lock for all
+    // packing the second would only arrive once the first gave up, and never see it inside.
+    auto packer = [&](const Tensor& w, std::atomic<int>* count) {
+      return [&, count]() -> Expected<PackedData> {
+        if (count) ++*count;
+        ++inside;
+        ++arrived;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (arrived < 2 && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        if (inside >= 2) overlapped = true;
+        --inside;
+        return PackedData{"test", w};
+      };
+    };
+    std::vector<Expected<PackedData>> got(3, Status::ok());
+    std::thread ta([&] { got[0] = store.packed(a, "x", packer(a, &packs_of_a)); });
+    std::thread tb([&] { got[1] = store.packed(b, "x", packer(b, nullptr)); });
+    ta.join();
+    tb.join();
+    CHECK(overlapped);
+    // The same layout again: from the store. A new layout asked by two threads at once: packed by
+    // one of them, the other waiting for it.
+    CHECK(store.packed(a, "x", packer(a, &packs_of_a))->data.raw() == a.raw());
+    CHECK(packs_of_a == 1);
+    std::atomic<int> packs_of_y{0};
+    auto slow = [&]() -> Expected<PackedData> {
+      ++packs_of_y;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return PackedData{"test", b};
+    };
+    std::thread tc([&] { got[2] = store.packed(a, "y", slow); });
+    Expected<PackedData> again = store.packed(a, "y", slow);
+    tc.join();
+    CHECK(packs_of_y == 1);
+    for (const auto& g : got) REQUIRE(g);
+    REQUIRE(again);
+    CHECK(again->data.raw() == b.raw());
+    CHECK(got[2]->data.raw() == b.raw());
+    CHECK(store.packed_count() == 3);
 #endif
   }
 }
