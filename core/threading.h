@@ -14,14 +14,15 @@ namespace tern {
 // reports a failure by throwing, which builds without exceptions cannot catch).
 bool start_detached_thread(void (*fn)(void*), void* arg) noexcept;
 
-#if !defined(TERN_MINIMAL)  // (oneDNN's kernels, what it serves, are not in minimal builds)
+#if !defined(TERN_MINIMAL)  // (what it serves, oneDNN's kernels, is not in minimal builds)
 // Runs `work` on the calling thread and, at once, on up to `helpers` short-lived threads, and
 // returns when every call has returned: the number of helpers that ran (0 when none could start,
 // or when the calling thread may use one CPU only). Each helper starts on a CPU of the caller's
 // mask other than the one the caller runs on, then may run anywhere in that mask: a new thread
 // that the scheduler queues behind its busy creator waits for the next scheduler tick before it
 // is moved (3.9 ms measured on this project's 2-vCPU machines), where one placed elsewhere starts
-// within 0.1 ms. `work` must be safe to run on several threads at once and must not throw.
+// within 0.1 ms. `work` must be safe to run on several threads at once, and must not throw on a
+// helper (the helpers are joined however the caller's call returns).
 int run_with_helpers(int helpers, const std::function<void()>& work);
 // Whether the calling thread is one of run_with_helpers' helpers.
 bool on_helper_thread() noexcept;
