@@ -13,7 +13,9 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "api/api_internal.h"
 #include "c_api.h"
@@ -545,8 +547,10 @@ namespace {
 // A host backend whose Relu kernels may be prepared beside each other (as the CPU's oneDNN ones
 // are): it counts where each preparation ran. The planning thread's first one waits (at most 5 s)
 // until a helper has taken a node, so that a helper takes one however fast the rest go.
+// With `helpers_fail` 1 a helper's preparation declines, with 2 it throws: the sequential pass
+// must then make those kernels itself.
 struct AheadCounts {
-  std::atomic<int> prepared{0}, on_helpers{0};
+  std::atomic<int> prepared{0}, on_helpers{0}, helpers_fail{0};
   std::atomic<bool> wait_for_helper{false};
 };
 AheadCounts g_ahead;
@@ -563,6 +567,8 @@ Expected<std::unique_ptr<Kernel>> ahead_relu(const OpContext&) {
   ++g_ahead.prepared;
   if (on_helper_thread()) {
     ++g_ahead.on_helpers;
+    if (g_ahead.helpers_fail == 1) return unsupported("declined on a helper");
+    if (g_ahead.helpers_fail == 2) throw std::runtime_error("thrown on a helper");
   } else if (g_ahead.wait_for_helper.exchange(false)) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (g_ahead.on_helpers == 0 && std::chrono::steady_clock::now() < until) {
@@ -604,10 +610,15 @@ TEST_SUITE("core") {
     auto model = Model::create(std::move(g), nullptr, "planner_test").value();
     const Tensor x = make_f32({4}, {256, -1, 0, 512});
     const bool two_cpus = thread_cpu_affinity().size() >= 2;
-    for (int threads : {1, 2}) {
+    // (threads, helpers_fail)
+    for (const std::pair<int, int>& c :
+         {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 1}, std::pair{2, 2}}) {
+      const int threads = c.first, fail = c.second;
       CAPTURE(threads);
+      CAPTURE(fail);
       g_ahead.prepared = 0;
       g_ahead.on_helpers = 0;
+      g_ahead.helpers_fail = fail;
       g_ahead.wait_for_helper = threads > 1;
       SessionConfig cfg;
       cfg.backends = {&host};
@@ -615,7 +626,8 @@ TEST_SUITE("core") {
       cfg.overrides.set(FlagId::kGraphOptimize, 0);
       auto s = Session::create(model, cfg);
       REQUIRE(s);
-      CHECK(g_ahead.prepared == 8);  // each node once: the sequential pass took what was made
+      // Each node once, the sequential pass taking what was made; what failed on a helper, again.
+      CHECK(g_ahead.prepared == 8 + (fail ? g_ahead.on_helpers.load() : 0));
       if (threads == 1) {
         CHECK(g_ahead.on_helpers == 0);
       } else if (two_cpus) {
