@@ -48,6 +48,14 @@ struct HeldGrant {
   }
 };
 
+// The threads this process has now (/proc/self/task).
+int process_threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    n += !e.is_directory() ? 0 : 1;
+  return n;
+}
+
 // MatMuls then a Conv: OpenBLAS under Tern's split and oneDNN in one run.
 std::unique_ptr<Session> matmul_conv_session(int* out_id) {
   Builder b;
@@ -304,16 +312,10 @@ TEST_SUITE("concurrency") {
     const Tensor& xin = r.x;
     const std::string& out = r.out;
     const Tensor want = run(*s, {"x"}, {&xin}, out)[0];
-    auto tasks = [] {
-      int n = 0;
-      for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
-        n += !e.is_directory() ? 0 : 1;
-      return n;
-    };
     // Six application threads, one after another, each running the session with 2 threads and
     // then staying alive: with a team per calling thread the process would gain a team thread
     // for each; on the homes it gains none past the first.
-    const int before = tasks();
+    const int before = process_threads();
     std::vector<std::thread> callers;
     std::vector<std::promise<void> > release(6);
     std::atomic<int> wrong{0};
@@ -327,7 +329,7 @@ TEST_SUITE("concurrency") {
       });
       ran_f.wait();
     }
-    const int grown = tasks() - before;
+    const int grown = process_threads() - before;
     for (auto& done : release) done.set_value();
     for (auto& t : callers) t.join();
     MESSAGE("threads gained with 6 live application threads that ran at 2 threads: ", grown);
@@ -350,12 +352,6 @@ TEST_SUITE("concurrency") {
     // leave the thread count as it was; the first run then starts the team.
     FlagRestore restore;
     REQUIRE(tern_flag_set("cpu.run_homes", "0") == TERN_OK);
-    auto tasks = [] {
-      int n = 0;
-      for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
-        n += !e.is_directory() ? 0 : 1;
-      return n;
-    };
     // Made once here first: threads that libraries start (and end) on their first use are not
     // counted below.
     two_thread_matmul_conv("cpu.spin_us", "200");
@@ -364,11 +360,11 @@ TEST_SUITE("concurrency") {
     std::thread([&] {
       try {  // (a failed REQUIRE throws: reported below, not out of the thread)
         TwoThreadRun r;
-        const int before = tasks();
+        const int before = process_threads();
         r = two_thread_matmul_conv("cpu.spin_us", "200");
-        made = tasks() - before;
+        made = process_threads() - before;
         run(*r.s, {"x"}, {&r.x}, r.out);
-        ran = tasks() - before;
+        ran = process_threads() - before;
       } catch (...) {
         failed = true;
       }
@@ -402,23 +398,17 @@ TEST_SUITE("concurrency") {
       y = b.node("Add", {x, c});
       return b.session({y});
     };
-    auto tasks = [] {
-      int n = 0;
-      for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
-        n += !e.is_directory() ? 0 : 1;
-      return n;
-    };
     make();  // threads that libraries start on their first use are not counted below
     const Tensor x = random_f32({64, 1024}, 6);
     int made = -1, ran = -1;
     bool failed = false;
     std::thread([&] {
       try {
-        const int before = tasks();
+        const int before = process_threads();
         auto s = make();
-        made = tasks() - before;
+        made = process_threads() - before;
         run(*s, {"x"}, {&x}, s->model().graph().value_name(y));
-        ran = tasks() - before;
+        ran = process_threads() - before;
       } catch (...) {
         failed = true;
       }
