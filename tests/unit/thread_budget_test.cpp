@@ -48,13 +48,15 @@ struct HeldGrant {
   }
 };
 
-// The threads this process has now (/proc/self/task).
+#if defined(TERN_HAVE_OPENMP)
+// The threads this process has now (/proc/self/task). Only the OpenMP tests count them.
 int process_threads() {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
     n += !e.is_directory() ? 0 : 1;
   return n;
 }
+#endif
 
 // MatMuls then a Conv: OpenBLAS under Tern's split and oneDNN in one run.
 std::unique_ptr<Session> matmul_conv_session(int* out_id) {
