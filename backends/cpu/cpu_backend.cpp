@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -77,6 +78,15 @@ void init_cpu_runtime() {
                           : isa == CpuIsa::kAvx2 ? dnnl_cpu_isa_avx2
                                                  : dnnl_cpu_isa_sse41;
     if (dnnl_set_max_cpu_isa(want) == dnnl_success) g_onednn_max_isa = onednn_isa_name(want);
+    // oneDNN registers each JIT kernel with VTune by default, and its first kernel looks for
+    // VTune's collector library: ~45 failed opens along the library path, 0.1 ms of every
+    // process's first session. VTune names its collector to the profiled process
+    // (INTEL_JIT_PROFILER64/32), and oneDNN's own setting is DNNL_JIT_PROFILE (ONEDNN_ on newer
+    // releases): with none of them set there is no profiler to tell, so the look-up is skipped.
+    const bool profiler_named =
+        std::getenv("INTEL_JIT_PROFILER64") || std::getenv("INTEL_JIT_PROFILER32") ||
+        std::getenv("DNNL_JIT_PROFILE") || std::getenv("ONEDNN_JIT_PROFILE");
+    if (!profiler_named) dnnl_set_jit_profiling_flags(0);
 #endif
   });
 }
