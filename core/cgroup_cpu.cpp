@@ -1,30 +1,46 @@
 #include "core/cgroup_cpu.h"
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <vector>
+
+#include "core/small_file.h"
 
 namespace tern {
 
 namespace {
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::string text(4096, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-// A positive integer filling `s` (surrounding white space allowed), else -1.
-long long positive(const std::string& s) {
-  std::istringstream in(s);
-  long long v = -1;
-  std::string rest;
-  if (!(in >> v) || (in >> rest) || v <= 0) return -1;
+// The words of `s`, split at white space.
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    while (i < s.size() && is_space(s[i])) ++i;
+    size_t j = i;
+    while (j < s.size() && !is_space(s[j])) ++j;
+    if (j > i) out.emplace_back(s, i, j - i);
+    i = j;
+  }
+  return out;
+}
+
+// A positive decimal integer that is all of `word`, else -1.
+long long positive(const std::string& word) {
+  if (word.empty()) return -1;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(word.c_str(), &end, 10);
+  if (errno != 0 || end != word.c_str() + word.size() || v <= 0) return -1;
   return v;
+}
+
+// The one word of a file that must hold one, else "".
+std::string only_word(const std::string& text) {
+  std::vector<std::string> w = words(text);
+  return w.size() == 1 ? w[0] : std::string();
 }
 
 // The cgroup path and its ancestors: "/a/b" -> "/a/b", "/a", "".
@@ -47,18 +63,18 @@ void consider(CgroupCpuQuota* best, double cpus, const std::string& file) {
 // cgroup v2: "QUOTA PERIOD" or "max PERIOD".
 void read_v2(const std::string& dir, CgroupCpuQuota* best) {
   const std::string file = dir + "/cpu.max";
-  std::istringstream in(read_small_file(file));
-  std::string quota, period, rest;
-  if (!(in >> quota >> period) || (in >> rest) || quota == "max") return;
-  const long long q = positive(quota), p = positive(period);
+  const std::vector<std::string> w = words(read_small_file(file.c_str()));
+  if (w.size() != 2 || w[0] == "max") return;
+  const long long q = positive(w[0]), p = positive(w[1]);
   if (q > 0 && p > 0) consider(best, static_cast<double>(q) / static_cast<double>(p), file);
 }
 
 // cgroup v1: cpu.cfs_quota_us (-1: none) over cpu.cfs_period_us.
 void read_v1(const std::string& dir, CgroupCpuQuota* best) {
   const std::string file = dir + "/cpu.cfs_quota_us";
-  const long long q = positive(read_small_file(file));
-  const long long p = positive(read_small_file(dir + "/cpu.cfs_period_us"));
+  const long long q = positive(only_word(read_small_file(file.c_str())));
+  if (q <= 0) return;  // none here (-1), or no such level
+  const long long p = positive(only_word(read_small_file((dir + "/cpu.cfs_period_us").c_str())));
   if (q > 0 && p > 0) consider(best, static_cast<double>(q) / static_cast<double>(p), file);
 }
 
@@ -66,9 +82,11 @@ void read_v1(const std::string& dir, CgroupCpuQuota* best) {
 
 CgroupCpuQuota cgroup_cpu_quota(const std::string& root, const std::string& self_cgroup) {
   CgroupCpuQuota best;
-  std::istringstream lines(self_cgroup);
-  std::string line;
-  while (std::getline(lines, line)) {
+  for (size_t pos = 0; pos < self_cgroup.size();) {
+    size_t eol = self_cgroup.find('\n', pos);
+    if (eol == std::string::npos) eol = self_cgroup.size();
+    const std::string line = self_cgroup.substr(pos, eol - pos);
+    pos = eol + 1;
     // hierarchy-id:controller-list:path
     const size_t a = line.find(':');
     const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
@@ -81,8 +99,12 @@ CgroupCpuQuota cgroup_cpu_quota(const std::string& root, const std::string& self
       continue;
     }
     bool has_cpu = false;
-    std::istringstream names(controllers);
-    for (std::string c; std::getline(names, c, ',');) has_cpu = has_cpu || c == "cpu";
+    for (size_t c = 0; c <= controllers.size();) {
+      size_t comma = controllers.find(',', c);
+      if (comma == std::string::npos) comma = controllers.size();
+      has_cpu = has_cpu || controllers.compare(c, comma - c, "cpu") == 0;
+      c = comma + 1;
+    }
     if (!has_cpu) continue;
     std::vector<std::string> mounts = {controllers, "cpu", "cpu,cpuacct", "cpuacct,cpu"};
     for (size_t i = 0; i < mounts.size(); ++i) {
@@ -96,7 +118,7 @@ CgroupCpuQuota cgroup_cpu_quota(const std::string& root, const std::string& self
 }
 
 CgroupCpuQuota process_cgroup_cpu_quota() {
-  return cgroup_cpu_quota("/sys/fs/cgroup", read_small_file("/proc/self/cgroup"));
+  return cgroup_cpu_quota("/sys/fs/cgroup", read_small_file("/proc/self/cgroup", 65536));
 }
 
 }  // namespace tern

@@ -1,11 +1,12 @@
 #include "core/cpu_idle.h"
 
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <string>
+
+#include "core/small_file.h"
 
 namespace tern {
 
@@ -44,17 +45,7 @@ namespace {
 
 // /proc/stat's text ("" when it cannot be read). Machines with hundreds of CPUs write ~100 kB.
 std::string read_proc_stat() {
-  const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string text;
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
+  return read_small_file("/proc/stat", size_t{16} << 20);
 }
 
 // The CPU time of all of this process's threads, in seconds.

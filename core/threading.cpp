@@ -7,15 +7,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <new>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "core/small_file.h"
 
 namespace tern {
 
@@ -117,17 +117,25 @@ int run_with_helpers(int helpers, const std::function<void()>& work) {
 
 namespace {
 
-// The (package, core) of each CPU, or false when the topology cannot be read.
-bool count_cores(const CpuList& cpus, int* count) {
-  std::set<std::pair<int, int>> cores;
+// The physical cores of `cpus`: CPUs listed as one core's threads (topology/core_cpus_list, or
+// thread_siblings_list on kernels before 5.7) count once, so a core is read once however many
+// threads it has. False when the topology cannot be read.
+bool count_cores(const CpuList& cpus, const std::string& cpu_root, int* count) {
+  CpuList counted;  // the threads of the cores counted so far
+  int cores = 0;
   for (int cpu : cpus) {
-    std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    std::ifstream core(base + "core_id"), pkg(base + "physical_package_id");
-    int c = -1, p = -1;
-    if (!(core >> c) || !(pkg >> p)) return false;
-    cores.insert({p, c});
+    if (std::find(counted.begin(), counted.end(), cpu) != counted.end()) continue;
+    const std::string base = cpu_root + "/cpu" + std::to_string(cpu) + "/topology/";
+    std::string text = read_small_file((base + "core_cpus_list").c_str());
+    if (text.empty()) text = read_small_file((base + "thread_siblings_list").c_str());
+    Expected<CpuList> threads = parse_cpu_list(text, 1 << 20);
+    if (!threads || std::find(threads->begin(), threads->end(), cpu) == threads->end()) {
+      return false;
+    }
+    for (int t : *threads) counted.push_back(t);
+    ++cores;
   }
-  *count = static_cast<int>(cores.size());
+  *count = cores;
   return true;
 }
 
@@ -137,9 +145,9 @@ std::string plural(int n, const char* word) {
 
 }  // namespace
 
-int physical_cores_in(const CpuList& cpus) {
+int physical_cores_in(const CpuList& cpus, const std::string& cpu_root) {
   int n = 0;
-  if (!count_cores(cpus, &n)) n = static_cast<int>(cpus.size());
+  if (!count_cores(cpus, cpu_root, &n)) n = static_cast<int>(cpus.size());
   return n > 0 ? n : 1;
 }
 

@@ -34,8 +34,9 @@ bool beside_helpers() noexcept;
 // Physical cores of this machine (logical CPUs when the topology cannot be read).
 int physical_core_count();
 // Physical cores among `cpus` (hyper-threads of one core count once): sysfs topology, else the
-// number of CPUs.
-int physical_cores_in(const CpuList& cpus);
+// number of CPUs. `cpu_root` is sysfs's CPU directory (tests give a fake one); each core's
+// thread list is read once.
+int physical_cores_in(const CpuList& cpus, const std::string& cpu_root = "/sys/devices/system/cpu");
 
 // physical_cores_in for an interned CPU list (a "cpu.affinity" value), kept per list: runs ask at
 // each start.

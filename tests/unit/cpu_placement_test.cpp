@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -160,6 +161,47 @@ TEST_SUITE("core") {
     CHECK(self.threads >= 1);
     CHECK(self.threads <= static_cast<int>(process_cpu_affinity().size()));
     CHECK(physical_cores_in(process_cpu_affinity()) >= 1);
+  }
+
+  TEST_CASE("physical cores: a core's threads count once, from sysfs's thread lists") {
+    FakeCgroup sys;  // a scratch directory standing for /sys/devices/system/cpu
+    const std::string root = sys.root.string();
+    // Two cores of two threads each (0,2 and 1,3, as x86 numbers them); core_cpus_list first.
+    sys.write("cpu0/topology/core_cpus_list", "0,2\n");
+    sys.write("cpu2/topology/core_cpus_list", "0,2\n");
+    sys.write("cpu1/topology/core_cpus_list", "1,3\n");
+    sys.write("cpu3/topology/core_cpus_list", "1,3\n");
+    CHECK(physical_cores_in({0, 1, 2, 3}, root) == 2);
+    CHECK(physical_cores_in({0, 2}, root) == 1);  // both threads of one core
+    CHECK(physical_cores_in({2, 3}, root) == 2);  // one thread of each
+    // Kernels before 5.7 only have thread_siblings_list ("0-1": a range).
+    sys.write("cpu4/topology/thread_siblings_list", "4-5\n");
+    sys.write("cpu5/topology/thread_siblings_list", "4-5\n");
+    CHECK(physical_cores_in({0, 4, 5}, root) == 2);
+    // Unreadable or inconsistent topology: every CPU counts (the list must name its own CPU).
+    CHECK(physical_cores_in({0, 6}, root) == 2);  // cpu6 has no topology
+    sys.write("cpu7/topology/core_cpus_list", "0,2\n");
+    CHECK(physical_cores_in({0, 2, 7}, root) == 3);
+    sys.write("cpu8/topology/core_cpus_list", "garbage\n");
+    CHECK(physical_cores_in({8}, root) == 1);
+    // This machine: the same count as distinct (package, core id) pairs, where sysfs has them.
+    const CpuList mine = process_cpu_affinity();
+    std::set<std::pair<int, int>> pairs;
+    for (int cpu : mine) {
+      const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+      std::ifstream core(base + "core_id"), pkg(base + "physical_package_id");
+      int c = -1, p = -1;
+      if (!(core >> c) || !(pkg >> p)) {
+        pairs.clear();
+        break;
+      }
+      pairs.insert({p, c});
+    }
+    if (pairs.empty()) {
+      MESSAGE("this machine's sysfs has no core ids: its own count is not compared");
+    } else {
+      CHECK(physical_cores_in(mine) == static_cast<int>(pairs.size()));
+    }
   }
 
   TEST_CASE("ScopedThreadAffinity pins a thread and gives its mask back") {
