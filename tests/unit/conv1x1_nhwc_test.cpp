@@ -93,4 +93,51 @@ TEST_SUITE("cpu_kernels") {
       }
     }
   }
+
+  TEST_CASE("conv1x1_nhwc: plain activations of one pixel per image (squeeze-and-excitation)") {
+    PanelTrials trials;
+    if (trials.cap.empty()) return;
+    INFO("seed ", trials.seed);
+    auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
+    for (int trial = 0; trial < 20; ++trial) {
+      // One pixel: NCHW is NHWC, so the kernel takes the plain layout; more pixels: it must not.
+      const int64_t n = pick(1, 3), ic = pick(2, 300), oc = pick(2, 300);
+      const bool one = trial % 4 != 3;
+      const int64_t h = one ? 1 : pick(2, 5), w = one ? 1 : pick(1, 5);
+      const bool has_sum = pick(0, 1) == 1;
+      CAPTURE(trial);
+      CAPTURE(ic);
+      CAPTURE(oc);
+      Tensor x = random_f32({n, ic, h, w}, trials.rng), wt = random_f32({oc, ic, 1, 1}, trials.rng);
+      Tensor b = random_f32({oc}, trials.rng), z = random_f32({n, oc, h, w}, trials.rng);
+      Attributes a;
+      a.set("activations", attr_strings({"Sigmoid"}));
+      a.set("activation_params", attr_floats({}));
+      Tensor y = Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value();
+      std::vector<Tensor*> ins = {&x, &wt, &b};
+      if (has_sum) ins.push_back(&z);
+      FlagValues flags = Flags::global().resolve(nullptr, nullptr);
+      flags.value[static_cast<size_t>(FlagId::kNumThreads)] = 2;
+      auto fc = fused_conv_context(a, ins, 0, 0, &flags);
+      OpContext& ctx = fc->ctx;
+      auto kernel = backends::get("cpu").value()->prepare(ctx);
+      REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+      const std::string name = (*kernel)->name();
+      // One pixel: an own kernel (this one, or the blocked one where it takes plain input), no
+      // oneDNN primitive. More pixels: never this kernel.
+      if (!one) {
+        CHECK_MESSAGE(name.rfind("conv1x1_nhwc", 0) != 0, name);
+        continue;  // (another kernel, with its own workspace: not run here)
+      }
+      CHECK_MESSAGE(name.rfind("conv1x1_", 0) == 0, name);
+      KernelArgs args;
+      for (Tensor* t : ins) args.inputs.push_back(t);
+      args.outputs.push_back(&y);
+      REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
+      const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
+      Comparison c = compare(y.data<float>(), ref.data(), ref.size(), 1e-4, 1e-4);
+      CHECK_MESSAGE(c.mismatches == 0, shape_str(x.shape()), " -> ", oc, " sum ", has_sum, " (",
+                    name, "): max abs ", c.max_abs);
+    }
+  }
 }

@@ -51,8 +51,14 @@ class ChannelsLastPointwiseConv final : public Kernel {
         return unsupported("conv1x1_nhwc: strided or padded");
       }
     }
-    // Channels-last: one block of all the channels.
-    const auto last = [](const TensorInfo& t) { return t.block > 0 && t.block == t.shape[1]; };
+    // Channels-last: one block of all the channels. Plain activations of one pixel per image
+    // (squeeze-and-excitation's convolutions after a global pooling) are laid out alike: taken
+    // here, they need no oneDNN primitive, whose plain kernel is a GEMM that would be swapped
+    // for its blocked one between reorders.
+    const bool one_pixel = p.x[2] * p.x[3] == 1;
+    const auto last = [&](const TensorInfo& t) {
+      return (t.block > 0 && t.block == t.shape[1]) || (t.block == 0 && one_pixel);
+    };
     if (!last(ctx.inputs[0]) || !last(ctx.outputs[0]) || (fp.has_sum && !last(ctx.inputs[3]))) {
       return unsupported("conv1x1_nhwc: activations not channels-last");
     }
