@@ -345,39 +345,6 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       auto is_ref = [](const Pd& pd) {
         return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
       };
-      int64_t merge = 1;
-      int layout = planned_block;
-      std::optional<Pd> chosen = make(layout, 1);
-      if (is_ref(*chosen)) {
-        // oneDNN's direct kernels take channels-last for groups of any width and for dilations
-        // its blocked kernels decline (AVX-512); on AVX2 merging narrow groups into groups of
-        // whole blocks (zero weights between them) keeps a direct kernel in the planned layout.
-        std::vector<std::pair<int, int64_t>> tries;
-        constexpr int kChannelsLast = 1;  // any block other than 8 and 16 means channels-last
-        const bool rank4 = p.x.size() == 4;
-        if (rank4) tries.emplace_back(kChannelsLast, 1);
-        const int64_t m = wconst ? merge_factor(p, planned_block) : 1;
-        if (m > 1) tries.emplace_back(planned_block, m);
-        tries.emplace_back(0, 1);  // plain: oneDNN's im2col GEMM
-        for (const auto& [blk, mg] : tries) {
-          std::optional<Pd> candidate;
-          try {
-            candidate = make(blk, mg);
-          } catch (const dnnl::error&) {
-            continue;
-          }
-          // Channels-last only for a direct kernel: its GEMM is no faster than the plain one.
-          const std::string impl = candidate->impl_info_str();
-          if (is_ref(*candidate) ||
-              (blk == kChannelsLast && impl.find("gemm") != std::string::npos))
-            continue;
-          chosen = std::move(candidate);
-          layout = blk;
-          merge = mg;
-          break;
-        }
-        adopt(layout, merge);  // the layouts of the chosen candidate
-      }
       // Plain activations (1-D and 3-D convolutions always, 2-D ones whose channels are not
       // whole blocks) get oneDNN's im2col GEMM, several times slower than a direct kernel on a
       // channels-last or blocked copy (the reorders in the workspace cost far less). 1x1 kernels
@@ -391,8 +358,13 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         const std::string impl = pd.impl_info_str();
         return impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos;
       };
-      if (layout == 0 && planned_block == 0 && isa_block && is_gemm(*chosen)) {
-        constexpr int kChannelsLast = 1;
+      constexpr int kChannelsLast = 1;  // any block other than 8 and 16 means channels-last
+      int64_t merge = 1;
+      int layout = planned_block;
+      std::optional<Pd> chosen;
+      // A direct kernel on a blocked, else channels-last, copy of plain activations: true when
+      // one takes them (then chosen).
+      auto direct_on_copy = [&]() {
         for (int blk : {isa_block, kChannelsLast}) {
           std::optional<Pd> candidate;
           try {
@@ -403,10 +375,10 @@ class OnednnConv final : public onednn::PackedWeightKernel {
           if (is_ref(*candidate) || is_gemm(*candidate)) continue;
           chosen = std::move(candidate);
           layout = blk;
-          break;
+          return true;
         }
-        adopt(layout, merge);
-      }
+        return false;
+      };
       // cpu.conv.winograd: 3x3 stride-1 convolutions (onednn::winograd_shape) run oneDNN's
       // Winograd kernels (AVX-512, float32) where it has one: F(2x2,3x3) or F(4x4,3x3), 2.25-4x
       // fewer multiplications. They read and write 16-channel blocks: from channels-last
@@ -414,17 +386,19 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       // saves from 16 channels on (SqueezeNet's 16 -> 64 and 32 -> 128 at 39x39 and 19x19: 111
       // -> 88 and 103 -> 52 us at one thread; the U-Net's 32 and 64: 8.3 -> 6.5 ms a run). A
       // first layer's few channels stay on the direct kernel.
-      const bool wino_layout =
-          layout == 16 || (layout != 0 && layout != 8 && std::min(p.x[1], p.y[1]) >= 16);
-      if (wconst && avx512 && cdt == dt::f32 && s == 2 && p.group == 1 && merge == 1 &&
-          wino_layout && variant(tap0, p, merge).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
-          onednn::winograd_shape({p.w[2], p.w[3]}, p.win.strides, p.win.dilations,
-                                 {p.y.begin() + 2, p.y.end()})) {
+      const bool wino_shape = wconst && avx512 && cdt == dt::f32 && s == 2 && p.group == 1 &&
+                              variant(tap0, p, 1).empty() && ctx.flag(FlagId::kCpuConvWinograd) &&
+                              onednn::winograd_shape({p.w[2], p.w[3]}, p.win.strides,
+                                                     p.win.dilations, {p.y.begin() + 2, p.y.end()});
+      bool wino_tried = false;
+      // True when a Winograd kernel takes the convolution (then chosen, in 16-channel blocks).
+      auto winograd = [&]() {
+        wino_tried = true;
         conv_alg = alg::convolution_winograd;
         bool wino = false;
         auto try_winograd = [&] {
           try {
-            std::optional<Pd> candidate = make(16, merge);
+            std::optional<Pd> candidate = make(16, 1);
             wino = std::string(candidate->impl_info_str()).find("wino") != std::string::npos;
             if (wino) {
               chosen = std::move(candidate);
@@ -441,14 +415,68 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         if (!wino && !fp.epilogue.empty() &&
             (out_block == 0 || out_block == p.y[1] || p.y[1] % out_block == 0)) {
           // (A fresh attribute: oneDNN 2.6 keeps the old chain when given an empty one.)
+          dnnl::primitive_attr full = attr;
           attr = onednn::user_scratchpad_attr();
           dnnl::post_ops sum_only;
           if (fp.has_sum) sum_only.append_sum(1.0f);
           attr.set_post_ops(sum_only);
           try_winograd();
-          if (wino) k->tail_.insert(k->tail_.begin(), fp.epilogue.begin(), fp.epilogue.end());
+          if (wino) {
+            k->tail_.insert(k->tail_.begin(), fp.epilogue.begin(), fp.epilogue.end());
+          } else {
+            attr = full;
+          }
         }
         if (!wino) conv_alg = alg::convolution_direct;
+        return wino;
+      };
+      // The layouts the Winograd kernels are worth their reorders from.
+      auto wino_layout = [&](int l) {
+        return l == 16 || (l != 0 && l != 8 && std::min(p.x[1], p.y[1]) >= 16);
+      };
+      // Where the planned layout is one of them, they are asked for first: the direct kernel's
+      // primitive descriptor is made only when they decline.
+      if (!(wino_shape && wino_layout(planned_block) && winograd())) {
+        // In their own layout float32 plain activations only get the GEMM (or the reference
+        // kernel), so the copies are asked for first: one primitive descriptor instead of two or
+        // three per convolution (an optimized .tern's load at one thread: the 1-D audio stack
+        // 3.76 -> 3.40 ms, the TCN 3.20 -> 2.84).
+        const bool plain_first = planned_block == 0 && isa_block != 0 && cdt == dt::f32;
+        if (!(plain_first && direct_on_copy())) chosen = make(layout, 1);
+        if (is_ref(*chosen)) {
+          // oneDNN's direct kernels take channels-last for groups of any width and for dilations
+          // its blocked kernels decline (AVX-512); on AVX2 merging narrow groups into groups of
+          // whole blocks (zero weights between them) keeps a direct kernel in the planned layout.
+          std::vector<std::pair<int, int64_t>> tries;
+          const bool rank4 = p.x.size() == 4;
+          if (rank4) tries.emplace_back(kChannelsLast, 1);
+          const int64_t m = wconst ? merge_factor(p, planned_block) : 1;
+          if (m > 1) tries.emplace_back(planned_block, m);
+          tries.emplace_back(0, 1);  // plain: oneDNN's im2col GEMM
+          for (const auto& [blk, mg] : tries) {
+            std::optional<Pd> candidate;
+            try {
+              candidate = make(blk, mg);
+            } catch (const dnnl::error&) {
+              continue;
+            }
+            // Channels-last only for a direct kernel: its GEMM is no faster than the plain one.
+            const std::string impl = candidate->impl_info_str();
+            if (is_ref(*candidate) ||
+                (blk == kChannelsLast && impl.find("gemm") != std::string::npos))
+              continue;
+            chosen = std::move(candidate);
+            layout = blk;
+            merge = mg;
+            break;
+          }
+          adopt(layout, merge);  // the layouts of the chosen candidate
+        }
+        if (!plain_first && layout == 0 && planned_block == 0 && isa_block && is_gemm(*chosen)) {
+          direct_on_copy();
+          adopt(layout, merge);
+        }
+        if (!wino_tried && wino_shape && merge == 1 && wino_layout(layout)) winograd();
         adopt(layout, merge);  // the layouts of the chosen candidate
       }
       const Pd& pd = *chosen;
