@@ -156,6 +156,12 @@ class Kernel {
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const OpContext& ctx);
+
+// Marks the functions that fill the registries (register_op_*, register_cpu_*...): they run once,
+// at a process's first model load, so they are optimized for size and placed together in the
+// library's text (GCC's cold section). Spread over every source file's code, they cost the first
+// load a page fault for each.
+#define TERN_REGISTRATION [[gnu::cold]]
 using InferFn = Status (*)(OpContext& ctx);
 
 // A kernel made of parsed params and a function; most kernels are this. One class for every

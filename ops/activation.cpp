@@ -125,7 +125,7 @@ Expected<std::unique_ptr<Kernel>> make_clip(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_activation(OpRegistry& r) {
+TERN_REGISTRATION void register_op_activation(OpRegistry& r) {
   r.add({"Relu", 1, 1, 1, 1, infer_same, make_act<Act::kRelu>, {}, attrs({})});
   r.add({"Sigmoid", 1, 1, 1, 1, infer_same, make_act<Act::kSigmoid>, {}, attrs({})});
   r.add({"HardSigmoid",

@@ -363,7 +363,7 @@ Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_attention(OpRegistry& r) {
+TERN_REGISTRATION void register_op_attention(OpRegistry& r) {
   r.add({"Attention",
          3,
          7,

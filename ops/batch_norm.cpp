@@ -157,7 +157,7 @@ Expected<std::unique_ptr<Kernel>> make_bn(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_batch_norm(OpRegistry& r) {
+TERN_REGISTRATION void register_op_batch_norm(OpRegistry& r) {
   r.add({"BatchNormalization",
          5,
          5,

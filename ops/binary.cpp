@@ -223,7 +223,7 @@ Expected<std::unique_ptr<Kernel>> make_binary(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_binary(OpRegistry& r) {
+TERN_REGISTRATION void register_op_binary(OpRegistry& r) {
   r.add({"Add", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kAdd>, {}, attrs({})});
   r.add({"Sub", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kSub>, {}, attrs({})});
   r.add({"Mul", 2, 2, 1, 1, infer_binary, make_binary<BinaryKind::kMul>, {}, attrs({})});

@@ -264,7 +264,7 @@ Expected<std::unique_ptr<Kernel>> make_bitcast(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_cast(OpRegistry& r) {
+TERN_REGISTRATION void register_op_cast(OpRegistry& r) {
   r.add({"BitCast", 1, 1, 1, 1, infer_bitcast, make_bitcast, {}, attrs("to")});
   r.add({"Cast", 1, 1, 1, 1, infer_cast, make_cast, {}, attrs("round_mode, saturate, to")});
   r.add({"CastLike", 2, 2, 1, 1, infer_cast, make_cast, {}, attrs("round_mode, saturate")});

@@ -101,7 +101,7 @@ Expected<std::unique_ptr<Kernel>> make_causal_conv(const OpContext& ctx) {
 
 namespace tern {
 
-void register_op_causal_conv_with_state(OpRegistry& r) {
+TERN_REGISTRATION void register_op_causal_conv_with_state(OpRegistry& r) {
   r.add({"CausalConvWithState",
          2,
          4,

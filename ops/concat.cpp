@@ -81,7 +81,7 @@ Expected<std::unique_ptr<Kernel>> make_concat(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_concat(OpRegistry& r) {
+TERN_REGISTRATION void register_op_concat(OpRegistry& r) {
   r.add({"Concat", 1, 1 << 20, 1, 1, infer_concat, make_concat, {}, attrs("axis")});
 }
 

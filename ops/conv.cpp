@@ -78,7 +78,7 @@ Expected<std::unique_ptr<Kernel>> make_conv_reference(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_conv(OpRegistry& r) {
+TERN_REGISTRATION void register_op_conv(OpRegistry& r) {
   r.add({"Conv",
          2,
          3,

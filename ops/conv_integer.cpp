@@ -187,7 +187,7 @@ Expected<std::unique_ptr<Kernel>> make_qconv(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_conv_integer(OpRegistry& r) {
+TERN_REGISTRATION void register_op_conv_integer(OpRegistry& r) {
   const char* window = "auto_pad, dilations, group, kernel_shape, pads, strides";
   r.add({"ConvInteger", 2, 4, 1, 1, infer_qconv, make_qconv, {}, attrs(window)});
   r.add({"QLinearConv", 8, 9, 1, 1, infer_qconv, make_qconv, {}, attrs(window)});

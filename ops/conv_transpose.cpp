@@ -142,7 +142,7 @@ Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_conv_transpose(OpRegistry& r) {
+TERN_REGISTRATION void register_op_conv_transpose(OpRegistry& r) {
   r.add({"ConvTranspose",
          2,
          3,

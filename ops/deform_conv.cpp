@@ -157,7 +157,7 @@ Expected<std::unique_ptr<Kernel>> make_deform_conv(const OpContext& ctx) {
 
 namespace tern {
 
-void register_op_deform_conv(OpRegistry& r) {
+TERN_REGISTRATION void register_op_deform_conv(OpRegistry& r) {
   r.add({"DeformConv",
          3,
          5,

@@ -205,7 +205,7 @@ Expected<std::unique_ptr<Kernel>> make_stft(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_dft(OpRegistry& r) {
+TERN_REGISTRATION void register_op_dft(OpRegistry& r) {
   r.add({"DFT", 1, 3, 1, 1, infer_dft, make_dft, {1, 2}, attrs("axis, inverse, onesided")});
   r.add({"STFT", 2, 4, 1, 1, infer_stft, make_stft, {1, 3}, attrs("onesided")});
 }

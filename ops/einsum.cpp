@@ -302,7 +302,7 @@ Expected<std::unique_ptr<Kernel>> make_reference(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_einsum(OpRegistry& r) {
+TERN_REGISTRATION void register_op_einsum(OpRegistry& r) {
   r.add({"Einsum", 1, 64, 1, 1, infer_einsum, make_reference, {}, attrs("equation")});
 }
 

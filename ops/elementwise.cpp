@@ -440,7 +440,7 @@ Expected<std::unique_ptr<Kernel>> make_var(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_elementwise(OpRegistry& r) {
+TERN_REGISTRATION void register_op_elementwise(OpRegistry& r) {
   r.add({"Equal", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kEq>, {}, attrs({})});
   r.add({"Less", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kLt>, {}, attrs({})});
   r.add({"Greater", 2, 2, 1, 1, infer_cmp, make_cmp<Cmp::kGt>, {}, attrs({})});

@@ -139,7 +139,7 @@ Expected<std::unique_ptr<Kernel>> make_fused_conv_reference(const OpContext& ctx
 
 }  // namespace
 
-void register_op_fused_conv(OpRegistry& r) {
+TERN_REGISTRATION void register_op_fused_conv(OpRegistry& r) {
   r.add({"FusedConv",
          2,
          4,

@@ -86,7 +86,7 @@ Expected<std::unique_ptr<Kernel>> make_fused_matmul_reference(const OpContext& c
 
 }  // namespace
 
-void register_op_fused_matmul(OpRegistry& r) {
+TERN_REGISTRATION void register_op_fused_matmul(OpRegistry& r) {
   r.add({"FusedMatMul",
          2,
          3,

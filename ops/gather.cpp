@@ -438,7 +438,7 @@ Expected<std::unique_ptr<Kernel>> make_compress(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_gather(OpRegistry& r) {
+TERN_REGISTRATION void register_op_gather(OpRegistry& r) {
   r.add({"Gather", 2, 2, 1, 1, infer_gather, make_gather, {}, attrs("axis")});
   r.add({"GatherElements",
          2,

@@ -320,7 +320,7 @@ Expected<std::unique_ptr<Kernel>> make_nonzero(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_generate(OpRegistry& r) {
+TERN_REGISTRATION void register_op_generate(OpRegistry& r) {
   r.add({"Size", 1, 1, 1, 1, infer_size, make_size, {}, attrs({})});
   r.add({"ConstantOfShape",
          1,

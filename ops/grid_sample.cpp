@@ -153,7 +153,7 @@ Expected<std::unique_ptr<Kernel>> make_grid_sample(const OpContext& ctx) {
 
 namespace tern {
 
-void register_op_grid_sample(OpRegistry& r) {
+TERN_REGISTRATION void register_op_grid_sample(OpRegistry& r) {
   r.add({"GridSample",
          2,
          2,

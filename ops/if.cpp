@@ -119,7 +119,7 @@ Expected<std::unique_ptr<Kernel>> make_if(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_if(OpRegistry& r) {
+TERN_REGISTRATION void register_op_if(OpRegistry& r) {
   r.add({"If", 1, 1, 1, 1 << 20, infer_if, make_if, {}, attrs("else_branch, then_branch")});
 }
 

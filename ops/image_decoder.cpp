@@ -114,7 +114,7 @@ Expected<std::unique_ptr<Kernel>> make_image_decoder(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_image_decoder(OpRegistry& r) {
+TERN_REGISTRATION void register_op_image_decoder(OpRegistry& r) {
   r.add({"ImageDecoder",
          1,
          1,

@@ -63,7 +63,7 @@ Expected<std::unique_ptr<Kernel>> make_reorder(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_layout(OpRegistry& r) {
+TERN_REGISTRATION void register_op_layout(OpRegistry& r) {
   r.add({"ReorderToPlain", 1, 1, 1, 1, infer_reorder, make_reorder, {}, attrs({})});
 }
 

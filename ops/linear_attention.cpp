@@ -199,7 +199,7 @@ Expected<std::unique_ptr<Kernel>> make_linear_attention(const OpContext& ctx) {
 
 namespace tern {
 
-void register_op_linear_attention(OpRegistry& r) {
+TERN_REGISTRATION void register_op_linear_attention(OpRegistry& r) {
   r.add({"LinearAttention",
          3,
          6,

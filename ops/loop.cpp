@@ -339,7 +339,7 @@ Expected<std::unique_ptr<Kernel>> make_loop(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_loop(OpRegistry& r) {
+TERN_REGISTRATION void register_op_loop(OpRegistry& r) {
   // min_inputs 0: M and cond may both be omitted (check_counts requires their places).
   r.add({"Loop", 0, 1 << 20, 1, 1 << 20, infer_loop, make_loop, {}, attrs("body")});
 }

@@ -124,7 +124,7 @@ Expected<std::unique_ptr<Kernel>> make_loss(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_loss(OpRegistry& r) {
+TERN_REGISTRATION void register_op_loss(OpRegistry& r) {
   r.add({"NegativeLogLikelihoodLoss",
          2,
          3,

@@ -206,7 +206,7 @@ Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_matmul(OpRegistry& r) {
+TERN_REGISTRATION void register_op_matmul(OpRegistry& r) {
   r.add({"MatMul", 2, 2, 1, 1, infer_matmul, make_matmul, {}, attrs({})});
   r.add({"Gemm", 2, 3, 1, 1, infer_gemm, make_gemm, {}, attrs("alpha, beta, transA, transB")});
 }

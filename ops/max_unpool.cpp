@@ -112,7 +112,7 @@ Expected<std::unique_ptr<Kernel>> make_max_unpool(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_max_unpool(OpRegistry& r) {
+TERN_REGISTRATION void register_op_max_unpool(OpRegistry& r) {
   r.add({"MaxUnpool",
          2,
          3,

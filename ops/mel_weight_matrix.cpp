@@ -101,7 +101,7 @@ Expected<std::unique_ptr<Kernel>> make_mel(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_mel_weight_matrix(OpRegistry& r) {
+TERN_REGISTRATION void register_op_mel_weight_matrix(OpRegistry& r) {
   r.add({"MelWeightMatrix", 5, 5, 1, 1, infer_mel, make_mel, {0, 1}, attrs("output_datatype")});
 }
 

@@ -290,7 +290,7 @@ Expected<GroupNormParams> parse_group_norm(const OpContext& ctx, bool instance) 
 
 }  // namespace ops
 
-void register_op_norm(OpRegistry& r) {
+TERN_REGISTRATION void register_op_norm(OpRegistry& r) {
   r.add({"LayerNormalization",
          2,
          3,

@@ -109,7 +109,7 @@ Expected<std::unique_ptr<Kernel>> make_get_element(const OpContext&) {
 
 }  // namespace
 
-void register_op_optional(OpRegistry& r) {
+TERN_REGISTRATION void register_op_optional(OpRegistry& r) {
   r.add({"Optional", 0, 1, 1, 1, infer_optional, make_optional, {}, attrs("type")});
   r.add({"OptionalHasElement", 0, 1, 1, 1, infer_has_element, make_has_element, {}, attrs({})});
   r.add({"OptionalGetElement", 1, 1, 1, 1, infer_get_element, make_get_element, {}, attrs({})});

@@ -165,7 +165,7 @@ Expected<std::unique_ptr<Kernel>> make_pool(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_pool(OpRegistry& r) {
+TERN_REGISTRATION void register_op_pool(OpRegistry& r) {
   r.add({"MaxPool",
          1,
          1,

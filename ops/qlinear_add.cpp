@@ -123,7 +123,7 @@ Expected<std::unique_ptr<Kernel>> make_qadd(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_qlinear_add(OpRegistry& r) {
+TERN_REGISTRATION void register_op_qlinear_add(OpRegistry& r) {
   r.add({"QLinearAdd", 4, 8, 1, 1, infer_qadd, make_qadd, {}, attrs("activation")});
 }
 

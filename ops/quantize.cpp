@@ -373,7 +373,7 @@ Expected<std::unique_ptr<Kernel>> make_qmm(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_quantize(OpRegistry& r) {
+TERN_REGISTRATION void register_op_quantize(OpRegistry& r) {
   r.add(
       {"QuantizeLinear",
        2,

@@ -136,7 +136,7 @@ Expected<std::unique_ptr<Kernel>> make_draw(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_random(OpRegistry& r) {
+TERN_REGISTRATION void register_op_random(OpRegistry& r) {
   r.add({"Dropout", 1, 3, 1, 2, infer_dropout, make_dropout, {}, attrs("ratio, seed")});
   r.add(
       {"Bernoulli", 1, 1, 1, 1, infer_like, make_draw<Draw::kBernoulli>, {}, attrs("dtype, seed")});

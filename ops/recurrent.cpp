@@ -325,7 +325,7 @@ Expected<std::unique_ptr<Kernel>> make_kind(const OpContext& ctx) {
 
 namespace tern {
 
-void register_op_recurrent(OpRegistry& r) {
+TERN_REGISTRATION void register_op_recurrent(OpRegistry& r) {
   using ops::RnnKind;
   r.add({"LSTM",
          3,

@@ -406,7 +406,7 @@ Expected<std::unique_ptr<Kernel>> make_cum(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_reduce(OpRegistry& r) {
+TERN_REGISTRATION void register_op_reduce(OpRegistry& r) {
   auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
     r.add({name, 1, 2, 1, 1, infer_reduce, f, {1}, a});
   };

@@ -160,7 +160,7 @@ Expected<std::unique_ptr<Kernel>> make_identity(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_reshape(OpRegistry& r) {
+TERN_REGISTRATION void register_op_reshape(OpRegistry& r) {
   r.add({"Reshape", 1, 2, 1, 1, infer_reshape, make_copy, {1}, attrs("allowzero")});
   r.add({"Flatten", 1, 1, 1, 1, infer_flatten, make_copy, {}, attrs("axis")});
   r.add({"Squeeze", 1, 2, 1, 1, infer_squeeze, make_copy, {1}, attrs("axes")});

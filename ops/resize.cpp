@@ -579,7 +579,7 @@ Expected<ResizeGeometry> resize_geometry(const OpContext& ctx) {
 
 }  // namespace ops
 
-void register_op_resize(OpRegistry& r) {
+TERN_REGISTRATION void register_op_resize(OpRegistry& r) {
   r.add({"Resize",
          1,
          4,

@@ -164,7 +164,7 @@ Expected<std::unique_ptr<Kernel>> make_roi_align(const OpContext& ctx) {
 
 namespace tern {
 
-void register_op_roi_align(OpRegistry& r) {
+TERN_REGISTRATION void register_op_roi_align(OpRegistry& r) {
   r.add({"RoiAlign",
          3,
          3,

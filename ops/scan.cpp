@@ -319,7 +319,7 @@ Expected<std::unique_ptr<Kernel>> make_scan(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_scan(OpRegistry& r) {
+TERN_REGISTRATION void register_op_scan(OpRegistry& r) {
   // min_inputs 0: opset 8's first input, sequence_lens, may be omitted (read_params counts).
   r.add({"Scan",
          0,

@@ -345,7 +345,7 @@ Expected<std::unique_ptr<Kernel>> make_concat_from(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_sequence(OpRegistry& r) {
+TERN_REGISTRATION void register_op_sequence(OpRegistry& r) {
   // A sequence input is a value input: its elements decide the output's shape.
   r.add({"SequenceEmpty", 0, 0, 1, 1, infer_empty, make_empty, {}, attrs("dtype")});
   r.add({"SequenceConstruct", 1, 1 << 20, 1, 1, infer_construct, make_construct, {}, attrs({})});

@@ -88,7 +88,7 @@ Expected<std::unique_ptr<Kernel>> make_sequence_map(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_sequence_map(OpRegistry& r) {
+TERN_REGISTRATION void register_op_sequence_map(OpRegistry& r) {
   r.add({"SequenceMap",
          1,
          1 << 20,

@@ -306,7 +306,7 @@ Expected<std::unique_ptr<Kernel>> make_det(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_sequence_models(OpRegistry& r) {
+TERN_REGISTRATION void register_op_sequence_models(OpRegistry& r) {
   r.add({"HannWindow",
          1,
          1,

@@ -37,7 +37,7 @@ Expected<std::unique_ptr<Kernel>> make_shape(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_shape(OpRegistry& r) {
+TERN_REGISTRATION void register_op_shape(OpRegistry& r) {
   r.add({"Shape", 1, 1, 1, 1, infer_shape, make_shape, {}, attrs("end, start")});
 }
 

@@ -123,7 +123,7 @@ Expected<std::unique_ptr<Kernel>> make_slice(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_slice(OpRegistry& r) {
+TERN_REGISTRATION void register_op_slice(OpRegistry& r) {
   r.add({"Slice", 1, 5, 1, 1, infer_slice, make_slice, {1, 2, 3, 4}, attrs("axes, ends, starts")});
 }
 

@@ -129,7 +129,7 @@ Expected<std::unique_ptr<Kernel>> make_softmax(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_softmax(OpRegistry& r) {
+TERN_REGISTRATION void register_op_softmax(OpRegistry& r) {
   r.add({"Softmax", 1, 1, 1, 1, infer_softmax, make_softmax<Mode::kSoftmax>, {}, attrs("axis")});
   r.add({"LogSoftmax",
          1,

@@ -580,7 +580,7 @@ Expected<std::unique_ptr<Kernel>> make_unique_kernel(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_split(OpRegistry& r) {
+TERN_REGISTRATION void register_op_split(OpRegistry& r) {
   r.add(
       {"Split", 1, 2, 1, 1 << 16, infer_split, make_split, {1}, attrs("axis, num_outputs, split")});
   r.add({"Pad", 1, 4, 1, 1, infer_pad, make_pad, {1, 3}, attrs("mode, pads, value")});

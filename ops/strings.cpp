@@ -249,7 +249,7 @@ Expected<std::unique_ptr<Kernel>> make_regex(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_strings(OpRegistry& r) {
+TERN_REGISTRATION void register_op_strings(OpRegistry& r) {
   // Every op here reads strings: a build that left the type out (the minimal build's default,
   // core/dtype.h) refuses their models at load by the values' type, so they are left out too.
   if (!dtype_built(DType::kString)) return;

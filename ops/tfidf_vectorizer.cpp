@@ -180,7 +180,7 @@ Expected<std::unique_ptr<Kernel>> make_tfidf(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_tfidf_vectorizer(OpRegistry& r) {
+TERN_REGISTRATION void register_op_tfidf_vectorizer(OpRegistry& r) {
   r.add({"TfIdfVectorizer",
          1,
          1,

@@ -103,7 +103,7 @@ Expected<std::unique_ptr<Kernel>> make_transpose(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_transpose(OpRegistry& r) {
+TERN_REGISTRATION void register_op_transpose(OpRegistry& r) {
   r.add({"Transpose", 1, 1, 1, 1, infer_transpose, make_transpose, {}, attrs("perm")});
 }
 

@@ -326,7 +326,7 @@ Expected<std::unique_ptr<Kernel>> make_not(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_unary(OpRegistry& r) {
+TERN_REGISTRATION void register_op_unary(OpRegistry& r) {
   auto add = [&](const char* name, KernelFactory f, OpAttributeNames a) {
     r.add({name, 1, 1, 1, 1, infer_same, f, {}, a});
   };

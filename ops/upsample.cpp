@@ -172,7 +172,7 @@ Expected<std::unique_ptr<Kernel>> make_upsample(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_upsample(OpRegistry& r) {
+TERN_REGISTRATION void register_op_upsample(OpRegistry& r) {
   r.add({"Upsample", 1, 2, 1, 1, infer_upsample, make_upsample, {1}, attrs("mode, scales")});
 }
 

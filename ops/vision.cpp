@@ -370,7 +370,7 @@ Expected<std::unique_ptr<Kernel>> make_col2im(const OpContext& ctx) {
 
 }  // namespace
 
-void register_op_vision(OpRegistry& r) {
+TERN_REGISTRATION void register_op_vision(OpRegistry& r) {
   r.add({"NonMaxSuppression", 2, 5, 1, 1, infer_nms, make_nms, {}, attrs("center_point_box")});
   r.add({"CenterCropPad", 2, 2, 1, 1, infer_crop, make_crop, {1}, attrs("axes")});
   r.add({"AffineGrid", 2, 2, 1, 1, infer_affine, make_affine, {1}, attrs("align_corners")});

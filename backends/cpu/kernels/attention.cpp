@@ -390,7 +390,7 @@ std::string cpu_sdp_refusal(CpuSdp kernel, const ops::SdpCase& c) {
   return "";
 }
 
-void register_cpu_attention(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_attention(KernelRegistry& r) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     r.add("Attention", "cpu", t, make_attention);
   }

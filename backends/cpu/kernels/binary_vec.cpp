@@ -74,7 +74,7 @@ Expected<std::unique_ptr<Kernel>> make_binary_vec(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_binary_vec(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_binary_vec(KernelRegistry& r) {
   r.add("Add", "cpu", DType::kFloat32, make_binary_vec<0>);
   r.add("Sub", "cpu", DType::kFloat32, make_binary_vec<1>);
   r.add("Mul", "cpu", DType::kFloat32, make_binary_vec<2>);

@@ -43,7 +43,7 @@ Expected<std::unique_ptr<Kernel>> make_cast_float(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_cast_float(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_cast_float(KernelRegistry& r) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     r.add("Cast", "cpu", t, make_cast_float);
     r.add("CastLike", "cpu", t, make_cast_float);

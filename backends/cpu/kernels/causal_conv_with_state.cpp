@@ -81,7 +81,7 @@ Expected<std::unique_ptr<Kernel>> make_causal_conv(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_causal_conv_with_state(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_causal_conv_with_state(KernelRegistry& r) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     r.add("CausalConvWithState", "cpu", t, make_causal_conv);
   }

@@ -155,7 +155,7 @@ class PanelConv1d final : public Kernel {
 
 }  // namespace
 
-void register_cpu_conv1d_panel(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_conv1d_panel(KernelRegistry& r) {
   // Ahead of oneDNN (priority 0), which takes whatever this declines.
   r.add("Conv", "cpu", DType::kFloat32, PanelConv1d::create, 10);
   r.add("FusedConv", "cpu", DType::kFloat32, PanelConv1d::create, 10);

@@ -470,7 +470,7 @@ class BlockedPointwiseConv final : public Kernel {
 
 }  // namespace
 
-void register_cpu_conv1x1_blocked(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_conv1x1_blocked(KernelRegistry& r) {
   // Ahead of oneDNN (priority 0), which takes whatever this declines.
   r.add("Conv", "cpu", DType::kFloat32, BlockedPointwiseConv::create, 10);
   r.add("FusedConv", "cpu", DType::kFloat32, BlockedPointwiseConv::create, 10);

@@ -143,7 +143,7 @@ class ChannelsLastPointwiseConv final : public Kernel {
 
 }  // namespace
 
-void register_cpu_conv1x1_nhwc(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_conv1x1_nhwc(KernelRegistry& r) {
   // Ahead of oneDNN (priority 0), which takes whatever this declines.
   r.add("Conv", "cpu", DType::kFloat32, ChannelsLastPointwiseConv::create, 10);
   r.add("FusedConv", "cpu", DType::kFloat32, ChannelsLastPointwiseConv::create, 10);

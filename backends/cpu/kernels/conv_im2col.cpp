@@ -85,7 +85,7 @@ Expected<std::unique_ptr<Kernel>> make_conv(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_conv_im2col(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_conv_im2col(KernelRegistry& r) {
   r.add("Conv", "cpu", DType::kFloat32, make_conv, /*priority=*/-1);
 }
 

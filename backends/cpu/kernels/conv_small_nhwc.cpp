@@ -236,7 +236,7 @@ class SmallMapConv final : public Kernel {
 
 }  // namespace
 
-void register_cpu_conv_small_nhwc(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_conv_small_nhwc(KernelRegistry& r) {
   // Ahead of oneDNN (priority 0), which takes whatever this declines.
   r.add("Conv", "cpu", DType::kFloat32, SmallMapConv::create, 10);
   r.add("FusedConv", "cpu", DType::kFloat32, SmallMapConv::create, 10);

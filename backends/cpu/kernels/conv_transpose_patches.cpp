@@ -96,7 +96,7 @@ Expected<std::unique_ptr<Kernel>> make_patch_deconv(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_conv_transpose_patches(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_conv_transpose_patches(KernelRegistry& r) {
   // Before oneDNN's deconvolution (priority 0), which it beats on these shapes.
   r.add("ConvTranspose", "cpu", DType::kFloat32, make_patch_deconv, /*priority=*/1);
 }

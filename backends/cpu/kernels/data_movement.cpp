@@ -533,7 +533,7 @@ Expected<std::unique_ptr<Kernel>> make_gather_nd(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_data_movement(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_data_movement(KernelRegistry& r) {
   r.add("Transpose", "cpu", DType::kUndefined, make_transpose);
   r.add("Slice", "cpu", DType::kUndefined, make_slice);
   r.add("DepthToSpace", "cpu", DType::kUndefined, make_depth_space);

@@ -127,7 +127,7 @@ Expected<std::unique_ptr<Kernel>> make_deform_conv(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_deform_conv(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_deform_conv(KernelRegistry& r) {
   r.add("DeformConv", "cpu", DType::kFloat32, make_deform_conv);
 }
 

@@ -195,7 +195,7 @@ Expected<std::unique_ptr<Kernel>> make_einsum(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_einsum(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_einsum(KernelRegistry& r) {
   r.add("Einsum", "cpu", DType::kFloat32, make_einsum);
 }
 

@@ -89,7 +89,7 @@ Expected<std::unique_ptr<Kernel>> make_gemm(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_gemm(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_gemm(KernelRegistry& r) {
   r.add("MatMul", "cpu", DType::kFloat32, make_matmul);
   r.add("FusedMatMul", "cpu", DType::kFloat32, make_fused_matmul);
   r.add("Gemm", "cpu", DType::kFloat32, make_gemm);

@@ -216,7 +216,7 @@ Expected<std::unique_ptr<Kernel>> make_grid_sample(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_grid_sample(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_grid_sample(KernelRegistry& r) {
   r.add("GridSample", "cpu", DType::kFloat32, make_grid_sample);
 }
 

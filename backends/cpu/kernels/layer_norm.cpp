@@ -64,7 +64,7 @@ Expected<std::unique_ptr<Kernel>> make_ln_f32(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_layer_norm(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_layer_norm(KernelRegistry& r) {
   r.add("LayerNormalization", "cpu", DType::kFloat32, make_ln_f32, /*priority=*/1);
 }
 

@@ -153,7 +153,7 @@ Expected<std::unique_ptr<Kernel>> make_linear_attention(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_linear_attention(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_linear_attention(KernelRegistry& r) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     r.add("LinearAttention", "cpu", t, make_linear_attention);
   }

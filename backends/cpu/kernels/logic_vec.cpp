@@ -272,7 +272,7 @@ Expected<std::unique_ptr<Kernel>> make_expand(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_logic_vec(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_logic_vec(KernelRegistry& r) {
   r.add("Equal", "cpu", DType::kUndefined, make_cmp<Cmp::kEq>);
   r.add("Less", "cpu", DType::kUndefined, make_cmp<Cmp::kLt>);
   r.add("Greater", "cpu", DType::kUndefined, make_cmp<Cmp::kGt>);

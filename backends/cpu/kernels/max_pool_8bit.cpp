@@ -168,7 +168,7 @@ Expected<std::unique_ptr<Kernel>> make_pool8(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_max_pool_8bit(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_max_pool_8bit(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) r.add("MaxPool", "cpu", t, make_pool8);
 }
 

@@ -212,7 +212,7 @@ Expected<std::unique_ptr<Kernel>> make_group_norm(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_norm_vec(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_norm_vec(KernelRegistry& r) {
   r.add("InstanceNormalization", "cpu", DType::kFloat32, make_group_norm<true>, /*priority=*/1);
   r.add("GroupNormalization", "cpu", DType::kFloat32, make_group_norm<false>, /*priority=*/1);
 }

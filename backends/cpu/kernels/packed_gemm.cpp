@@ -194,7 +194,7 @@ Expected<std::unique_ptr<Kernel>> PackedGemm::create(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_packed_gemm(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_packed_gemm(KernelRegistry& r) {
   // Ahead of oneDNN's matmul (priority 1) and the OpenBLAS kernels (0): whatever this declines
   // (a non-constant B, Gemm's transA or a full C) goes to them.
   r.add("MatMul", "cpu", DType::kFloat32, PackedGemm::create, 5);

@@ -112,7 +112,7 @@ Expected<std::unique_ptr<Kernel>> make_qadd_vec(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_qlinear_add(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_qlinear_add(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) r.add("QLinearAdd", "cpu", t, make_qadd_vec);
 }
 

@@ -293,7 +293,7 @@ Expected<std::unique_ptr<Kernel>> QLinearConvKernel::create(const OpContext& ctx
 
 }  // namespace
 
-void register_cpu_qlinear_conv(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_qlinear_conv(KernelRegistry& r) {
   // Below oneDNN's int8 convolution (priority 0): this serves builds without oneDNN and what
   // oneDNN declines.
   for (DType t : {DType::kUInt8, DType::kInt8}) {

@@ -160,7 +160,7 @@ Expected<std::unique_ptr<Kernel>> QLinearMatMulKernel::create(const OpContext& c
 
 }  // namespace
 
-void register_cpu_qlinear_matmul(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_qlinear_matmul(KernelRegistry& r) {
   // Below the library int8 matmuls (priorities 0 and -1): this serves the builds without one.
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     // On x86 QMatMulViaFloat (priority -2: float32 speed) comes first where the libraries decline.

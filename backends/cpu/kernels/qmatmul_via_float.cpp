@@ -168,7 +168,7 @@ class QMatMulViaFloat final : public Kernel {
 
 }  // namespace
 
-void register_cpu_qmatmul_via_float(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_qmatmul_via_float(KernelRegistry& r) {
 #if defined(__x86_64__)
   // Below the oneDNN int8 kernels (0, -1), above Tern's own portable int8 GEMM (-3), which has
   // no x86 vector path; aarch64 builds keep that GEMM's dot-product path.

@@ -208,7 +208,7 @@ Expected<std::unique_ptr<Kernel>> make_dequantize(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_quantize_vec(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_quantize_vec(KernelRegistry& r) {
   r.add("QuantizeLinear", "cpu", DType::kFloat32, make_quantize);
   for (DType t : {DType::kUInt8, DType::kInt8, DType::kInt32}) {
     r.add("DequantizeLinear", "cpu", t, make_dequantize);

@@ -395,7 +395,7 @@ Expected<std::unique_ptr<Kernel>> make_recurrent(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_recurrent(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_recurrent(KernelRegistry& r) {
   r.add("LSTM", "cpu", DType::kFloat32, make_recurrent<RnnKind::kLstm>);
   r.add("GRU", "cpu", DType::kFloat32, make_recurrent<RnnKind::kGru>);
   r.add("RNN", "cpu", DType::kFloat32, make_recurrent<RnnKind::kRnn>);

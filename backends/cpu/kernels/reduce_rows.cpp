@@ -171,7 +171,7 @@ Expected<std::unique_ptr<Kernel>> make_reduce_rows(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_reduce_rows(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_reduce_rows(KernelRegistry& r) {
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
                          "ReduceL1", "ReduceL2"}) {
     r.add(op, "cpu", DType::kFloat32, make_reduce_rows);

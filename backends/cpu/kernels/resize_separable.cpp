@@ -305,7 +305,7 @@ Expected<std::unique_ptr<Kernel>> make_passes(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_resize_separable(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_resize_separable(KernelRegistry& r) {
   r.add("Resize", "cpu", DType::kFloat32, make_separable);
   r.add("Resize", "cpu", DType::kUndefined, make_passes, -1);
 }

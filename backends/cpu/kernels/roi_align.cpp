@@ -75,7 +75,7 @@ Expected<std::unique_ptr<Kernel>> make_roi_align(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_roi_align(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_roi_align(KernelRegistry& r) {
   r.add("RoiAlign", "cpu", DType::kFloat32, make_roi_align);
 }
 

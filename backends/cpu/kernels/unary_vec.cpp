@@ -258,7 +258,7 @@ Expected<std::unique_ptr<Kernel>> make_log_softmax(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_unary_vec(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_unary_vec(KernelRegistry& r) {
   r.add("Erf", "cpu", DType::kFloat32, make_erf, /*priority=*/1);
   r.add("Sigmoid", "cpu", DType::kFloat32, make_sigmoid, /*priority=*/1);
   r.add("Softmax", "cpu", DType::kFloat32, make_softmax, /*priority=*/1);

@@ -781,7 +781,7 @@ Expected<std::unique_ptr<Kernel>> create_conv(const OpContext& ctx) {
 
 }  // namespace
 
-void register_cpu_onednn_conv(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_conv(KernelRegistry& r) {
   for (DType t : {DType::kFloat32, DType::kBFloat16}) {
     r.add("Conv", "cpu", t, create_conv);
     r.add("FusedConv", "cpu", t, create_conv);

@@ -150,7 +150,7 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
 
 }  // namespace
 
-void register_cpu_onednn_conv_transpose(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_conv_transpose(KernelRegistry& r) {
   r.add("ConvTranspose", "cpu", DType::kFloat32, OnednnConvTranspose::create);
 }
 

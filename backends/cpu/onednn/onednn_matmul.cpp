@@ -161,7 +161,7 @@ class OnednnMatMul final : public onednn::PackedWeightKernel {
 
 }  // namespace
 
-void register_cpu_onednn_matmul(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_matmul(KernelRegistry& r) {
   // Tried before the OpenBLAS kernel, which takes every case this one declines; after
   // packed_gemm for float32 (it declines under cpu.matmul.allow_bf16 where bf16 runs here).
   for (DType t : {DType::kFloat32, DType::kBFloat16}) {

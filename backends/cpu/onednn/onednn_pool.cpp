@@ -148,7 +148,7 @@ class OnednnPool final : public Kernel {
 
 }  // namespace
 
-void register_cpu_onednn_pool(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_pool(KernelRegistry& r) {
   for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
     r.add(op, "cpu", DType::kFloat32, OnednnPool::create);
   }

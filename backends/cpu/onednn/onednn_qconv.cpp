@@ -293,7 +293,7 @@ class QConvViaFloat final : public Kernel {
 
 }  // namespace
 
-void register_cpu_onednn_qconv(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_qconv(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     r.add("QLinearConv", "cpu", t, OnednnQConv::create);
     r.add("FusedQLinearConv", "cpu", t, OnednnQConv::create);

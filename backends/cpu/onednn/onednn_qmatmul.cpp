@@ -119,7 +119,7 @@ class OnednnQMatMul final : public onednn::PackedWeightKernel {
 
 }  // namespace
 
-void register_cpu_onednn_qmatmul(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_qmatmul(KernelRegistry& r) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     r.add("QLinearMatMul", "cpu", t, OnednnQMatMul::create);
     r.add("FusedQLinearMatMul", "cpu", t, OnednnQMatMul::create);

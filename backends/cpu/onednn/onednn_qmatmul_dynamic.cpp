@@ -347,7 +347,7 @@ Status OnednnQMatMulDynamic::run(const KernelArgs& a, const ExecContext& exec) c
 
 }  // namespace
 
-void register_cpu_onednn_qmatmul_dynamic(KernelRegistry& r) {
+TERN_REGISTRATION void register_cpu_onednn_qmatmul_dynamic(KernelRegistry& r) {
   // QLinearMatMul: below onednn_qmatmul.cpp's kernel (0), above Tern's own int8 GEMM (-2).
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     r.add("QLinearMatMul", "cpu", t, OnednnQMatMulDynamic::create, -1);
