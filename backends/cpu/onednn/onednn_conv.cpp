@@ -364,8 +364,17 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       std::optional<Pd> chosen;
       // A direct kernel on a blocked, else channels-last, copy of plain activations: true when
       // one takes them (then chosen).
+      // Groups whose channels are not whole blocks of `blk` (RegNetY's 8 a group, ResNeXt's 4,
+      // at AVX-512's 16): only oneDNN's reference kernel takes them in that blocked layout, so
+      // that descriptor is not made.
+      const bool depthwise = p.x[1] == p.group && p.y[1] == p.group;
+      auto narrow_groups = [&](int blk) {
+        return p.group > 1 && !depthwise && (blk == 8 || blk == 16) &&
+               ((p.x[1] / p.group) % blk != 0 || (p.y[1] / p.group) % blk != 0);
+      };
       auto direct_on_copy = [&]() {
         for (int blk : {isa_block, kChannelsLast}) {
+          if (narrow_groups(blk)) continue;
           std::optional<Pd> candidate;
           try {
             candidate = make(blk, merge);
@@ -442,8 +451,11 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         // three per convolution (an optimized .tern's load at one thread: the 1-D audio stack
         // 3.76 -> 3.40 ms, the TCN 3.20 -> 2.84).
         const bool plain_first = planned_block == 0 && isa_block != 0 && cdt == dt::f32;
-        if (!(plain_first && direct_on_copy())) chosen = make(layout, 1);
-        if (is_ref(*chosen)) {
+        // Narrow groups in the planned blocked layout: the candidates below are asked for at once.
+        if (!(plain_first && direct_on_copy()) && !narrow_groups(planned_block)) {
+          chosen = make(layout, 1);
+        }
+        if (!chosen || is_ref(*chosen)) {
           // oneDNN's direct kernels take channels-last for groups of any width and for dilations
           // its blocked kernels decline (AVX-512); on AVX2 merging narrow groups into groups of
           // whole blocks (zero weights between them) keeps a direct kernel in the planned layout.
@@ -470,7 +482,8 @@ class OnednnConv final : public onednn::PackedWeightKernel {
             merge = mg;
             break;
           }
-          adopt(layout, merge);  // the layouts of the chosen candidate
+          if (!chosen) chosen = make(layout, 1);  // the planned layout after all
+          adopt(layout, merge);                   // the layouts of the chosen candidate
         }
         if (!plain_first && layout == 0 && planned_block == 0 && isa_block && is_gemm(*chosen)) {
           direct_on_copy();

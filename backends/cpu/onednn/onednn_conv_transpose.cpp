@@ -1,5 +1,8 @@
 // ConvTranspose on oneDNN's deconvolution: plain activations (run on a blocked or channels-last
 // copy where oneDNN has only its GEMM or reference code for plain ones), weights packed once.
+#include <optional>
+#include <string>
+
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/onednn/onednn_common.h"
 #include "core/kernel_registry.h"
@@ -75,26 +78,29 @@ class OnednnConvTranspose final : public onednn::PackedWeightKernel {
       // Plain activations get oneDNN's GEMM (or reference) deconvolution, which builds its JIT
       // GEMM on the first call in a process (~30 ms); a direct kernel on a blocked or
       // channels-last copy in the workspace runs instead where one exists (the reorders cost
-      // far less).
-      Pd pd = make(0);
-      if (isa_block &&
-          (impl(pd).rfind("ref", 0) == 0 || (impl(pd).find("gemm") != std::string::npos &&
-                                             impl(pd).find("brg") == std::string::npos))) {
-        constexpr int kChannelsLast = 1;
+      // far less). Those copies are asked for first: in the plain layout oneDNN has only those
+      // two, so its descriptor is made only when both copies decline (one descriptor per
+      // ConvTranspose instead of two or three).
+      auto direct = [&](const Pd& candidate) {
+        const std::string i = impl(candidate);
+        return i.rfind("ref", 0) != 0 &&
+               (i.find("gemm") == std::string::npos || i.find("brg") != std::string::npos);
+      };
+      std::optional<Pd> chosen;
+      constexpr int kChannelsLast = 1;
+      if (isa_block) {
         for (int block : {isa_block, kChannelsLast}) {
           try {
             Pd candidate = make(block);
-            const std::string i = impl(candidate);
-            if (i.rfind("ref", 0) == 0 ||
-                (i.find("gemm") != std::string::npos && i.find("brg") == std::string::npos)) {
-              continue;
-            }
-            pd = candidate;
+            if (!direct(candidate)) continue;
+            chosen = std::move(candidate);
             break;
           } catch (const dnnl::error&) {
           }
         }
       }
+      if (!chosen) chosen = make(0);
+      const Pd& pd = *chosen;
       k->src_md_ = pd.src_desc();
       k->dst_md_ = pd.dst_desc();
       if (k->src_md_ != k->user_src_md_) {
