@@ -362,8 +362,6 @@ class OnednnConv final : public onednn::PackedWeightKernel {
       int64_t merge = 1;
       int layout = planned_block;
       std::optional<Pd> chosen;
-      // A direct kernel on a blocked, else channels-last, copy of plain activations: true when
-      // one takes them (then chosen).
       // Groups whose channels are not whole blocks of `blk` (RegNetY's 8 a group, ResNeXt's 4,
       // at AVX-512's 16): only oneDNN's reference kernel takes them in that blocked layout, so
       // that descriptor is not made.
@@ -372,6 +370,8 @@ class OnednnConv final : public onednn::PackedWeightKernel {
         return p.group > 1 && !depthwise && (blk == 8 || blk == 16) &&
                ((p.x[1] / p.group) % blk != 0 || (p.y[1] / p.group) % blk != 0);
       };
+      // A direct kernel on a blocked, else channels-last, copy of plain activations: true when
+      // one takes them (then chosen).
       auto direct_on_copy = [&]() {
         for (int blk : {isa_block, kChannelsLast}) {
           if (narrow_groups(blk)) continue;
