@@ -65,8 +65,6 @@ Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx, bool any_flo
   return p;
 }
 
-namespace {
-
 void apply_step(const FusedStep& st, float* y, int64_t n) {
   const std::vector<float>& q = st.params;
   switch (st.act) {
@@ -101,8 +99,6 @@ void apply_step(const FusedStep& st, float* y, int64_t n) {
       return;
   }
 }
-
-}  // namespace
 
 void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n) {
   for (const FusedStep& st : epilogue) apply_step(st, y, n);

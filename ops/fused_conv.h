@@ -40,6 +40,9 @@ Expected<FusedConvParams> parse_fused_conv(const OpContext& ctx, bool any_float 
 // A Conv node's params as a FusedConv without epilogue or residual; FusedConv's as they are
 // (for kernels serving both ops). any_float: as parse_conv's.
 Expected<FusedConvParams> parse_conv_or_fused(const OpContext& ctx, bool any_float = false);
+// y[i] = step(y[i]) for n elements (plain loops: the reference, and the CPU's steps without
+// exponentials, backends/cpu/fused_steps.h).
+void apply_step(const FusedStep& step, float* y, int64_t n);
 // y[i] = epilogue(y[i]) for n elements.
 void apply_epilogue(const std::vector<FusedStep>& epilogue, float* y, int64_t n);
 

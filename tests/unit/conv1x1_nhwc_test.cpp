@@ -24,13 +24,7 @@ TEST_SUITE("cpu_kernels") {
     if (trials.cap.empty()) return;
     INFO("seed ", trials.seed);
     auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
-    const std::vector<std::pair<std::vector<std::string>, std::vector<float>>> epilogues = {
-        {{}, {}},
-        {{"Relu"}, {}},
-        {{"Clip"}, {0.0f, 6.0f}},
-        {{"Affine", "HardSwish"}, {1.5f, -0.25f}},
-        {{"Sigmoid"}, {}},
-        {{"Relu", "Affine"}, {2.0f, 0.5f}}};
+    const std::vector<Epilogue>& epilogues = fused_epilogues();
     for (const char* isa : {"AVX512", "AVX2"}) {
       if (trials.cap == "AVX2" && std::string(isa) == "AVX512") continue;
       FlagRestore restore;
@@ -39,7 +33,8 @@ TEST_SUITE("cpu_kernels") {
         const int64_t n = pick(1, 2), ic = pick(1, 70), oc = pick(1, 70), h = pick(1, 12),
                       w = pick(1, 12);
         const bool has_sum = pick(0, 1) == 1;
-        const auto& ep = epilogues[static_cast<size_t>(pick(0, 5))];
+        const auto& ep =
+            epilogues[static_cast<size_t>(pick(0, static_cast<int>(epilogues.size()) - 1))];
         CAPTURE(isa);
         CAPTURE(trial);
         CAPTURE(ic);

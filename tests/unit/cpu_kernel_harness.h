@@ -178,6 +178,24 @@ struct PanelTrials {
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 };
 
+// FusedConv epilogues for the kernels' trials: (activations, activation_params), every step
+// (with exponentials and without) alone or in chains.
+using Epilogue = std::pair<std::vector<std::string>, std::vector<float>>;
+inline const std::vector<Epilogue>& fused_epilogues() {
+  static const std::vector<Epilogue> e = {{{}, {}},
+                                          {{"Relu"}, {}},
+                                          {{"Clip"}, {0.0f, 6.0f}},
+                                          {{"Affine", "HardSwish"}, {1.5f, -0.25f}},
+                                          {{"Sigmoid"}, {}},
+                                          {{"Relu", "Affine"}, {2.0f, 0.5f}},
+                                          {{"LeakyRelu"}, {0.1f}},
+                                          {{"HardSigmoid"}, {0.2f, 0.5f}},
+                                          {{"Tanh"}, {}},
+                                          {{"Swish"}, {1.0f}},
+                                          {{"Affine", "Swish", "Relu"}, {0.5f, 0.25f, 1.702f}}};
+  return e;
+}
+
 // A FusedConv over `ins` = x, w, b[, z] (w and b constant; b null: absent) with x in layout
 // `x_block` and the output and z in `out_block`, shape-inferred; `flags` null: the global values.
 struct FusedConvContext {

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
+#include "backends/cpu/fused_steps.h"
 #include "backends/cpu/panel_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -105,7 +106,7 @@ class PanelConv1d final : public Kernel {
             if (bias) {
               for (int64_t i = 0; i < c1 - c0; ++i) row[i] += bias[r];
             }
-            if (!steps_.empty()) ops::apply_epilogue(steps_, row, c1 - c0);
+            if (!steps_.empty()) apply_fused_steps(vec_ops(isa_), steps_, row, c1 - c0);
           }
         }
       });

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
+#include "backends/cpu/fused_steps.h"
 #include "backends/cpu/panel_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -109,7 +110,8 @@ class ChannelsLastPointwiseConv final : public Kernel {
         panel::multiply(isa_, x, ic_, w_, ic_, oc_, y, oc_, e, r0, r1, p0, p1);
         if (steps_.empty()) continue;
         const int64_t c0 = p0 * panel::kPanel, c1 = std::min(oc_, p1 * panel::kPanel);
-        for (int64_t r = r0; r < r1; ++r) ops::apply_epilogue(steps_, y + r * oc_ + c0, c1 - c0);
+        for (int64_t r = r0; r < r1; ++r)
+          apply_fused_steps(vec_ops(isa_), steps_, y + r * oc_ + c0, c1 - c0);
       }
     });
     return Status::ok();

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
+#include "backends/cpu/fused_steps.h"
 #include "backends/cpu/panel_gemm.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -190,7 +191,7 @@ class SmallMapConv final : public Kernel {
           kTiles[static_cast<size_t>(pixels_ - 1)](t);
           if (steps_.empty()) continue;
           for (int64_t r = 0; r < pixels_; ++r) {
-            ops::apply_epilogue(steps_, t.y + r * oc_, panel::kPanel);
+            apply_fused_steps(vec_ops(CpuIsa::kAvx512), steps_, t.y + r * oc_, panel::kPanel);
           }
         }
       });

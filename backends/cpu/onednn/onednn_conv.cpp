@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/fused_steps.h"
 #include "backends/cpu/onednn/onednn_common.h"
 #include "backends/cpu/onednn/winograd.h"
 #include "core/kernel_registry.h"
@@ -541,7 +542,6 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     } catch (const dnnl::error& e) {
       return unsupported("oneDNN declined this convolution: ", e.what());
     }
-    for (const ops::FusedStep& st : k->tail_) k->tail_one_.push_back({st});
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
@@ -581,40 +581,12 @@ class OnednnConv final : public onednn::PackedWeightKernel {
     if (!tail_.empty()) {  // element-wise: the same on any layout of whole channel blocks
       float* y = a.outputs[0]->data<float>();
       parallel_for(a.outputs[0]->numel(), 16384, exec.num_threads,
-                   [&](int64_t b, int64_t e) { apply_tail(y + b, e - b); });
+                   [&](int64_t b, int64_t e) { apply_fused_steps(*vec_, tail_, y + b, e - b); });
     }
     return Status::ok();
   }
 
  private:
-  // The tail's steps over n values, a cache-sized run at a time, on the vector primitives where
-  // they have the step (the exponentials of Sigmoid, SiLU and Tanh above all).
-  void apply_tail(float* y, int64_t n) const {
-    constexpr int64_t kRun = 4096;
-    for (int64_t i0 = 0; i0 < n; i0 += kRun) {
-      float* x = y + i0;
-      const int64_t m = std::min(kRun, n - i0);
-      for (const ops::FusedStep& st : tail_) {
-        switch (st.act) {
-          case ops::FusedAct::kSigmoid:
-            vec_->sigmoid(x, x, m);
-            break;
-          case ops::FusedAct::kTanh:
-            vec_->tanh(x, x, m);
-            break;
-          case ops::FusedAct::kSwish:
-            vec_->activation(static_cast<int>(Activation::kSwish), st.params[0], x, x, m);
-            break;
-          case ops::FusedAct::kAffine:
-            vec_->affine(x, st.params[0], st.params[1], x, m);
-            break;
-          default:  // Relu, LeakyRelu, Clip, HardSigmoid, HardSwish: no exponentials
-            ops::apply_epilogue(tail_one_[static_cast<size_t>(&st - tail_.data())], x, m);
-        }
-      }
-    }
-  }
-
   std::string name_ = "onednn";
   const VecOps* vec_ = &vec_ops(CpuIsa::kScalar);
   dnnl::convolution_forward prim_;
@@ -624,7 +596,6 @@ class OnednnConv final : public onednn::PackedWeightKernel {
   size_t src_reorder_bytes_ = 0, dst_reorder_bytes_ = 0;
   bool packed_ = false, has_bias_ = false, has_sum_ = false, z_needs_reorder_ = false;
   std::vector<ops::FusedStep> tail_;  // epilogue steps oneDNN cannot take, run after it
-  std::vector<std::vector<ops::FusedStep>> tail_one_;  // each of tail_'s steps on its own
 };
 
 // A 3-D convolution one frame deep (kernel depth 1, stride 1, no padding or dilation in depth:
