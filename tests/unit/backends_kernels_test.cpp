@@ -446,10 +446,11 @@ TEST_SUITE("backends") {
     if (!tern_onednn_is_available()) return;
     FlagRestore restore;
     Builder b;
-    int x = b.input("x", {1, 4, 16, 16});
-    int y = b.node("Conv", {x, b.constant("w", random_f32({8, 4, 3, 3}, 1))});
+    // (8 input channels: over 4, conv_stem's, oneDNN's kernel runs it.)
+    int x = b.input("x", {1, 8, 16, 16});
+    int y = b.node("Conv", {x, b.constant("w", random_f32({8, 8, 3, 3}, 1))});
     auto s = b.session({y});
-    Tensor xin = random_f32({1, 4, 16, 16}, 2);
+    Tensor xin = random_f32({1, 8, 16, 16}, 2);
     const std::string out = s->model().graph().value_name(y);
     // Captures what a run prints on stdout (oneDNN writes its verbose lines there).
     auto captured = [&](const FlagOverrides* rf) {
