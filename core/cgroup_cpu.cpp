@@ -117,8 +117,10 @@ CgroupCpuQuota cgroup_cpu_quota(const std::string& root, const std::string& self
   return best;
 }
 
-CgroupCpuQuota process_cgroup_cpu_quota() {
-  return cgroup_cpu_quota("/sys/fs/cgroup", read_small_file("/proc/self/cgroup", 65536));
+const CgroupCpuQuota& process_cgroup_cpu_quota() {
+  static const CgroupCpuQuota q =
+      cgroup_cpu_quota("/sys/fs/cgroup", read_small_file("/proc/self/cgroup", 65536));
+  return q;
 }
 
 }  // namespace tern

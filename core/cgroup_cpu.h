@@ -22,7 +22,8 @@ struct CgroupCpuQuota {
 // malformed files are skipped; nothing here fails.
 CgroupCpuQuota cgroup_cpu_quota(const std::string& root, const std::string& self_cgroup);
 
-// This process's quota: /sys/fs/cgroup and /proc/self/cgroup.
-CgroupCpuQuota process_cgroup_cpu_quota();
+// This process's quota: /sys/fs/cgroup and /proc/self/cgroup, read once per process (~60 us, at
+// its first load; the thread default and the thread budget both ask).
+const CgroupCpuQuota& process_cgroup_cpu_quota();
 
 }  // namespace tern
