@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "backends/cpu/transpose_f32.h"
 #include "backends/cpu/vec/vec.h"
 #include "backends/registry.h"
 #include "backends_util.h"
@@ -679,5 +680,38 @@ TEST_SUITE("cpu_kernels") {
     auto kernel = backends::get("cpu").value()->prepare(k->ctx);
     REQUIRE_FALSE(kernel.has_value());
     CHECK(kernel.status().code() == Code::kUnsupported);
+  }
+
+  TEST_CASE("transpose_f32: strided matrices of any size, 8 x 8 blocks and edges") {
+    if (tern_cpu_get_capability() != std::string("AVX512") &&
+        tern_cpu_get_capability() != std::string("AVX2")) {
+      MESSAGE("skipped: the CPU lacks AVX2");
+      return;
+    }
+    std::mt19937 rng(11);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    for (int trial = 0; trial < 60; ++trial) {
+      const int64_t rows = pick(1, 37), cols = pick(1, 37);
+      const int64_t lds = cols + pick(0, 5), ldd = rows + pick(0, 5);
+      std::vector<float> src(static_cast<size_t>(rows * lds)),
+          dst(static_cast<size_t>(cols * ldd), -1.0f);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+      transpose_f32(src.data(), lds, rows, cols, dst.data(), ldd);
+      int64_t wrong = 0, touched = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        for (int64_t r = 0; r < ldd; ++r) {
+          const float got = dst[static_cast<size_t>(c * ldd + r)];
+          if (r < rows) {
+            wrong += got != src[static_cast<size_t>(r * lds + c)];
+          } else {
+            touched += got != -1.0f;  // past the rows: left alone
+          }
+        }
+      }
+      CAPTURE(rows);
+      CAPTURE(cols);
+      CHECK(wrong == 0);
+      CHECK(touched == 0);
+    }
   }
 }

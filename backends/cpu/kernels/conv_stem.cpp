@@ -26,6 +26,7 @@
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/fused_steps.h"
+#include "backends/cpu/transpose_f32.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "core/weight_memory.h"
@@ -90,6 +91,9 @@ struct Tiles {
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma")
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#endif
 namespace avx512 {
 struct V {
   using T = __m512;
@@ -121,10 +125,16 @@ struct V {
 };
 #include "backends/cpu/kernels/conv_stem_strip.inc"
 }  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#endif
 namespace avx2 {
 struct V {
   using T = __m256;
@@ -152,45 +162,11 @@ struct V {
 };
 #include "backends/cpu/kernels/conv_stem_strip.inc"
 
-// 8 x 8 floats transposed: dst[c * ldd + p] = src[p * lds + c].
-inline void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
-  __m256 r[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
-  __m256 t[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    for (int k = 0; k < 2; ++k) {
-      const __m256 a = t[4 * i + k], b = t[4 * i + 2 + k];
-      r[4 * i + 2 * k] = _mm256_shuffle_ps(a, b, 0x44);
-      r[4 * i + 2 * k + 1] = _mm256_shuffle_ps(a, b, 0xEE);
-    }
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[4 + i], 0x20));
-    _mm256_storeu_ps(dst + (4 + i) * ldd, _mm256_permute2f128_ps(r[i], r[4 + i], 0x31));
-  }
-}
-
-// `count` channels-last rows (ld floats apart) of oc channels into plain channel rows at `y`
-// (`pixels` floats apart): 8 x 8 transposes, then the edges one by one.
-void rows_to_plain(const float* rows, int64_t ld, int64_t count, int64_t oc, float* y,
-                   int64_t pixels) {
-  const int64_t c8 = oc / 8 * 8, p8 = count / 8 * 8;
-  for (int64_t c = 0; c < c8; c += 8) {
-    for (int64_t p = 0; p < p8; p += 8)
-      transpose8(rows + p * ld + c, ld, y + c * pixels + p, pixels);
-  }
-  for (int64_t c = 0; c < oc; ++c) {
-    const int64_t from = c < c8 ? p8 : 0;
-    for (int64_t p = from; p < count; ++p) y[c * pixels + p] = rows[p * ld + c];
-  }
-}
 }  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
-using avx2::rows_to_plain;
 
 class StemConv final : public Kernel {
  public:
@@ -337,7 +313,7 @@ class StemConv final : public Kernel {
             for (int64_t q = 0; q < e - o; q += kStage) {
               const int64_t n = std::min(kStage, e - o - q);
               run_pixels(use, taps, nlines, x0 + q * w.strides[2], stage, 0, n);
-              rows_to_plain(stage, vectors_ * tiles_->lanes, n, oc_, image + pix_row + o + q,
+              transpose_f32(stage, vectors_ * tiles_->lanes, n, oc_, image + pix_row + o + q,
                             pixels_);
             }
           }
