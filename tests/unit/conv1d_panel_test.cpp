@@ -78,28 +78,75 @@ TEST_SUITE("cpu_kernels") {
         auto kernel = backends::get("cpu").value()->prepare(ctx);
         REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
         const std::string name = (*kernel)->name();
-        CHECK((name.rfind("conv1d_panel", 0) == 0) == (dil > 1));
+        // (Undilated: only a pointwise one over a panel's pixels or more.)
+        const bool pointwise = k == 1 && stride == 1 && pb == 0 && pe == 0 && ow >= 16;
+        CHECK((name.rfind("conv1d_panel", 0) == 0) == (dil > 1 || pointwise));
         KernelArgs args;
         for (Tensor* t : ins) args.inputs.push_back(t);
         args.outputs.push_back(&y);
-        // The workspace as the arena gives it: 64-byte aligned, holding whatever came before
-        // (NaN here, so that a value the packing leaves unwritten shows).
-        const int64_t ws_floats = static_cast<int64_t>((*kernel)->workspace_bytes() / 4) + 1;
-        Tensor workspace = Tensor::allocate(DType::kFloat32, {ws_floats}).value();
-        args.workspace = workspace.raw();
-        auto poison = [&] {
-          std::fill_n(workspace.data<float>(), ws_floats, std::numeric_limits<float>::quiet_NaN());
-        };
-        poison();
-        REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
-        const std::vector<float> two(y.data<float>(), y.data<float>() + y.numel());
-        poison();
-        REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
-        CHECK(std::memcmp(two.data(), y.raw(), two.size() * 4) == 0);  // thread-independent
+        Tensor workspace;
+        const std::vector<float> two = run_at_two_and_one(**kernel, args, &workspace);
         const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
         Comparison cmp = compare(two.data(), ref.data(), ref.size(), 1e-4, 1e-4);
         CHECK_MESSAGE(cmp.mismatches == 0, name, ": max abs ", cmp.max_abs);
       }
+    }
+  }
+
+  TEST_CASE("conv1d_panel: pointwise FusedConv of any rank on plain activations") {
+    PanelTrials trials;
+    if (trials.cap.empty()) return;
+    INFO("seed ", trials.seed);
+    auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
+    const std::vector<Epilogue>& epilogues = fused_epilogues();
+    for (int trial = 0; trial < 30; ++trial) {
+      CAPTURE(trial);
+      // 2-D mostly, 3-D in one trial of three; fewer than 16 pixels in one of six (another
+      // kernel's: squeeze-and-excitation's one pixel).
+      const bool three = trial % 3 == 2, few = trial % 6 == 5;
+      const int64_t n = pick(1, 2), c = pick(1, 70), m = pick(1, 70);
+      Shape xs = {n, c}, ws = {m, c}, ys = {n, m};
+      const std::vector<int64_t> dims =
+          three ? std::vector<int64_t>{pick(1, 3), pick(1, 6), pick(1, 7)}
+                : std::vector<int64_t>{pick(1, 13), pick(1, 17)};
+      int64_t pixels = 1;
+      for (int64_t d : dims) {
+        xs.push_back(few ? 1 : d);
+        ws.push_back(1);
+        ys.push_back(few ? 1 : d);
+        pixels *= few ? 1 : d;
+      }
+      const bool has_sum = pick(0, 1) == 1;
+      const auto& ep =
+          epilogues[static_cast<size_t>(pick(0, static_cast<int>(epilogues.size()) - 1))];
+      CAPTURE(shape_str(xs));
+      CAPTURE(m);
+      CAPTURE(has_sum);
+      Attributes a;
+      a.set("activations", attr_strings(ep.first));
+      a.set("activation_params", attr_floats(ep.second));
+      Tensor x = random_f32(xs, trials.rng), wt = random_f32(ws, trials.rng);
+      Tensor b = random_f32({m}, trials.rng), z = random_f32(ys, trials.rng);
+      std::vector<Tensor*> ins = {&x, &wt, &b};
+      if (has_sum) ins.push_back(&z);
+      FlagValues flags = Flags::global().resolve(nullptr, nullptr);
+      flags.value[static_cast<size_t>(FlagId::kNumThreads)] = 2;
+      auto fc = fused_conv_context(a, ins, 0, 0, &flags);
+      OpContext& ctx = fc->ctx;
+      auto kernel = backends::get("cpu").value()->prepare(ctx);
+      REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());
+      const std::string name = (*kernel)->name();
+      CHECK_MESSAGE((name.rfind("conv1d_panel", 0) == 0) == (pixels >= 16), name);
+      if (name.rfind("conv1d_panel", 0) != 0) continue;
+      Tensor y = Tensor::allocate(DType::kFloat32, ys).value();
+      KernelArgs args;
+      for (Tensor* t : ins) args.inputs.push_back(t);
+      args.outputs.push_back(&y);
+      Tensor workspace;
+      const std::vector<float> two = run_at_two_and_one(**kernel, args, &workspace);
+      const std::vector<float> ref = fused_conv_reference(ctx, x, wt, b, has_sum ? &z : nullptr);
+      Comparison cmp = compare(two.data(), ref.data(), ref.size(), 1e-4, 1e-4);
+      CHECK_MESSAGE(cmp.mismatches == 0, name, ": max abs ", cmp.max_abs);
     }
   }
 }

@@ -119,10 +119,18 @@ TEST_SUITE("cpu_kernels") {
         REQUIRE_MESSAGE(made.has_value(), made.status().message());
         const Kernel& kernel_ref = **made;
         const std::string name = kernel_ref.name();
-        // (A dilated 1-D one with a plain output may go to conv1d_panel, registered alike.)
+        // (Plain outputs of a dilated 1-D one, or of a pointwise one over 16 pixels or more, may
+        // go to conv1d_panel, registered alike.)
+        int64_t out_pixels = 1;
+        for (size_t d = 2; d < ys.size(); ++d) out_pixels *= ys[d];
+        const bool pointwise =
+            std::all_of(kernel.begin(), kernel.end(), [](int64_t k) { return k == 1; }) &&
+            std::all_of(strides.begin(), strides.end(), [](int64_t s) { return s == 1; }) &&
+            std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }) &&
+            out_pixels >= 16;
         const bool stem = name.rfind("conv_stem", 0) == 0;
-        const bool panel_1d =
-            spatial == 1 && block == 0 && dilations[0] > 1 && name.rfind("conv1d_panel", 0) == 0;
+        const bool panel_1d = block == 0 && ((spatial == 1 && dilations[0] > 1) || pointwise) &&
+                              name.rfind("conv1d_panel", 0) == 0;
         CHECK_MESSAGE((stem || panel_1d), name);
         if (!stem) continue;
         // The output with its blocks' padding, poisoned so that an unwritten element shows.

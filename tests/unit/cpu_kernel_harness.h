@@ -5,8 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -64,8 +66,12 @@ inline Tensor run_kernel(const Kernel& kernel, const OpContext& ctx,
   KernelArgs args;
   for (Tensor* t : ins) args.inputs.push_back(t);
   args.outputs.push_back(&out);
-  std::vector<float> workspace((kernel.workspace_bytes() + sizeof(float) - 1) / sizeof(float));
-  args.workspace = workspace.data();
+  // The workspace as the arena gives it: 64-byte aligned (panel-packed operands are read with
+  // aligned loads).
+  const int64_t ws =
+      static_cast<int64_t>((kernel.workspace_bytes() + sizeof(float) - 1) / sizeof(float));
+  Tensor workspace = Tensor::allocate(DType::kFloat32, {std::max<int64_t>(ws, 1)}).value();
+  args.workspace = workspace.raw();
   const Status s = kernel.run(args, ExecContext{threads});
   REQUIRE_MESSAGE(s.is_ok(), s.message());
   return out;
@@ -177,6 +183,28 @@ struct PanelTrials {
   }
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 };
+
+// Runs `kernel` on `args` (its output set) at two threads and at one, each time on a workspace
+// as the arena gives it (64-byte aligned, holding NaN from before, so that a value the kernel
+// leaves unwritten shows; made into `workspace`, which args then point to); checks the two
+// outputs are bitwise equal (results independent of the thread count) and returns the first.
+inline std::vector<float> run_at_two_and_one(const Kernel& kernel, KernelArgs& args,
+                                             Tensor* workspace) {
+  const int64_t ws_floats = static_cast<int64_t>(kernel.workspace_bytes() / 4) + 1;
+  *workspace = Tensor::allocate(DType::kFloat32, {ws_floats}).value();
+  args.workspace = workspace->raw();
+  auto poison = [&] {
+    std::fill_n(workspace->data<float>(), ws_floats, std::numeric_limits<float>::quiet_NaN());
+  };
+  Tensor& y = *args.outputs[0];
+  poison();
+  REQUIRE(kernel.run(args, ExecContext{2}).is_ok());
+  const std::vector<float> two(y.data<float>(), y.data<float>() + y.numel());
+  poison();
+  REQUIRE(kernel.run(args, ExecContext{1}).is_ok());
+  CHECK(std::memcmp(two.data(), y.raw(), two.size() * 4) == 0);
+  return two;
+}
 
 // FusedConv epilogues for the kernels' trials: (activations, activation_params), every step
 // (with exponentials and without) alone or in chains.

@@ -52,7 +52,10 @@ TEST_SUITE("cpu_kernels") {
       a.set("dilations", attr_ints({dil, dil}));
       a.set("pads", attr_ints({pad, pad, pad, 0}));
       Prepared p = run_cpu("Conv", a, {&x, &wt, &b}, {false, true, true});
-      CHECK(p.kernel.rfind("onednn", 0) == 0);
+      // (A pointwise one of one group over 16 pixels or more is conv1d_panel's: its pixels in a
+      // row.)
+      const bool row = g == 1 && k == 1 && stride == 1 && pad == 0 && h * w >= 16;
+      CHECK_MESSAGE(p.kernel.rfind(row ? "conv1d_panel" : "onednn", 0) == 0, p.kernel);
       RefContext ref_ctx("Conv", a, {&x, &wt, &b});
       auto params = ops::parse_conv(ref_ctx.ctx).value();
       std::vector<float> ref(static_cast<size_t>(numel(params.y)));
@@ -160,12 +163,15 @@ TEST_SUITE("cpu_kernels") {
           Tensor xin = in_block ? to_blocked(x, in_block) : x;
           Prepared p =
               run_cpu("Conv", a, {&xin, &wt, &b}, {false, true, true}, in_block, out_block);
-          // 1x1 with channels-last on both sides: Tern's own conv1x1_nhwc goes first; 1x1
-          // between 8/16-blocks on AVX-512: conv1x1_avx512.
-          const bool nhwc = k == 1 && in_block == 32 && out_block == 24;
+          // 1x1 to channels-last from channels-last or plain: Tern's own conv1x1_nhwc goes
+          // first; plain to plain: conv1d_panel (its pixels in a row); between 8/16-blocks on
+          // AVX-512: conv1x1_avx512.
+          const bool nhwc = k == 1 && (in_block == 32 || in_block == 0) && out_block == 24;
+          const bool row = k == 1 && in_block == 0 && out_block == 0;
           const bool blocked = k == 1 && (in_block == 8 || in_block == 16) && out_block == 8 &&
                                std::string(tern_cpu_get_capability()) == "AVX512";
           CHECK_MESSAGE(p.kernel.rfind(nhwc      ? "conv1x1_nhwc"
+                                       : row     ? "conv1d_panel"
                                        : blocked ? "conv1x1_avx512"
                                                  : "onednn",
                                        0) == 0,

@@ -5,12 +5,15 @@
 // tap: the channel's row at the tap's offset, zero where it reads padding; OW in panels of 16),
 // one tile's panels at a time into a slot of the workspace per thread.
 //
-// It runs the dilated ones: past a few taps (a WaveNet / TCN stack's 8 ... 64) oneDNN's direct
-// kernel declines them and its brgemm kernel generates its code per shape when the session is
-// created, 2-3.5 ms for each of TCN's 64 -> 128 convolutions (16 of its 17 ms session, against
-// 23 ms for ONNX Runtime's whole load); this kernel generates nothing and runs them as fast (91
-// against 90-95 us at one thread; at dilations 2 and 4, where the direct kernel takes them, 91
-// against 82-84). Undilated ones stay with oneDNN's direct kernel, ~10% faster.
+// It runs the dilated ones, and pointwise ones of any rank on plain activations in and out (a
+// 1-D convolution over the pixels in a row): oneDNN reordered those to its layout and back, and
+// generated code for each shape. For the dilated ones: past a few taps (a WaveNet / TCN stack's
+// 8 ... 64) oneDNN's direct kernel declines them and its brgemm kernel generates its code per
+// shape when the session is created, 2-3.5 ms for each of TCN's 64 -> 128 convolutions (16 of
+// its 17 ms session, against 23 ms for ONNX Runtime's whole load); this kernel generates nothing
+// and runs them as fast (91 against 90-95 us at one thread; at dilations 2 and 4, where the
+// direct kernel takes them, 91 against 82-84). Undilated 1-D ones with wider kernels stay with
+// oneDNN's direct kernel, ~10% faster.
 // Bias and FusedConv's epilogue are applied to each tile's rows right after it, a residual and
 // Relu (without bias) in the tile's registers. Each output element is summed by one thread in one
 // order: results do not depend on the thread count.
@@ -31,6 +34,30 @@
 namespace tern {
 namespace {
 
+// A pointwise convolution (kernel 1, stride 1, no padding, any rank) over at least a panel's
+// pixels per image is a 1-D one over the pixels in a row: `p` becomes that and true is returned.
+// (Fewer pixels, squeeze-and-excitation's one: conv1x1_nhwc takes them.)
+bool pointwise_row(ops::ConvParams* p) {
+  int64_t pixels = 1;
+  for (size_t d = 2; d < p->x.size(); ++d) {
+    if (p->w[d] != 1 || p->win.strides[d - 2] != 1 || p->win.pads_begin[d - 2] != 0 ||
+        p->win.pads_end[d - 2] != 0) {
+      return false;
+    }
+    pixels *= p->x[d];
+  }
+  if (p->x.size() < 3 || pixels < panel::kPanel) return false;
+  p->x = {p->x[0], p->x[1], pixels};
+  p->w = {p->w[0], p->w[1], 1};
+  p->y = {p->y[0], p->y[1], pixels};
+  ops::Window& w = p->win;
+  w.spatial = 1;
+  w.in = w.out = {pixels};
+  w.kernel = w.strides = w.dilations = {1};
+  w.pads_begin = w.pads_end = {0};
+  return true;
+}
+
 class PanelConv1d final : public Kernel {
  public:
   const char* name() const override { return name_; }
@@ -47,9 +74,12 @@ class PanelConv1d final : public Kernel {
       return unsupported("conv1d_panel: cpu.conv.allow_bf16 is on, oneDNN's bf16 kernel runs it");
     }
     TERN_ASSIGN_OR_RETURN(ops::FusedConvParams fp, ops::parse_conv_or_fused(ctx));
-    const ops::ConvParams& p = fp.conv;
-    if (p.x.size() != 3 || p.group != 1 || p.win.dilations[0] < 2) {
-      return unsupported("conv1d_panel: not a dilated 1-D convolution of one group");
+    ops::ConvParams& p = fp.conv;
+    const bool dilated = p.x.size() == 3 && p.win.dilations[0] >= 2;
+    const bool pointwise = pointwise_row(&p);
+    if (p.group != 1 || !(dilated || pointwise)) {
+      return unsupported(
+          "conv1d_panel: neither a dilated 1-D convolution nor a pointwise one, of one group");
     }
     const auto plain = [](const TensorInfo& t) { return t.block == 0; };
     if (!plain(ctx.inputs[0]) || !plain(ctx.outputs[0]) || (fp.has_sum && !plain(ctx.inputs[3]))) {

@@ -1,8 +1,9 @@
 // Pointwise convolution (1x1 kernel, stride 1, no padding, one group) on channels-last activations
 // (NHWC, what the planner gives dense networks on AVX-512) as one matrix product on Tern's panel
 // GEMM (panel_gemm.h): the pixels are A's rows, the input channels its columns, and the weights,
-// IC x OC, are packed once per session. Bias, a residual and Relu are applied in the tile's
-// registers; FusedConv's other epilogue steps right after each tile, while it is in cache.
+// IC x OC, are packed once per session. A plain input (NCHW) is transposed into A first. Bias, a
+// residual and Relu are applied in the tile's registers; FusedConv's other epilogue steps right
+// after each tile, while it is in cache.
 //
 // oneDNN's brgemm kernel split these shapes poorly across threads (ResNet-50's 256 -> 64 at 32x32:
 // 0.18 ms at one thread and at two); the panel GEMM splits rows and panels evenly (the same
@@ -15,6 +16,7 @@
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/fused_steps.h"
 #include "backends/cpu/panel_gemm.h"
+#include "backends/cpu/transpose_f32.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "core/weight_memory.h"
@@ -33,6 +35,9 @@ class ChannelsLastPointwiseConv final : public Kernel {
   const char* name() const override { return name_; }
   size_t packed_bytes() const override { return own_copy_ ? blob_.data.byte_size() : 0; }
   std::vector<PackedWeight> packed_weights() const override { return {PackedWeight{1, blob_}}; }
+  size_t workspace_bytes() const override {
+    return plain_in_ ? static_cast<size_t>(rows_ * ic_) * sizeof(float) : 0;
+  }
 
   static Expected<std::unique_ptr<Kernel>> create(const OpContext& ctx) {
     const CpuIsa isa = effective_cpu_isa(ctx.flag(FlagId::kCpuMaxCapability));
@@ -60,8 +65,12 @@ class ChannelsLastPointwiseConv final : public Kernel {
     const auto last = [&](const TensorInfo& t) {
       return (t.block > 0 && t.block == t.shape[1]) || (t.block == 0 && one_pixel);
     };
-    if (!last(ctx.inputs[0]) || !last(ctx.outputs[0]) || (fp.has_sum && !last(ctx.inputs[3]))) {
-      return unsupported("conv1x1_nhwc: activations not channels-last");
+    // A plain input (after an op of plain data: ShuffleNetV2's channel shuffle) is transposed into
+    // the workspace (what oneDNN's reorder did, with a primitive made for the shape).
+    const bool plain_in = ctx.inputs[0].block == 0 && !one_pixel;
+    if ((!last(ctx.inputs[0]) && !plain_in) || !last(ctx.outputs[0]) ||
+        (fp.has_sum && !last(ctx.inputs[3]))) {
+      return unsupported("conv1x1_nhwc: output (or residual) not channels-last");
     }
     const Tensor* w = ctx.inputs[1].value;
     if (!w) return unsupported("conv1x1_nhwc: weights not constant");
@@ -78,6 +87,8 @@ class ChannelsLastPointwiseConv final : public Kernel {
     k->isa_ = isa;
     k->name_ = isa == CpuIsa::kAvx512 ? "conv1x1_nhwc.avx512" : "conv1x1_nhwc.avx2";
     k->rows_ = p.x[0] * p.x[2] * p.x[3];
+    k->pixels_ = p.x[2] * p.x[3];
+    k->plain_in_ = plain_in;
     k->ic_ = p.x[1];
     k->oc_ = p.y[1];
     k->has_bias_ = p.has_bias;
@@ -99,6 +110,21 @@ class ChannelsLastPointwiseConv final : public Kernel {
     const int64_t groups = (panels + group - 1) / group;
     const int64_t blocks = (rows_ + kRowBlock - 1) / kRowBlock;
     const panel::Epilogue e{bias, 1.0f, relu_in_tile_, z, oc_};
+    if (plain_in_) {
+      // The plain input transposed into the workspace first (pixels x channels), in parallel.
+      float* rows = static_cast<float*>(a.workspace);
+      const int64_t images = rows_ / pixels_;
+      const int64_t chunks = (pixels_ + kRowBlock - 1) / kRowBlock;
+      parallel_for(images * chunks, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t img = item / chunks, p0 = item % chunks * kRowBlock;
+          const int64_t count = std::min(kRowBlock, pixels_ - p0);
+          transpose_f32(x + img * ic_ * pixels_ + p0, pixels_, ic_, count,
+                        rows + (img * pixels_ + p0) * ic_, ic_);
+        }
+      });
+      x = rows;
+    }
     // Consecutive work items share A's rows or B's panels, whichever moves fewer bytes.
     const bool rows_outer = blocks * ic_ * oc_ <= groups * rows_ * ic_;
     parallel_for(blocks * groups, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
@@ -133,8 +159,9 @@ class ChannelsLastPointwiseConv final : public Kernel {
     return Status::ok();
   }
 
-  int64_t rows_ = 0, ic_ = 0, oc_ = 0;
+  int64_t rows_ = 0, pixels_ = 0, ic_ = 0, oc_ = 0;
   bool has_bias_ = false, has_sum_ = false, relu_in_tile_ = false;
+  bool plain_in_ = false;              // a plain input, transposed into the workspace
   bool own_copy_ = false;              // packed by this kernel, not shared through the session
   std::vector<ops::FusedStep> steps_;  // applied after each tile
   CpuIsa isa_ = CpuIsa::kAvx512;
