@@ -140,8 +140,8 @@ struct V {
   using T = __m256;
   static constexpr int L = 8;
   // At most 12 accumulators, the J weight vectors and a broadcast in 16 registers; tiles of at
-  // most 2 vectors (3 and 4 fit only 3 and 2 pixels: a weight load for every 2 or 3 FMAs).
-  static constexpr int max_tile(int j) { return j == 1 ? 12 : j == 2 ? 6 : j == 3 ? 3 : 2; }
+  // most 2 vectors (3 and 4 would fit only 3 and 2 pixels: a weight load for every 2 or 3 FMAs).
+  static constexpr int max_tile(int j) { return j == 1 ? 12 : 6; }
   static constexpr int64_t group = 2;
   static T load(const float* p) { return _mm256_loadu_ps(p); }
   static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
