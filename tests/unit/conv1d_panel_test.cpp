@@ -28,10 +28,7 @@ TEST_SUITE("cpu_kernels") {
     const std::vector<std::pair<std::vector<std::string>, std::vector<float>>> epilogues = {
         {{}, {}},       {{"Relu"}, {}},           {{"Sigmoid"}, {}},
         {{"Tanh"}, {}}, {{"Clip"}, {0.0f, 6.0f}}, {{"Relu", "Affine"}, {2.0f, 0.5f}}};
-    for (const char* isa : {"AVX512", "AVX2"}) {
-      if (trials.cap == "AVX2" && std::string(isa) == "AVX512") continue;
-      FlagRestore restore;
-      REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
+    trials.each_isa([&](const char* isa) {
       for (int trial = 0; trial < 40; ++trial) {
         CAPTURE(isa);
         CAPTURE(trial);
@@ -90,7 +87,7 @@ TEST_SUITE("cpu_kernels") {
         Comparison cmp = compare(two.data(), ref.data(), ref.size(), 1e-4, 1e-4);
         CHECK_MESSAGE(cmp.mismatches == 0, name, ": max abs ", cmp.max_abs);
       }
-    }
+    });
   }
 
   TEST_CASE("conv1d_panel: pointwise FusedConv of any rank on plain activations") {

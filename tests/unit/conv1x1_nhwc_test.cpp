@@ -27,10 +27,7 @@ TEST_SUITE("cpu_kernels") {
     INFO("seed ", trials.seed);
     auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
     const std::vector<Epilogue>& epilogues = fused_epilogues();
-    for (const char* isa : {"AVX512", "AVX2"}) {
-      if (trials.cap == "AVX2" && std::string(isa) == "AVX512") continue;
-      FlagRestore restore;
-      REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
+    trials.each_isa([&](const char* isa) {
       for (int trial = 0; trial < 30; ++trial) {
         const int64_t n = pick(1, 2), ic = pick(1, 70), oc = pick(1, 70), h = pick(1, 12),
                       w = pick(1, 12);
@@ -92,7 +89,7 @@ TEST_SUITE("cpu_kernels") {
           CHECK(own == (std::string(isa) == "AVX512"));
         }
       }
-    }
+    });
   }
 
   TEST_CASE("conv1x1_nhwc: plain activations of one pixel per image (squeeze-and-excitation)") {

@@ -20,36 +20,6 @@ using namespace tern;
 using namespace tern_test;
 using namespace tern_test::cpu_kernels;
 
-namespace {
-
-// The logical NC... values of y (shape [N, C', ...], C' the channels `oc` padded to whole blocks)
-// in layout `block`: 0 plain, channels-last when it equals oc, else channel blocks of `block`;
-// `padding_nonzero` counts padding channels that are not 0.
-std::vector<float> from_layout(const Tensor& y, int64_t block, int64_t oc,
-                               int64_t* padding_nonzero) {
-  const Shape& d = y.shape();
-  const int64_t n = d[0], cp = d[1];
-  int64_t pixels = 1;
-  for (size_t i = 2; i < d.size(); ++i) pixels *= d[i];
-  const float* v = y.data<float>();
-  std::vector<float> out(static_cast<size_t>(n * oc * pixels));
-  *padding_nonzero = 0;
-  const int64_t b = block == 0 ? 1 : block;  // plain: blocks of one channel
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t k = 0; k < cp; ++k)
-      for (int64_t p = 0; p < pixels; ++p) {
-        const float got = v[((i * (cp / b) + k / b) * pixels + p) * b + k % b];
-        if (k < oc) {
-          out[static_cast<size_t>((i * oc + k) * pixels + p)] = got;
-        } else if (got != 0.0f) {
-          ++*padding_nonzero;
-        }
-      }
-  return out;
-}
-
-}  // namespace
-
 TEST_SUITE("cpu_kernels") {
   TEST_CASE("conv_stem: FusedConv over few input channels matches the reference in each layout") {
     PanelTrials trials;
@@ -57,10 +27,7 @@ TEST_SUITE("cpu_kernels") {
     INFO("seed ", trials.seed);
     auto pick = [&](int lo, int hi) { return trials.pick(lo, hi); };
     const std::vector<Epilogue>& epilogues = fused_epilogues();
-    for (const char* isa : {"AVX512", "AVX2"}) {
-      if (trials.cap == "AVX2" && std::string(isa) == "AVX512") continue;
-      FlagRestore restore;
-      REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
+    trials.each_isa([&](const char* isa) {
       for (int trial = 0; trial < 40; ++trial) {
         CAPTURE(isa);
         CAPTURE(trial);
@@ -165,7 +132,7 @@ TEST_SUITE("cpu_kernels") {
         // uses them in place, with the same result.
         check_packed_weights_reused(kernel_ref, ctx, args, two);
       }
-    }
+    });
   }
 
   TEST_CASE("conv_stem: declines what it does not compute") {

@@ -130,6 +130,50 @@ inline std::vector<float> from_blocked(const Tensor& y, int64_t b) {
   return out;
 }
 
+// The logical NC... values of y (shape [N, C', ...], C' the channels `oc` padded to whole blocks)
+// in layout `block`: 0 plain, channels-last when it equals oc, else channel blocks of `block`;
+// `padding_nonzero` counts padding channels that are not 0.
+inline std::vector<float> from_layout(const Tensor& y, int64_t block, int64_t oc,
+                                      int64_t* padding_nonzero) {
+  const Shape& d = y.shape();
+  const int64_t n = d[0], cp = d[1];
+  int64_t pixels = 1;
+  for (size_t i = 2; i < d.size(); ++i) pixels *= d[i];
+  const float* v = y.data<float>();
+  std::vector<float> out(static_cast<size_t>(n * oc * pixels));
+  *padding_nonzero = 0;
+  const int64_t b = block == 0 ? 1 : block;  // plain: blocks of one channel
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < cp; ++k)
+      for (int64_t p = 0; p < pixels; ++p) {
+        const float got = v[((i * (cp / b) + k / b) * pixels + p) * b + k % b];
+        if (k < oc) {
+          out[static_cast<size_t>((i * oc + k) * pixels + p)] = got;
+        } else if (got != 0.0f) {
+          ++*padding_nonzero;
+        }
+      }
+  return out;
+}
+// x (NC..., any rank) in channel blocks of b, the channels padded to whole blocks with zeros: the
+// shape [N, C', ...], C' the padded channels.
+inline Tensor to_layout(const Tensor& x, int64_t b) {
+  Shape d = x.shape();
+  const int64_t n = d[0], c = d[1], cp = (c + b - 1) / b * b;
+  int64_t pixels = 1;
+  for (size_t i = 2; i < d.size(); ++i) pixels *= d[i];
+  d[1] = cp;
+  Tensor y = Tensor::allocate(DType::kFloat32, d).value();
+  std::fill_n(y.data<float>(), y.numel(), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < pixels; ++p) {
+        y.data<float>()[((i * (cp / b) + k / b) * pixels + p) * b + k % b] =
+            x.data<float>()[(i * c + k) * pixels + p];
+      }
+  return y;
+}
+
 // fp32 kernels reassociate sums; the references accumulate in double. Over K <= ~600 terms of
 // magnitude <= 1 the float error stays far below 1e-4 absolute.
 inline void check_close(const Tensor& got, const std::vector<float>& want,
@@ -182,6 +226,16 @@ struct PanelTrials {
     }
   }
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  // fn(isa) for AVX512 (where the CPU has it) and AVX2, each set as cpu.max_capability meanwhile.
+  template <class Fn>
+  void each_isa(Fn&& fn) {
+    for (const char* isa : {"AVX512", "AVX2"}) {
+      if (cap == "AVX2" && std::string(isa) == "AVX512") continue;
+      FlagRestore restore;
+      REQUIRE(tern_flag_set("cpu.max_capability", isa) == TERN_OK);
+      fn(isa);
+    }
+  }
 };
 
 // Runs `kernel` on `args` (its output set) at two threads and at one, each time on a workspace

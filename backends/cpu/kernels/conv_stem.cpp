@@ -26,6 +26,8 @@
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
 #include "backends/cpu/fused_steps.h"
+#include "backends/cpu/kernels/channel_vectors.h"
+#include "backends/cpu/kernels/conv_reg_steps.h"
 #include "backends/cpu/transpose_f32.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -47,14 +49,6 @@ constexpr int kMaxTile = 24;          // pixels per tile
 constexpr int64_t kEdgeRun = 8;       // pixels per zero-padded copy of the lines' ends
 constexpr int64_t kMaxSpan = 4096;    // floats of a line such a copy holds
 constexpr int64_t kStage = 48;        // pixels per staging of a plain output
-
-// A FusedConv step without exponentials, applied in the tile's registers: v = act(v) with
-// Relu max(v, 0); LeakyRelu v < 0 ? a v : v; Clip min(b, max(a, v)); HardSigmoid
-// min(1, max(0, a v + b)); HardSwish v min(1, max(0, v / 6 + 1/2)); Affine a v + b.
-struct RegStep {
-  ops::FusedAct act;
-  float a = 0, b = 0;
-};
 
 // One tile's inputs and where its outputs go.
 struct StripArgs {
@@ -244,26 +238,8 @@ class StemConv final : public Kernel {
     if (b) std::copy_n(b->data<float>(), oc, k->bias_.begin());
     // The steps go into the registers unless one needs an exponential: then all of them run
     // after each row, on the vector primitives.
-    for (const ops::FusedStep& st : fp.epilogue) {
-      const std::vector<float>& q = st.params;
-      switch (st.act) {
-        case ops::FusedAct::kRelu:
-        case ops::FusedAct::kHardSwish:
-          k->reg_steps_.push_back({st.act});
-          break;
-        case ops::FusedAct::kLeakyRelu:
-          k->reg_steps_.push_back({st.act, q[0]});
-          break;
-        case ops::FusedAct::kClip:
-        case ops::FusedAct::kHardSigmoid:
-        case ops::FusedAct::kAffine:
-          k->reg_steps_.push_back({st.act, q[0], q[1]});
-          break;
-        default:  // Sigmoid, Tanh, Swish
-          k->steps_ = fp.epilogue;
-      }
-    }
-    if (!k->steps_.empty()) k->reg_steps_.clear();
+    k->reg_steps_ = reg_steps_of(fp.epilogue);
+    if (k->reg_steps_.size() != fp.epilogue.size()) k->steps_ = fp.epilogue;
     TERN_RETURN_IF_ERROR(k->pack(ctx.inputs[1], *w, ctx.weights));
     return std::unique_ptr<Kernel>(std::move(k));
   }
@@ -450,24 +426,11 @@ class StemConv final : public Kernel {
   // [vectors][taps][lanes], output channels past OC zero.
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const int64_t lanes = tiles_->lanes;
-    const std::string key = lanes == 16 ? "tern conv stem l16 v1" : "tern conv stem l8 v1";
-    const int64_t floats = vectors_ * taps_ * lanes;
-    auto make = [&]() {
-      return packed_blob(static_cast<size_t>(floats), key, [&](float* out) {
-        const float* src = w.data<float>();
-        for (int64_t v = 0; v < vectors_; ++v) {
-          for (int64_t t = 0; t < taps_; ++t) {
-            for (int64_t l = 0; l < lanes; ++l) {
-              const int64_t m = v * lanes + l;
-              out[(v * taps_ + t) * lanes + l] = m < oc_ ? src[m * taps_ + t] : 0.0f;
-            }
-          }
-        }
-      });
-    };
     TERN_ASSIGN_OR_RETURN(
         PackedCopy copy,
-        packed_copy(info, key, static_cast<size_t>(floats) * sizeof(float), cache, make));
+        pack_channel_vectors(info, w, oc_, taps_, lanes,
+                             lanes == 16 ? "tern conv stem l16 v1" : "tern conv stem l8 v1",
+                             cache));
     blob_ = std::move(copy.data);
     own_copy_ = copy.own;
     w_ = static_cast<const float*>(blob_.data.raw());
