@@ -528,16 +528,22 @@ TEST_SUITE("cpu_kernels") {
                     h = pick(1, 9), w = pick(1, 9);
       const bool has_sum = pick(0, 1) == 1;
       const auto& ep = epilogues[static_cast<size_t>(pick(0, 8))];
+      // Strided (a downsampling shortcut) in one trial of three.
+      const int64_t sh = trial % 3 == 2 ? pick(1, 3) : 1, sw = trial % 3 == 2 ? pick(1, 3) : 1;
+      const int64_t oh = (h - 1) / sh + 1, ow = (w - 1) / sw + 1;
       CAPTURE(trial);
       CAPTURE(ib);
       CAPTURE(ob);
+      CAPTURE(sh);
+      CAPTURE(sw);
       Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
-      Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, h, w}, rng);
+      Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, oh, ow}, rng);
       Attributes a = fused_attrs(ep);
+      a.set("strides", attr_ints({sh, sw}));
       std::vector<std::shared_ptr<std::vector<float>>> keep(3);
       Tensor xb = blocked(x, ib, nan, &keep[0]), zb = blocked(z, ob, 0.0f, &keep[1]);
       Tensor yb =
-          blocked(Tensor::allocate(DType::kFloat32, {n, oc, h, w}).value(), ob, nan, &keep[2]);
+          blocked(Tensor::allocate(DType::kFloat32, {n, oc, oh, ow}).value(), ob, nan, &keep[2]);
       std::vector<Tensor*> ins = {&xb, &wt, &b};
       if (has_sum) ins.push_back(&zb);
       auto fc = fused_conv_context(a, ins, ib, ob);
@@ -548,6 +554,8 @@ TEST_SUITE("cpu_kernels") {
       KernelArgs args;
       for (Tensor* t : ins) args.inputs.push_back(t);
       args.outputs.push_back(&yb);
+      std::vector<float> workspace((*kernel)->workspace_bytes() / 4 + 1, nan);
+      args.workspace = workspace.data();
       REQUIRE((*kernel)->run(args, ExecContext{2}).is_ok());
       const std::vector<float> two = *keep[2];
       REQUIRE((*kernel)->run(args, ExecContext{1}).is_ok());
@@ -558,7 +566,7 @@ TEST_SUITE("cpu_kernels") {
       CHECK_MESSAGE(c.mismatches == 0, shape_str(x.shape()), " -> ", oc, " sum ", has_sum,
                     ": max abs ", c.max_abs);
       int bad_padding = 0;  // channels past oc are written as zeros
-      const int64_t cb = (oc + ob - 1) / ob, hw = h * w;
+      const int64_t cb = (oc + ob - 1) / ob, hw = oh * ow;
       for (int64_t i = 0; i < n; ++i)
         for (int64_t c2 = oc; c2 < cb * ob; ++c2)
           for (int64_t p = 0; p < hw; ++p) {

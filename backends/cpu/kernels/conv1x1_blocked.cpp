@@ -1,4 +1,4 @@
-// Pointwise convolution (1x1 kernel, stride 1, no padding, one group) on channel-blocked
+// Pointwise convolution (1x1 kernel, no padding, one group) on channel-blocked
 // activations (nChw16c or nChw8c, each side its own) with AVX-512, FusedConv's residual and
 // element-wise epilogue applied in registers. It is compiled ahead of time: creating it costs
 // nothing, where oneDNN generates code for every distinct 1x1 shape at session creation (~0.18 ms
@@ -322,8 +322,8 @@ class BlockedPointwiseConv final : public Kernel {
       return unsupported("conv1x1_avx512: not a 2-D pointwise convolution of one group");
     }
     for (size_t d = 0; d < 2; ++d) {
-      if (p.win.strides[d] != 1 || p.win.pads_begin[d] != 0 || p.win.pads_end[d] != 0) {
-        return unsupported("conv1x1_avx512: strided or padded");
+      if (p.win.pads_begin[d] != 0 || p.win.pads_end[d] != 0) {
+        return unsupported("conv1x1_avx512: padded");
       }
     }
     int ib = ctx.inputs[0].block, ob = ctx.outputs[0].block;
@@ -369,6 +369,12 @@ class BlockedPointwiseConv final : public Kernel {
     k->ic_ = p.x[1];
     k->oc_ = p.y[1];
     k->hw_ = p.y[2] * p.y[3];
+    // Strided (a ResNet's or RegNet's downsampling shortcut): the pixels it reads are copied into
+    // the workspace first, as a stride-1 one's input.
+    k->strided_ = p.win.strides[0] != 1 || p.win.strides[1] != 1;
+    k->x_ = {p.x[2], p.x[3]};
+    k->y_ = {p.y[2], p.y[3]};
+    k->stride_ = {p.win.strides[0], p.win.strides[1]};
     k->ocb_ = (k->oc_ + kBlock - 1) / kBlock;
     k->has_sum_ = fp.has_sum;
     k->bias_.assign(static_cast<size_t>(k->ocb_ * kBlock), 0.0f);
@@ -384,8 +390,14 @@ class BlockedPointwiseConv final : public Kernel {
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
+  size_t workspace_bytes() const override {
+    if (!strided_) return 0;
+    return static_cast<size_t>(n_ * ((ic_ + ib_ - 1) / ib_) * hw_ * ib_) * sizeof(float);
+  }
+
   Status run(const KernelArgs& a, const ExecContext& exec) const override {
     const float* x = a.inputs[0]->data<float>();
+    if (strided_) x = subsample(x, static_cast<float*>(a.workspace), exec);
     const float* z = has_sum_ ? a.inputs[3]->data<float>() : nullptr;
     float* y = a.outputs[0]->data<float>();
     const int64_t icb = (ic_ + ib_ - 1) / ib_;  // blocks of the input, of the output
@@ -433,6 +445,24 @@ class BlockedPointwiseConv final : public Kernel {
   }
 
  private:
+  // The input pixels a strided convolution reads, into `ws` as a stride-1 one's input (each
+  // input block's plane of output pixels); returns ws.
+  const float* subsample(const float* x, float* ws, const ExecContext& exec) const {
+    const int64_t planes = n_ * ((ic_ + ib_ - 1) / ib_);
+    const int64_t ih = x_[0], iw = x_[1], oh = y_[0], ow = y_[1];
+    const size_t bytes = static_cast<size_t>(ib_) * sizeof(float);
+    parallel_for(planes * oh, 8, exec.num_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t plane = r / oh, h = r % oh;
+        const float* src = x + ((plane * ih + h * stride_[0]) * iw) * ib_;
+        float* dst = ws + ((plane * oh + h) * ow) * ib_;
+        for (int64_t w = 0; w < ow; ++w)
+          std::memcpy(dst + w * ib_, src + w * stride_[1] * ib_, bytes);
+      }
+    });
+    return ws;
+  }
+
   // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(ocb_ * ic_ * kBlock) * sizeof(float);
@@ -459,7 +489,9 @@ class BlockedPointwiseConv final : public Kernel {
 
   int ib_ = kBlock, ob_ = kBlock;  // channel blocks of the input and the output: 8 or 16
   int64_t n_ = 0, ic_ = 0, oc_ = 0, hw_ = 0, ocb_ = 0;  // ocb_: vectors of 16 output channels
-  bool has_sum_ = false, in_place_ = false;  // in place: weights not the kernel's own copy
+  bool has_sum_ = false, in_place_ = false;      // in place: weights not the kernel's own copy
+  bool strided_ = false;                         // the input subsampled into the workspace first
+  std::array<int64_t, 2> x_{}, y_{}, stride_{};  // input and output (H, W), strides
   Epilogue epilogue_ = Epilogue::kNone;
   std::vector<Step> steps_;
   std::vector<float> bias_;                      // padded to whole blocks
