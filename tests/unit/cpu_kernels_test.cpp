@@ -524,29 +524,35 @@ TEST_SUITE("cpu_kernels") {
       // Input and output blocked by 8 or 16 each (MobileNetV3's 24 -> 72 is 8 -> 8, 72 -> 24
       // too, 40 -> 240 is 8 -> 16); an 8-blocked output has whole blocks, as the planner gives.
       const int ib = pick(0, 1) ? 8 : 16, ob = pick(0, 1) ? 8 : 16;
-      const int64_t n = pick(1, 2), ic = pick(1, 70), oc = ob == 8 ? 8 * pick(1, 9) : pick(1, 70),
-                    h = pick(1, 9), w = pick(1, 9);
+      // A plain input (MaxViT's after window attention), transposed into blocks in the
+      // workspace, in one trial of four: more than one pixel, and more channels than a block out.
+      const bool plain_in = trial % 4 == 1;
+      const int64_t n = pick(1, 2), ic = pick(1, 70),
+                    oc = ob == 8 ? 8 * pick(plain_in ? 2 : 1, 9) : pick(plain_in ? 17 : 1, 70),
+                    h = pick(plain_in ? 2 : 1, 9), w = pick(1, 9);
       const bool has_sum = pick(0, 1) == 1;
       const auto& ep = epilogues[static_cast<size_t>(pick(0, 8))];
-      // Strided (a downsampling shortcut) in one trial of three.
-      const int64_t sh = trial % 3 == 2 ? pick(1, 3) : 1, sw = trial % 3 == 2 ? pick(1, 3) : 1;
+      // Strided (a downsampling shortcut) in one trial of three (blocked inputs).
+      const bool strided = trial % 3 == 2 && !plain_in;
+      const int64_t sh = strided ? pick(1, 3) : 1, sw = strided ? pick(1, 3) : 1;
       const int64_t oh = (h - 1) / sh + 1, ow = (w - 1) / sw + 1;
       CAPTURE(trial);
       CAPTURE(ib);
       CAPTURE(ob);
       CAPTURE(sh);
       CAPTURE(sw);
+      CAPTURE(plain_in);
       Tensor x = random_f32({n, ic, h, w}, rng), wt = random_f32({oc, ic, 1, 1}, rng);
       Tensor b = random_f32({oc}, rng), z = random_f32({n, oc, oh, ow}, rng);
       Attributes a = fused_attrs(ep);
       a.set("strides", attr_ints({sh, sw}));
       std::vector<std::shared_ptr<std::vector<float>>> keep(3);
-      Tensor xb = blocked(x, ib, nan, &keep[0]), zb = blocked(z, ob, 0.0f, &keep[1]);
+      Tensor xb = plain_in ? x : blocked(x, ib, nan, &keep[0]), zb = blocked(z, ob, 0.0f, &keep[1]);
       Tensor yb =
           blocked(Tensor::allocate(DType::kFloat32, {n, oc, oh, ow}).value(), ob, nan, &keep[2]);
       std::vector<Tensor*> ins = {&xb, &wt, &b};
       if (has_sum) ins.push_back(&zb);
-      auto fc = fused_conv_context(a, ins, ib, ob);
+      auto fc = fused_conv_context(a, ins, plain_in ? 0 : ib, ob);
       OpContext& ctx = fc->ctx;
       auto kernel = backends::get("cpu").value()->prepare(ctx);
       REQUIRE_MESSAGE(kernel.has_value(), kernel.status().message());

@@ -164,12 +164,12 @@ TEST_SUITE("cpu_kernels") {
           Prepared p =
               run_cpu("Conv", a, {&xin, &wt, &b}, {false, true, true}, in_block, out_block);
           // 1x1 to channels-last from channels-last or plain: Tern's own conv1x1_nhwc goes
-          // first; plain to plain: conv1d_panel (its pixels in a row); between 8/16-blocks on
-          // AVX-512: conv1x1_avx512.
+          // first; plain to plain: conv1d_panel (its pixels in a row); from 8/16-blocks or plain
+          // to 8-blocks on AVX-512: conv1x1_avx512.
           const bool nhwc = k == 1 && (in_block == 32 || in_block == 0) && out_block == 24;
           const bool row = k == 1 && in_block == 0 && out_block == 0;
-          const bool blocked = k == 1 && (in_block == 8 || in_block == 16) && out_block == 8 &&
-                               std::string(tern_cpu_get_capability()) == "AVX512";
+          const bool blocked = k == 1 && (in_block == 0 || in_block == 8 || in_block == 16) &&
+                               out_block == 8 && std::string(tern_cpu_get_capability()) == "AVX512";
           CHECK_MESSAGE(p.kernel.rfind(nhwc      ? "conv1x1_nhwc"
                                        : row     ? "conv1d_panel"
                                        : blocked ? "conv1x1_avx512"

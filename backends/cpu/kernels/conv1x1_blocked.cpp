@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_libraries.h"
+#include "backends/cpu/transpose_f32.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "core/weight_memory.h"
@@ -334,6 +335,13 @@ class BlockedPointwiseConv final : public Kernel {
       if (ib == 0) ib = p.x[1] % kBlock == 0 || p.x[0] == 1 ? kBlock : p.x[1] % 8 == 0 ? 8 : 0;
       if (ob == 0) ob = p.y[1] % kBlock == 0 ? kBlock : p.y[1] % 8 == 0 ? 8 : 0;
     }
+    // A plain input of more pixels (after window attention's reshapes: MaxViT's MBConv) is
+    // transposed into 16-channel blocks in the workspace first; a blocked output is what the
+    // planner gives these.
+    const bool strided = p.win.strides[0] != 1 || p.win.strides[1] != 1;
+    // (A blocked output of all the channels is channels-last: conv1x1_nhwc's.)
+    const bool plain_in = ib == 0 && ob != 0 && ob != p.y[1] && !strided && p.x[2] * p.x[3] > 1;
+    if (plain_in) ib = kBlock;
     const int zb = fp.has_sum && ctx.inputs[3].block == 0 && p.x[2] * p.x[3] == 1
                        ? ob
                        : (fp.has_sum ? ctx.inputs[3].block : 0);
@@ -371,7 +379,8 @@ class BlockedPointwiseConv final : public Kernel {
     k->hw_ = p.y[2] * p.y[3];
     // Strided (a ResNet's or RegNet's downsampling shortcut): the pixels it reads are copied into
     // the workspace first, as a stride-1 one's input.
-    k->strided_ = p.win.strides[0] != 1 || p.win.strides[1] != 1;
+    k->strided_ = strided;
+    k->plain_in_ = plain_in;
     k->x_ = {p.x[2], p.x[3]};
     k->y_ = {p.y[2], p.y[3]};
     k->stride_ = {p.win.strides[0], p.win.strides[1]};
@@ -391,13 +400,14 @@ class BlockedPointwiseConv final : public Kernel {
   }
 
   size_t workspace_bytes() const override {
-    if (!strided_) return 0;
+    if (!strided_ && !plain_in_) return 0;
     return static_cast<size_t>(n_ * ((ic_ + ib_ - 1) / ib_) * hw_ * ib_) * sizeof(float);
   }
 
   Status run(const KernelArgs& a, const ExecContext& exec) const override {
     const float* x = a.inputs[0]->data<float>();
     if (strided_) x = subsample(x, static_cast<float*>(a.workspace), exec);
+    if (plain_in_) x = to_blocks(x, static_cast<float*>(a.workspace), exec);
     const float* z = has_sum_ ? a.inputs[3]->data<float>() : nullptr;
     float* y = a.outputs[0]->data<float>();
     const int64_t icb = (ic_ + ib_ - 1) / ib_;  // blocks of the input, of the output
@@ -463,6 +473,21 @@ class BlockedPointwiseConv final : public Kernel {
     return ws;
   }
 
+  // A plain input into `ws` in blocks of 16 channels (8x8 transposes; the last block's lanes past
+  // the channels left as they are: never read); returns ws.
+  const float* to_blocks(const float* x, float* ws, const ExecContext& exec) const {
+    const int64_t icb = (ic_ + kBlock - 1) / kBlock;
+    parallel_for(n_ * icb, 1, exec.num_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t n = i / icb, cb = i % icb;
+        const int64_t rows = std::min<int64_t>(kBlock, ic_ - cb * kBlock);
+        transpose_f32(x + (n * ic_ + cb * kBlock) * hw_, hw_, rows, hw_, ws + i * hw_ * kBlock,
+                      kBlock);
+      }
+    });
+    return ws;
+  }
+
   // The packed weights (core/weight_memory.h's packed_copy: the model's, the session's or own).
   Status pack(const TensorInfo& info, const Tensor& w, WeightCache* cache) {
     const size_t bytes = static_cast<size_t>(ocb_ * ic_ * kBlock) * sizeof(float);
@@ -489,8 +514,9 @@ class BlockedPointwiseConv final : public Kernel {
 
   int ib_ = kBlock, ob_ = kBlock;  // channel blocks of the input and the output: 8 or 16
   int64_t n_ = 0, ic_ = 0, oc_ = 0, hw_ = 0, ocb_ = 0;  // ocb_: vectors of 16 output channels
-  bool has_sum_ = false, in_place_ = false;      // in place: weights not the kernel's own copy
-  bool strided_ = false;                         // the input subsampled into the workspace first
+  bool has_sum_ = false, in_place_ = false;  // in place: weights not the kernel's own copy
+  bool strided_ = false;                     // the input subsampled into the workspace first
+  bool plain_in_ = false;  // the input transposed into blocks in the workspace first
   std::array<int64_t, 2> x_{}, y_{}, stride_{};  // input and output (H, W), strides
   Epilogue epilogue_ = Epilogue::kNone;
   std::vector<Step> steps_;
