@@ -33,6 +33,7 @@
 #include "backends/cpu/fused_steps.h"
 #include "backends/cpu/kernels/channel_vectors.h"
 #include "backends/cpu/kernels/conv_reg_steps.h"
+#include "backends/cpu/kernels/conv_vec_ops.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
 #include "core/weight_memory.h"
@@ -92,27 +93,13 @@ struct DwTiles {
 #pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
 #endif
 namespace avx512 {
-struct V {
-  using T = __m512;
-  static constexpr int L = 16, kRegisters = 32;
+struct V : conv_vec::Avx512 {
+  static constexpr int kRegisters = 32;
   // 8 accumulators, and the columns of the input they read (a square kernel's tiles), of 32
   // registers.
   static constexpr int max_tile(int) { return 8; }
   static constexpr int min_fast(int) { return 4; }  // (a row of 4 or more as 4 ... 8)
   static constexpr int max_fast(int) { return 8; }
-  static T load(const float* p) { return _mm512_loadu_ps(p); }
-  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-  static T set1(float f) { return _mm512_set1_ps(f); }
-  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
-  static T add(T a, T b) { return _mm512_add_ps(a, b); }
-  // MAXPS and MINPS through the all-lanes masked forms: GCC 12 warns inside _mm512_max_ps.
-  static T max(T a, T b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
-  static T min(T a, T b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
-  static T leaky(T v, float alpha) {
-    const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-    return _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha));
-  }
-  static void store(float* p, T v) { _mm512_storeu_ps(p, v); }
 };
 #include "backends/cpu/kernels/conv_depthwise_tile.inc"
 const DwTiles kBlock16 = tiles_for<1>();
@@ -128,26 +115,13 @@ const DwTiles kBlock16 = tiles_for<1>();
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #endif
 namespace avx2 {
-struct V {
-  using T = __m256;
-  static constexpr int L = 8, kRegisters = 16;
+struct V : conv_vec::Avx2 {
+  static constexpr int kRegisters = 16;
   // At most 8 accumulators and their weights, of 16 registers; a square kernel's tiles (the
   // columns of the input they read in registers too) only for one vector a pixel.
   static constexpr int max_tile(int j) { return j == 1 ? 8 : 4; }
   static constexpr int min_fast(int) { return 2; }  // (a row of 2 or more as 2 ... 4)
   static constexpr int max_fast(int j) { return j == 1 ? 4 : 0; }
-  static T load(const float* p) { return _mm256_loadu_ps(p); }
-  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static T set1(float f) { return _mm256_set1_ps(f); }
-  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
-  static T add(T a, T b) { return _mm256_add_ps(a, b); }
-  static T max(T a, T b) { return _mm256_max_ps(a, b); }
-  static T min(T a, T b) { return _mm256_min_ps(a, b); }
-  static T leaky(T v, float alpha) {
-    const T neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-    return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(alpha)), neg);
-  }
-  static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
 };
 #include "backends/cpu/kernels/conv_depthwise_tile.inc"
 const DwTiles kBlock8 = tiles_for<1>();

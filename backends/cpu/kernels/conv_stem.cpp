@@ -28,6 +28,7 @@
 #include "backends/cpu/fused_steps.h"
 #include "backends/cpu/kernels/channel_vectors.h"
 #include "backends/cpu/kernels/conv_reg_steps.h"
+#include "backends/cpu/kernels/conv_vec_ops.h"
 #include "backends/cpu/transpose_f32.h"
 #include "core/kernel_registry.h"
 #include "core/parallel.h"
@@ -89,30 +90,11 @@ struct Tiles {
 #pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
 #endif
 namespace avx512 {
-struct V {
-  using T = __m512;
-  static constexpr int L = 16;
+struct V : conv_vec::Avx512 {
   // 24 accumulators at most, of 32 registers (the broadcasts are the FMAs' memory operands;
   // kMaxTile is the widest).
   static constexpr int max_tile(int j) { return j == 1 ? 24 : j == 2 ? 12 : j == 3 ? 8 : 6; }
   static constexpr int64_t group = kMaxVectors;
-  static T load(const float* p) { return _mm512_loadu_ps(p); }
-  static T bcast(const float* p) { return _mm512_set1_ps(*p); }
-  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-  static T set1(float f) { return _mm512_set1_ps(f); }
-  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
-  // a > b ? a : b and a < b ? a : b (MAXPS, MINPS), through the all-lanes masked forms: GCC 12
-  // warns inside _mm512_max_ps and _mm512_min_ps.
-  static T max(T a, T b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
-  static T min(T a, T b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
-  static T leaky(T v, float alpha) {
-    const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-    return _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha));
-  }
-  static void store(float* p, T v) { _mm512_storeu_ps(p, v); }
-  static void store_n(float* p, T v, int n) {
-    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
-  }
   // The halves into two 8-channel blocks (masked lanes neither read nor fault).
   static void store_lo(float* p, T v) { _mm512_mask_storeu_ps(p, 0x00FF, v); }
   static void store_hi(float* p, T v) { _mm512_mask_storeu_ps(p - 8, 0xFF00, v); }
@@ -130,29 +112,11 @@ struct V {
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #endif
 namespace avx2 {
-struct V {
-  using T = __m256;
-  static constexpr int L = 8;
+struct V : conv_vec::Avx2 {
   // At most 12 accumulators, the J weight vectors and a broadcast in 16 registers; tiles of at
   // most 2 vectors (3 and 4 would fit only 3 and 2 pixels: a weight load for every 2 or 3 FMAs).
   static constexpr int max_tile(int j) { return j == 1 ? 12 : 6; }
   static constexpr int64_t group = 2;
-  static T load(const float* p) { return _mm256_loadu_ps(p); }
-  static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static T set1(float f) { return _mm256_set1_ps(f); }
-  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
-  static T max(T a, T b) { return _mm256_max_ps(a, b); }
-  static T min(T a, T b) { return _mm256_min_ps(a, b); }
-  static T leaky(T v, float alpha) {
-    const T neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-    return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(alpha)), neg);
-  }
-  static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
-  static void store_n(float* p, T v, int n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane), v);
-  }
 };
 #include "backends/cpu/kernels/conv_stem_strip.inc"
 
